@@ -1,0 +1,378 @@
+//! Running stripe operations: intent, reads, parity computation, writes,
+//! completion. The write method is chosen by `plan::plan_write`.
+
+use super::op::{OpKind, OpState, Parent};
+use super::plan::{plan_write, WriteMethod, WriteShape};
+use super::{Array, FlushPurpose, Owner};
+use crate::io::{DeviceOp, IoCause, IoCompletion, UserError, UserReply};
+use eraid_codes::xor_into;
+use std::ops::Range;
+
+fn sub(range: &Range<u64>, within: &Range<u64>) -> Range<usize> {
+    assert!(within.start <= range.start && range.end <= within.end, "{range:?} outside {within:?}");
+    (range.start - within.start) as usize..(range.end - within.start) as usize
+}
+
+impl Array {
+    fn op_cause(&self, op_id: u64) -> IoCause {
+        match self.ops[&op_id].parent {
+            Parent::User(_) => IoCause::User,
+            Parent::Scrub => {
+                if self.scrub.as_ref().is_some_and(|s| s.is_resync()) {
+                    IoCause::Resync
+                } else {
+                    IoCause::Scrub
+                }
+            }
+        }
+    }
+
+    /// The op holds its stripe lock: take the write intent if it writes.
+    pub(super) fn op_locked(&mut self, op_id: u64) {
+        let op = self.ops.get_mut(&op_id).expect("op exists");
+        if op.writes_data() && self.geometry.parity_per_stripe() > 0 && !op.intent_taken {
+            let region = op.region;
+            if !self.intent.is_durable(region) {
+                op.state = OpState::WaitingIntent;
+                self.intent.waiting.push((region, op_id));
+                if !self.intent.desired.get(region) {
+                    self.intent.desired.set(region, true);
+                }
+                self.request_bitmap_write(true);
+                return;
+            }
+        }
+        self.op_start(op_id);
+    }
+
+    /// Called when bitmap writes complete: start ops whose region is durable.
+    pub(super) fn wake_intent_waiters(&mut self) {
+        let waiting = std::mem::take(&mut self.intent.waiting);
+        for (region, op_id) in waiting {
+            if self.intent.is_durable(region) {
+                self.op_start(op_id);
+            } else {
+                self.intent.waiting.push((region, op_id));
+                self.request_bitmap_write(true);
+            }
+        }
+    }
+
+    /// Plans the op for the members present now and issues its reads.
+    fn op_start(&mut self, op_id: u64) {
+        let now = self.now;
+        let k = self.geometry.data_per_stripe();
+        let m = self.geometry.parity_per_stripe();
+        let op = self.ops.get_mut(&op_id).expect("op exists");
+        if op.writes_data() && !op.intent_taken {
+            op.intent_taken = true;
+            self.intent.begin_write(op.region, now);
+        }
+        let present: Vec<bool> = op.map.shards().map(|p| self.present[p.member]).collect();
+        op.reads = vec![None; k + m];
+        op.read_failed = false;
+        let reads: Option<Vec<(usize, Range<u64>)>> = match op.kind {
+            OpKind::Read => {
+                if op.segments.iter().all(|s| present[s.data_index]) {
+                    Some(op.segments.iter().map(|s| (s.data_index, s.intra.clone())).collect())
+                } else if present.iter().filter(|&&p| p).count() >= k {
+                    // Degraded read: enough surviving shards over the row.
+                    let row = op.row.clone();
+                    let survivors: Vec<usize> = (0..k + m).filter(|&i| present[i]).take(k).collect();
+                    Some(survivors.into_iter().map(|i| (i, row.clone())).collect())
+                } else {
+                    None
+                }
+            }
+            OpKind::Write => {
+                let mut covered = vec![0..0; k];
+                for s in &op.segments {
+                    covered[s.data_index] = s.intra.clone();
+                }
+                let shape = WriteShape { row: op.row.clone(), covered: &covered, parity_count: m, present: &present };
+                plan_write(&shape).map(|plan| {
+                    op.method = Some(plan.method);
+                    plan.reads
+                })
+            }
+            OpKind::Scrub { .. } => {
+                if present.iter().all(|&p| p) {
+                    let row = op.row.clone();
+                    Some((0..k + m).map(|i| (i, row.clone())).collect())
+                } else {
+                    // Degraded: nothing to compare against; skip the stripe.
+                    Some(Vec::new())
+                }
+            }
+        };
+        let Some(reads) = reads else {
+            let error = self.unavailable();
+            self.op_finish(op_id, Some(error));
+            return;
+        };
+        let op = self.ops.get_mut(&op_id).expect("op exists");
+        op.state = OpState::Reading;
+        op.pending_ios = reads.len();
+        let places: Vec<_> = op.map.shards().collect();
+        let cause = self.op_cause(op_id);
+        for (shard, range) in &reads {
+            let place = places[*shard];
+            let offset_bytes = self.member_offset_bytes(place.member_chunk, range.start);
+            let len_bytes = (range.end - range.start) as usize;
+            self.ops.get_mut(&op_id).expect("op").reads[*shard] = Some((range.clone(), Vec::new()));
+            self.issue(
+                place.member,
+                DeviceOp::Read { offset_bytes, len_bytes },
+                cause,
+                Owner::Op { op: op_id, shard: *shard, is_read: true },
+            );
+        }
+        if reads.is_empty() {
+            self.op_compute(op_id);
+        }
+    }
+
+    pub(super) fn op_io_done(&mut self, op_id: u64, shard: usize, is_read: bool, completion: IoCompletion) {
+        let member = self.ops[&op_id].map.shards().nth(shard).expect("shard").member;
+        let failed = match completion {
+            IoCompletion::Read(bytes) if is_read => {
+                let op = self.ops.get_mut(&op_id).expect("op");
+                let slot = op.reads[shard].as_mut().expect("read was planned");
+                assert_eq!(bytes.len() as u64, slot.0.end - slot.0.start, "driver returned a short read");
+                slot.1 = bytes;
+                false
+            }
+            IoCompletion::Done if !is_read => false,
+            IoCompletion::Failed(reason) => {
+                self.fail_member(member, reason);
+                true
+            }
+            other => panic!("completion {other:?} does not match the I/O (read: {is_read})"),
+        };
+        let op = self.ops.get_mut(&op_id).expect("op");
+        op.pending_ios -= 1;
+        if failed {
+            op.member_failed = true;
+            if is_read {
+                op.read_failed = true;
+            }
+        }
+        if op.pending_ios > 0 {
+            return;
+        }
+        match op.state {
+            OpState::Reading if op.read_failed => self.op_start(op_id),
+            OpState::Reading => self.op_compute(op_id),
+            OpState::Writing => self.op_writes_done(op_id),
+            state => panic!("I/O completed for an op in state {state:?}"),
+        }
+    }
+
+    /// All reads are in: compute, then write (or finish a read).
+    fn op_compute(&mut self, op_id: u64) {
+        let k = self.geometry.data_per_stripe();
+        let m = self.geometry.parity_per_stripe();
+        let mut op = self.ops.remove(&op_id).expect("op");
+        let row = op.row.clone();
+        let row_len = (row.end - row.start) as usize;
+        // Full shards over the row, where the method needs them.
+        // `overwritten` marks data shards the write replaces entirely: their
+        // old bytes are not needed (reconstruct-write never reads them).
+        let rebuild_row = |op: &super::op::StripeOp,
+                           code: Option<&eraid_codes::MatrixCode>,
+                           overwritten: &[bool]|
+         -> Result<Vec<Vec<u8>>, String> {
+            let mut shards: Vec<Vec<u8>> = vec![vec![0u8; row_len]; k + m];
+            let mut present = vec![false; k + m];
+            present[..k].copy_from_slice(overwritten);
+            for (i, read) in op.reads.iter().enumerate() {
+                if let Some((range, bytes)) = read {
+                    if *range == row {
+                        shards[i].copy_from_slice(bytes);
+                        present[i] = true;
+                    }
+                }
+            }
+            if present.iter().take(k).all(|&p| p) {
+                return Ok(shards);
+            }
+            let code = code.ok_or("no redundancy to rebuild from")?;
+            let mut refs: Vec<&mut [u8]> = shards.iter_mut().map(|s| s.as_mut_slice()).collect();
+            code.reconstruct(&mut refs, &present).map_err(|e| e.to_string())?;
+            Ok(shards)
+        };
+        let mut writes: Vec<(usize, Range<u64>, Vec<u8>)> = Vec::new();
+        let mut error = None;
+        match op.kind {
+            OpKind::Read => {
+                let parent = match op.parent {
+                    Parent::User(id) => id,
+                    Parent::Scrub => unreachable!("scrub ops are not reads"),
+                };
+                let direct = op.segments.iter().all(|s| matches!(&op.reads[s.data_index], Some((r, _)) if *r == s.intra));
+                let shards = if direct { None } else { Some(rebuild_row(&op, self.code.as_ref(), &vec![false; k])) };
+                let pending = self.requests.get_mut(&parent).expect("parent request");
+                let buf = pending.read_buf.as_mut().expect("read buffer");
+                for s in &op.segments {
+                    let len = (s.intra.end - s.intra.start) as usize;
+                    let dst = &mut buf[s.user_offset..s.user_offset + len];
+                    match &shards {
+                        None => dst.copy_from_slice(&op.reads[s.data_index].as_ref().expect("read").1),
+                        Some(Ok(shards)) => dst.copy_from_slice(&shards[s.data_index][sub(&s.intra, &row)]),
+                        Some(Err(reason)) => error = Some(UserError::Unavailable(reason.clone())),
+                    }
+                }
+            }
+            OpKind::Write => {
+                let method = op.method.expect("write planned");
+                let place_present: Vec<bool> = op.map.shards().map(|p| self.present[p.member]).collect();
+                match method {
+                    WriteMethod::DataOnly => {}
+                    WriteMethod::ReadModifyWrite => {
+                        let code = self.code.as_ref().expect("parity code");
+                        let mut parity: Vec<Vec<u8>> =
+                            (k..k + m).map(|i| op.reads[i].as_ref().expect("parity read").1.clone()).collect();
+                        for s in &op.segments {
+                            let mut delta = op.reads[s.data_index].as_ref().expect("old data read").1.clone();
+                            xor_into(&mut delta, s.data.as_ref().expect("write data"));
+                            let window = sub(&s.intra, &row);
+                            let mut refs: Vec<&mut [u8]> = parity.iter_mut().map(|p| &mut p[window.clone()]).collect();
+                            code.apply_delta(s.data_index, &delta, &mut refs).expect("shapes match");
+                        }
+                        for (i, bytes) in parity.into_iter().enumerate() {
+                            writes.push((k + i, row.clone(), bytes));
+                        }
+                    }
+                    WriteMethod::ReconstructWrite | WriteMethod::ReadAllRebuild => {
+                        let mut overwritten = vec![false; k];
+                        if method == WriteMethod::ReconstructWrite {
+                            for s in &op.segments {
+                                overwritten[s.data_index] = s.intra == row;
+                            }
+                        }
+                        match rebuild_row(&op, self.code.as_ref(), &overwritten) {
+                            Ok(mut shards) => {
+                                for s in &op.segments {
+                                    shards[s.data_index][sub(&s.intra, &row)]
+                                        .copy_from_slice(s.data.as_ref().expect("write data"));
+                                }
+                                let (data, parity) = shards.split_at_mut(k);
+                                let data_refs: Vec<&[u8]> = data.iter().map(|d| d.as_slice()).collect();
+                                let mut parity_refs: Vec<&mut [u8]> = parity.iter_mut().map(|p| p.as_mut_slice()).collect();
+                                self.code.as_ref().expect("parity code").encode(&data_refs, &mut parity_refs).expect("shapes match");
+                                for (i, bytes) in parity.iter().enumerate() {
+                                    writes.push((k + i, row.clone(), bytes.clone()));
+                                }
+                            }
+                            Err(reason) => error = Some(UserError::Unavailable(reason)),
+                        }
+                    }
+                }
+                if error.is_none() {
+                    for s in &op.segments {
+                        writes.push((s.data_index, s.intra.clone(), s.data.clone().expect("write data")));
+                    }
+                }
+                writes.retain(|(shard, _, _)| place_present[*shard]);
+            }
+            OpKind::Scrub { repair } => {
+                if op.reads.iter().all(|r| r.is_some()) {
+                    let data: Vec<&[u8]> = (0..k).map(|j| op.reads[j].as_ref().expect("read").1.as_slice()).collect();
+                    let mut expected: Vec<Vec<u8>> = vec![vec![0u8; row_len]; m];
+                    let mut refs: Vec<&mut [u8]> = expected.iter_mut().map(|p| p.as_mut_slice()).collect();
+                    self.code.as_ref().expect("scrub needs redundancy").encode(&data, &mut refs).expect("shapes match");
+                    let mut mismatch = false;
+                    for (i, bytes) in expected.into_iter().enumerate() {
+                        if bytes != op.reads[k + i].as_ref().expect("read").1 {
+                            mismatch = true;
+                            if repair {
+                                writes.push((k + i, row.clone(), bytes));
+                            }
+                        }
+                    }
+                    if let Some(scrub) = &mut self.scrub {
+                        scrub.record(mismatch, false);
+                    }
+                } else if let Some(scrub) = &mut self.scrub {
+                    scrub.record(false, true);
+                }
+            }
+        }
+        op.reads.iter_mut().for_each(|r| *r = None);
+        let places: Vec<_> = op.map.shards().collect();
+        op.state = OpState::Writing;
+        op.pending_ios = writes.len();
+        self.ops.insert(op_id, op);
+        if error.is_some() || writes.is_empty() {
+            self.op_finish(op_id, error);
+            return;
+        }
+        let cause = self.op_cause(op_id);
+        for (shard, range, bytes) in writes {
+            let place = places[shard];
+            assert_eq!(bytes.len() as u64, range.end - range.start);
+            let offset_bytes = self.member_offset_bytes(place.member_chunk, range.start);
+            self.issue(
+                place.member,
+                DeviceOp::Write { offset_bytes, data: bytes },
+                cause,
+                Owner::Op { op: op_id, shard, is_read: false },
+            );
+        }
+    }
+
+    fn op_writes_done(&mut self, op_id: u64) {
+        let op = self.ops.get_mut(&op_id).expect("op");
+        if op.member_failed {
+            // Acknowledge only once the failure is on disk, see OpState.
+            op.state = OpState::WaitingRecord { generation: self.metadata.superblock_requested };
+            self.wake_record_waiters();
+            return;
+        }
+        self.op_finish(op_id, None);
+    }
+
+    /// Finishes ops whose member-failure record has reached the disks.
+    pub(super) fn wake_record_waiters(&mut self) {
+        let durable = self.metadata.superblock_durable;
+        let ready: Vec<u64> = self
+            .ops
+            .iter()
+            .filter(|(_, op)| matches!(op.state, OpState::WaitingRecord { generation } if generation <= durable))
+            .map(|(&id, _)| id)
+            .collect();
+        for op_id in ready {
+            self.op_finish(op_id, None);
+        }
+    }
+
+    /// Releases the op's lock and intent and completes its parent's share.
+    pub(super) fn op_finish(&mut self, op_id: u64, error: Option<UserError>) {
+        let op = self.ops.remove(&op_id).expect("op");
+        let error = error.or_else(|| (op.kind == OpKind::Write && !self.survivable()).then(|| self.unavailable()));
+        if op.intent_taken {
+            self.intent.end_write(op.region);
+        }
+        for granted in self.locks.release(op.stripe, op.lock) {
+            self.op_locked(granted);
+        }
+        match op.parent {
+            Parent::Scrub => self.scrub_op_done(op.stripe),
+            Parent::User(id) => {
+                let pending = self.requests.get_mut(&id).expect("parent request");
+                pending.remaining_ops -= 1;
+                if error.is_some() && pending.error.is_none() {
+                    pending.error = error;
+                }
+                if pending.remaining_ops == 0 {
+                    let pending = self.requests.remove(&id).expect("parent request");
+                    match pending.error {
+                        Some(error) => self.outbox_reply.push_back(UserReply { id, result: Err(error) }),
+                        None if pending.fua => self.flush_members(FlushPurpose::Reply(id)),
+                        None => self.outbox_reply.push_back(UserReply { id, result: Ok(pending.read_buf) }),
+                    }
+                }
+            }
+        }
+    }
+}

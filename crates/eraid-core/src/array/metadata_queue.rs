@@ -1,0 +1,164 @@
+//! Superblock and bitmap writes, one at a time: each is written to every
+//! present member (alternating slots) and, when ordering matters, flushed
+//! before anyone waiting on it proceeds.
+
+use super::{Array, Owner, Phase};
+use crate::io::{DeviceOp, IoCause, IoCompletion};
+use crate::metadata::bitmap::IntentBitmap;
+use crate::metadata::superblock::Superblock;
+
+#[derive(Clone, Debug)]
+enum Job {
+    Superblock { generation: u64 },
+    Bitmap { flush: bool },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Stage {
+    Writing,
+    Flushing,
+}
+
+struct Active {
+    job: Job,
+    stage: Stage,
+    pending: usize,
+    bitmap_snapshot: Option<IntentBitmap>,
+}
+
+#[derive(Default)]
+pub struct MetadataQueue {
+    queue: Vec<Job>,
+    active: Option<Active>,
+    /// Superblock writes asked for / known on disk (generation counters).
+    pub superblock_requested: u64,
+    pub superblock_durable: u64,
+    pub writes_total: u64,
+}
+
+impl MetadataQueue {
+    pub fn is_idle(&self) -> bool {
+        self.active.is_none() && self.queue.is_empty()
+    }
+}
+
+impl Array {
+    pub(super) fn request_superblock_write(&mut self) {
+        self.metadata.superblock_requested += 1;
+        let generation = self.metadata.superblock_requested;
+        // One queued superblock write covers every request made before it starts.
+        if let Some(Job::Superblock { generation: queued }) =
+            self.metadata.queue.iter_mut().find(|j| matches!(j, Job::Superblock { .. }))
+        {
+            *queued = generation;
+        } else {
+            self.metadata.queue.push(Job::Superblock { generation });
+        }
+        self.pump_metadata();
+    }
+
+    pub(super) fn request_bitmap_write(&mut self, flush: bool) {
+        if let Some(Job::Bitmap { flush: queued }) = self.metadata.queue.iter_mut().find(|j| matches!(j, Job::Bitmap { .. })) {
+            *queued |= flush;
+        } else {
+            self.metadata.queue.push(Job::Bitmap { flush });
+        }
+        self.pump_metadata();
+    }
+
+    fn pump_metadata(&mut self) {
+        if self.metadata.active.is_some() || self.metadata.queue.is_empty() {
+            return;
+        }
+        let job = self.metadata.queue.remove(0);
+        let members: Vec<usize> = (0..self.geometry.member_count).filter(|&m| self.present[m]).collect();
+        let mut snapshot = None;
+        let writes: Vec<(usize, u64, Vec<u8>)> = match &job {
+            Job::Superblock { .. } => {
+                self.superblock.events += 1;
+                let offset = Superblock::slot_offset_bytes(self.superblock.events);
+                members.iter().map(|&m| (m, offset, self.superblock.encode_for(m))).collect()
+            }
+            Job::Bitmap { .. } => {
+                self.intent.sequence += 1;
+                let bitmap = self.intent.desired.clone();
+                let bytes = bitmap.encode(self.intent.sequence);
+                let offset = IntentBitmap::slot_offset_bytes(self.intent.sequence);
+                snapshot = Some(bitmap);
+                members.iter().map(|&m| (m, offset, bytes.clone())).collect()
+            }
+        };
+        self.metadata.writes_total += writes.len() as u64;
+        self.metadata.active =
+            Some(Active { job, stage: Stage::Writing, pending: writes.len(), bitmap_snapshot: snapshot });
+        for (member, offset_bytes, data) in writes {
+            self.issue(member, DeviceOp::Write { offset_bytes, data }, IoCause::Metadata, Owner::Metadata { member });
+        }
+        if members.is_empty() {
+            self.metadata_stage_done();
+        }
+    }
+
+    pub(super) fn metadata_io_done(&mut self, member: usize, completion: IoCompletion) {
+        if let IoCompletion::Failed(reason) = completion {
+            self.fail_member(member, reason);
+        }
+        let active = self.metadata.active.as_mut().expect("metadata I/O without an active job");
+        active.pending -= 1;
+        if active.pending == 0 {
+            self.metadata_stage_done();
+        }
+    }
+
+    fn metadata_stage_done(&mut self) {
+        let active = self.metadata.active.as_mut().expect("active job");
+        let needs_flush = match active.job {
+            Job::Superblock { .. } => true,
+            Job::Bitmap { flush } => flush,
+        };
+        if active.stage == Stage::Writing && needs_flush {
+            active.stage = Stage::Flushing;
+            let members: Vec<usize> = (0..self.geometry.member_count).filter(|&m| self.present[m]).collect();
+            active.pending = members.len();
+            for member in &members {
+                self.issue(*member, DeviceOp::Flush, IoCause::Metadata, Owner::Metadata { member: *member });
+            }
+            if !members.is_empty() {
+                return;
+            }
+        }
+        let active = self.metadata.active.take().expect("active job");
+        match active.job {
+            Job::Superblock { generation } => {
+                self.metadata.superblock_durable = self.metadata.superblock_durable.max(generation);
+                if self.phase == Phase::Opening {
+                    self.finish_open();
+                }
+                self.wake_record_waiters();
+            }
+            Job::Bitmap { .. } => {
+                self.intent.durable = active.bitmap_snapshot.expect("bitmap snapshot");
+                self.wake_intent_waiters();
+            }
+        }
+        self.pump_metadata();
+        self.advance_close();
+    }
+
+    fn finish_open(&mut self) {
+        self.phase = Phase::Running;
+        let dirty: Vec<u64> = self.intent.desired.dirty_regions().collect();
+        if !dirty.is_empty() && self.options.resync_on_open {
+            if self.is_degraded() {
+                // Parity cannot be made consistent without all members; the
+                // regions stay marked until a rebuild resyncs them.
+                self.unresynced_regions = dirty;
+            } else {
+                self.start_resync(dirty);
+            }
+        }
+        for request in std::mem::take(&mut self.held) {
+            self.submit(request);
+        }
+    }
+}

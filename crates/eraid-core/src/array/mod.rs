@@ -1,0 +1,410 @@
+//! The array engine: a sans-IO state machine implementing [`Machine`] for
+//! RAID-0/5/6/10. User requests are split per stripe into `StripeOp`s, which
+//! lock their stripe, make sure the write intent is on disk, read what their
+//! plan needs, compute, write, and complete their parent request.
+
+mod execute;
+mod intent;
+mod locks;
+mod metadata_queue;
+mod op;
+pub mod plan;
+mod scrub;
+mod status;
+mod submit;
+
+use crate::geometry::{Geometry, Level};
+use crate::io::*;
+use crate::layout::{layout_for, Layout};
+use crate::metadata::assemble::{Assembly, SlotState};
+use crate::metadata::superblock::{ArrayState, MemberState, Superblock};
+use eraid_codes::MatrixCode;
+use intent::Intent;
+use locks::StripeLocks;
+use metadata_queue::MetadataQueue;
+use op::StripeOp;
+use scrub::Scrub;
+use std::collections::{HashMap, VecDeque};
+
+/// Tunables with sensible defaults.
+#[derive(Clone, Debug)]
+pub struct ArrayOptions {
+    /// A region's intent bit is cleared once no write touched it for this long.
+    pub bitmap_clean_delay_ms: u64,
+    /// Stripes a check or resync works on at once.
+    pub scrub_window_stripes: usize,
+    /// Start resyncing dirty regions as soon as the array opens.
+    pub resync_on_open: bool,
+}
+
+impl Default for ArrayOptions {
+    fn default() -> Self {
+        ArrayOptions { bitmap_clean_delay_ms: 5_000, scrub_window_stripes: 16, resync_on_open: true }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    /// Marking the superblocks dirty; requests wait.
+    Opening,
+    Running,
+    /// No new requests; draining, then flush, bitmap, clean superblock.
+    Closing(CloseStage),
+    Closed,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum CloseStage {
+    Draining,
+    Flushing,
+    WritingMetadata,
+}
+
+/// Who is waiting for a device I/O.
+#[derive(Clone, Copy, Debug)]
+enum Owner {
+    Op { op: u64, shard: usize, is_read: bool },
+    Metadata { member: usize },
+    Flush { id: u64, member: usize },
+}
+
+/// Why a set of member flushes was issued.
+#[derive(Clone, Debug)]
+enum FlushPurpose {
+    /// A user flush (or a FUA write) replies when done.
+    Reply(RequestId),
+    /// Lazy bitmap clearing: clear these regions if unwritten meanwhile.
+    Clean(Vec<(u64, u64)>),
+    Close,
+}
+
+struct FlushWait {
+    purpose: FlushPurpose,
+    pending: usize,
+}
+
+/// A user request being served.
+struct Pending {
+    remaining_ops: usize,
+    read_buf: Option<Vec<u8>>,
+    error: Option<UserError>,
+    fua: bool,
+}
+
+pub struct Array {
+    geometry: Geometry,
+    layout: Box<dyn Layout>,
+    code: Option<MatrixCode>,
+    superblock: Superblock,
+    /// Whether each member slot can be used now.
+    present: Vec<bool>,
+    options: ArrayOptions,
+    phase: Phase,
+    now: TimeNs,
+    next_io_id: u64,
+    next_op_id: u64,
+    next_flush_id: u64,
+    io_owner: HashMap<IoId, Owner>,
+    outbox_io: VecDeque<DeviceIo>,
+    outbox_reply: VecDeque<UserReply>,
+    outbox_event: VecDeque<ArrayEvent>,
+    requests: HashMap<RequestId, Pending>,
+    /// Requests that arrived while opening.
+    held: VecDeque<UserRequest>,
+    ops: HashMap<u64, StripeOp>,
+    locks: StripeLocks,
+    intent: Intent,
+    metadata: MetadataQueue,
+    flushes: HashMap<u64, FlushWait>,
+    clean_cycle_active: bool,
+    scrub: Option<Scrub>,
+    /// Dirty regions that could not be resynced (degraded at open).
+    unresynced_regions: Vec<u64>,
+}
+
+impl Array {
+    /// Builds the engine from an assembly. It starts by marking the members'
+    /// superblocks dirty (and recording missing or stale members as faulty).
+    pub fn open(assembly: Assembly, options: ArrayOptions, now: TimeNs) -> Array {
+        let geometry = assembly.superblock.geometry;
+        let layout = layout_for(&geometry);
+        let code = match geometry.level {
+            Level::Raid0 => None,
+            Level::Raid5 => Some(MatrixCode::raid5(geometry.data_per_stripe())),
+            Level::Raid6 => Some(MatrixCode::raid6_pq(geometry.data_per_stripe())),
+            // A mirror is a one-data-shard code whose "parity" is a copy.
+            Level::Raid10 => Some(MatrixCode::raid5(1)),
+        };
+        let present: Vec<bool> = assembly.slots.iter().map(|s| matches!(s, SlotState::Present { .. })).collect();
+        let mut superblock = assembly.superblock;
+        for (slot, &here) in present.iter().enumerate() {
+            if !here {
+                superblock.members[slot].state = MemberState::Faulty;
+            }
+        }
+        superblock.state = ArrayState::Dirty;
+        let intent = Intent::new(assembly.bitmap, assembly.bitmap_sequence, superblock.bitmap_stripes_per_region);
+        let mut array = Array {
+            geometry,
+            layout,
+            code,
+            superblock,
+            present,
+            options,
+            phase: Phase::Opening,
+            now,
+            next_io_id: 0,
+            next_op_id: 0,
+            next_flush_id: 0,
+            io_owner: HashMap::new(),
+            outbox_io: VecDeque::new(),
+            outbox_reply: VecDeque::new(),
+            outbox_event: VecDeque::new(),
+            requests: HashMap::new(),
+            held: VecDeque::new(),
+            ops: HashMap::new(),
+            locks: StripeLocks::default(),
+            intent,
+            metadata: MetadataQueue::default(),
+            flushes: HashMap::new(),
+            clean_cycle_active: false,
+            scrub: None,
+            unresynced_regions: Vec::new(),
+        };
+        array.request_superblock_write();
+        array
+    }
+
+    pub fn geometry(&self) -> &Geometry {
+        &self.geometry
+    }
+
+    pub fn capacity_bytes(&self) -> u64 {
+        self.geometry.capacity_bytes()
+    }
+
+    pub fn is_degraded(&self) -> bool {
+        self.present.iter().any(|p| !p)
+    }
+
+    /// True once `handle_close` has finished.
+    pub fn is_closed(&self) -> bool {
+        self.phase == Phase::Closed
+    }
+
+    /// True when a check or resync is running.
+    pub fn scrub_running(&self) -> bool {
+        self.scrub.as_ref().is_some_and(|s| !s.finished())
+    }
+
+    fn issue(&mut self, member: usize, op: DeviceOp, cause: IoCause, owner: Owner) {
+        assert!(member < self.geometry.member_count);
+        let id = IoId(self.next_io_id);
+        self.next_io_id += 1;
+        self.io_owner.insert(id, owner);
+        self.outbox_io.push_back(DeviceIo { id, member, op, cause });
+    }
+
+    fn member_offset_bytes(&self, member_chunk: u64, intra_bytes: u64) -> u64 {
+        self.geometry.data_offset_bytes + member_chunk * self.geometry.chunk_bytes + intra_bytes
+    }
+
+    /// Marks a member failed: it is no longer read or written, and the
+    /// superblocks on the others record it as faulty.
+    fn fail_member(&mut self, member: usize, reason: String) {
+        if !self.present[member] {
+            return;
+        }
+        self.present[member] = false;
+        self.superblock.members[member].state = MemberState::Faulty;
+        self.outbox_event.push_back(ArrayEvent::MemberFailed { member, reason });
+        self.request_superblock_write();
+    }
+
+    /// Issues a flush to every present member; `purpose` runs when all finish.
+    fn flush_members(&mut self, purpose: FlushPurpose) {
+        let id = self.next_flush_id;
+        self.next_flush_id += 1;
+        let members: Vec<usize> = (0..self.geometry.member_count).filter(|&m| self.present[m]).collect();
+        self.flushes.insert(id, FlushWait { purpose, pending: members.len() });
+        for member in &members {
+            self.issue(*member, DeviceOp::Flush, IoCause::User, Owner::Flush { id, member: *member });
+        }
+        if members.is_empty() {
+            self.finish_flush(id);
+        }
+    }
+
+    fn finish_flush(&mut self, id: u64) {
+        let wait = self.flushes.remove(&id).expect("flush tracked");
+        match wait.purpose {
+            FlushPurpose::Reply(request) => {
+                let result = if self.survivable() { Ok(None) } else { Err(self.unavailable()) };
+                self.outbox_reply.push_back(UserReply { id: request, result });
+            }
+            FlushPurpose::Clean(candidates) => {
+                self.clean_cycle_active = false;
+                let mut changed = false;
+                for (region, count) in candidates {
+                    if !self.intent.inflight.contains_key(&region)
+                        && self.intent.write_count(region) == count
+                        && !self.intent.pinned.contains(&region)
+                    {
+                        self.intent.desired.set(region, false);
+                        changed = true;
+                    }
+                }
+                if changed {
+                    self.request_bitmap_write(false);
+                }
+            }
+            FlushPurpose::Close => {
+                // Everything is durable: only regions never resynced stay set.
+                for region in 0..self.intent.desired.region_count() {
+                    let keep = self.intent.pinned.contains(&region) || self.unresynced_regions.contains(&region);
+                    self.intent.desired.set(region, keep);
+                }
+                self.superblock.state = ArrayState::Clean;
+                self.request_bitmap_write(true);
+                self.request_superblock_write();
+                self.phase = Phase::Closing(CloseStage::WritingMetadata);
+            }
+        }
+        self.advance_close();
+    }
+
+    /// Whether the array still has every byte available.
+    fn survivable(&self) -> bool {
+        let absent: Vec<usize> = (0..self.present.len()).filter(|&m| !self.present[m]).collect();
+        match self.geometry.level {
+            Level::Raid10 => {
+                let n = self.geometry.member_count as u64;
+                (0..n).all(|s| {
+                    let map = self.layout.stripe_map(s);
+                    self.present[map.data[0].member] || self.present[map.parity[0].member]
+                })
+            }
+            level => absent.len() <= level.redundancy(),
+        }
+    }
+
+    fn unavailable(&self) -> UserError {
+        let absent: Vec<String> = (0..self.present.len()).filter(|&m| !self.present[m]).map(|m| m.to_string()).collect();
+        UserError::Unavailable(format!("members {} are failed or missing", absent.join(", ")))
+    }
+
+    fn advance_close(&mut self) {
+        match self.phase {
+            Phase::Closing(CloseStage::Draining) => {
+                let scrub_idle = self.scrub.as_ref().is_none_or(|s| s.inflight == 0);
+                if self.ops.is_empty() && self.requests.is_empty() && scrub_idle && self.flushes.is_empty() {
+                    self.phase = Phase::Closing(CloseStage::Flushing);
+                    self.flush_members(FlushPurpose::Close);
+                }
+            }
+            Phase::Closing(CloseStage::WritingMetadata) => {
+                if self.metadata.is_idle() {
+                    self.phase = Phase::Closed;
+                    self.outbox_event.push_back(ArrayEvent::Closed);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+impl Machine for Array {
+    fn handle_request(&mut self, now: TimeNs, request: UserRequest) {
+        self.now = now;
+        match self.phase {
+            Phase::Opening => self.held.push_back(request),
+            Phase::Running => self.submit(request),
+            Phase::Closing(_) | Phase::Closed => {
+                self.outbox_reply.push_back(UserReply { id: request.id, result: Err(UserError::ShuttingDown) })
+            }
+        }
+    }
+
+    fn handle_completion(&mut self, now: TimeNs, io: IoId, completion: IoCompletion) {
+        self.now = now;
+        let owner = self.io_owner.remove(&io).expect("completion for an I/O the core did not issue");
+        match owner {
+            Owner::Op { op, shard, is_read } => self.op_io_done(op, shard, is_read, completion),
+            Owner::Metadata { member } => self.metadata_io_done(member, completion),
+            Owner::Flush { id, member } => {
+                if let IoCompletion::Failed(reason) = completion {
+                    self.fail_member(member, reason);
+                }
+                let wait = self.flushes.get_mut(&id).expect("flush tracked");
+                wait.pending -= 1;
+                if wait.pending == 0 {
+                    self.finish_flush(id);
+                }
+            }
+        }
+        self.advance_close();
+    }
+
+    fn handle_tick(&mut self, now: TimeNs) {
+        self.now = now;
+        if self.phase != Phase::Running || self.clean_cycle_active {
+            return;
+        }
+        let delay_ns = self.options.bitmap_clean_delay_ms * 1_000_000;
+        let candidates = self.intent.clear_candidates(now, delay_ns);
+        if !candidates.is_empty() {
+            self.clean_cycle_active = true;
+            self.flush_members(FlushPurpose::Clean(candidates));
+        }
+    }
+
+    fn handle_close(&mut self, now: TimeNs) {
+        self.now = now;
+        match self.phase {
+            Phase::Closing(_) | Phase::Closed => {}
+            Phase::Opening | Phase::Running => {
+                for request in std::mem::take(&mut self.held) {
+                    self.outbox_reply.push_back(UserReply { id: request.id, result: Err(UserError::ShuttingDown) });
+                }
+                self.phase = Phase::Closing(CloseStage::Draining);
+                if let Some(scrub) = &mut self.scrub {
+                    scrub.stop();
+                }
+                self.advance_close();
+            }
+        }
+    }
+
+    fn handle_admin(&mut self, now: TimeNs, command: AdminCommand) -> serde_json::Value {
+        self.now = now;
+        match command {
+            AdminCommand::Status => self.status_json(),
+            AdminCommand::StartCheck { repair } => match self.start_check(repair) {
+                Ok(()) => self.status_json(),
+                Err(reason) => serde_json::json!({ "error": reason }),
+            },
+        }
+    }
+
+    fn poll_io(&mut self) -> Option<DeviceIo> {
+        self.outbox_io.pop_front()
+    }
+
+    fn poll_reply(&mut self) -> Option<UserReply> {
+        self.outbox_reply.pop_front()
+    }
+
+    fn poll_event(&mut self) -> Option<ArrayEvent> {
+        self.outbox_event.pop_front()
+    }
+
+    fn poll_timeout(&self) -> Option<TimeNs> {
+        if self.phase != Phase::Running || self.clean_cycle_active {
+            return None;
+        }
+        self.intent.next_clear_at(self.options.bitmap_clean_delay_ms * 1_000_000).map(|t| t.max(self.now))
+    }
+}
+
+#[cfg(test)]
+mod tests;

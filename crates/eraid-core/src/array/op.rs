@@ -1,0 +1,74 @@
+//! The state of one stripe operation: a user read or write's share of one
+//! stripe, or one stripe of a check/resync.
+
+use super::locks::LockMode;
+use super::plan::WriteMethod;
+use crate::io::RequestId;
+use crate::layout::StripeMap;
+use std::ops::Range;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Parent {
+    User(RequestId),
+    Scrub,
+}
+
+/// A contiguous piece of a user request inside one data chunk.
+#[derive(Clone, Debug)]
+pub struct Segment {
+    pub data_index: usize,
+    /// Byte range inside the chunk.
+    pub intra: Range<u64>,
+    /// Where the piece sits in the user's buffer.
+    pub user_offset: usize,
+    /// New bytes, for writes.
+    pub data: Option<Vec<u8>>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OpKind {
+    Read,
+    Write,
+    /// Verify (and with `repair`, rewrite) one stripe's redundancy.
+    Scrub { repair: bool },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OpState {
+    WaitingLock,
+    WaitingIntent,
+    Reading,
+    Writing,
+    /// A member failed during the op: its acknowledgement waits until the
+    /// failure is recorded in the superblocks (else a crash could bring the
+    /// failed member back as if current).
+    WaitingRecord { generation: u64 },
+}
+
+pub struct StripeOp {
+    pub parent: Parent,
+    pub stripe: u64,
+    pub region: u64,
+    pub map: StripeMap,
+    pub kind: OpKind,
+    pub lock: LockMode,
+    pub state: OpState,
+    pub segments: Vec<Segment>,
+    /// The intra-chunk range every shard buffer covers.
+    pub row: Range<u64>,
+    pub method: Option<WriteMethod>,
+    /// Per shard (data then parity): the range read and the bytes read.
+    pub reads: Vec<Option<(Range<u64>, Vec<u8>)>>,
+    pub pending_ios: usize,
+    /// A member failed under this op while reading: re-plan when settled.
+    pub read_failed: bool,
+    /// A member failed under this op: wait for the superblock record.
+    pub member_failed: bool,
+    pub intent_taken: bool,
+}
+
+impl StripeOp {
+    pub fn writes_data(&self) -> bool {
+        matches!(self.kind, OpKind::Write | OpKind::Scrub { repair: true })
+    }
+}

@@ -1,0 +1,170 @@
+//! Check and resync: one resumable activity that walks stripes, verifying
+//! (and, for resync or `check --repair`, rewriting) their redundancy.
+
+use super::locks::LockMode;
+use super::op::{OpKind, Parent};
+use super::{Array, Phase};
+use crate::io::ArrayEvent;
+use std::collections::VecDeque;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ScrubMode {
+    /// After an unclean shutdown: rewrite parity of the dirty regions.
+    Resync,
+    Check { repair: bool },
+}
+
+pub struct Scrub {
+    pub mode: ScrubMode,
+    /// Stripe ranges still to visit, in order.
+    ranges: VecDeque<std::ops::Range<u64>>,
+    pub inflight: usize,
+    pub stripes_total: u64,
+    pub stripes_done: u64,
+    pub mismatches: u64,
+    pub skipped_degraded: u64,
+    stopped: bool,
+    /// Resync: regions still to finish, with their outstanding stripe count.
+    region_remaining: std::collections::HashMap<u64, u64>,
+}
+
+impl Scrub {
+    pub fn is_resync(&self) -> bool {
+        self.mode == ScrubMode::Resync
+    }
+
+    pub fn finished(&self) -> bool {
+        (self.ranges.is_empty() || self.stopped) && self.inflight == 0
+    }
+
+    pub fn stop(&mut self) {
+        self.stopped = true;
+    }
+
+    pub fn record(&mut self, mismatch: bool, skipped: bool) {
+        self.mismatches += mismatch as u64;
+        self.skipped_degraded += skipped as u64;
+    }
+
+    fn next_stripe(&mut self) -> Option<u64> {
+        if self.stopped {
+            return None;
+        }
+        let range = self.ranges.front_mut()?;
+        let stripe = range.start;
+        range.start += 1;
+        if range.is_empty() {
+            self.ranges.pop_front();
+        }
+        Some(stripe)
+    }
+
+    pub fn progress(&self) -> f64 {
+        if self.stripes_total == 0 {
+            1.0
+        } else {
+            self.stripes_done as f64 / self.stripes_total as f64
+        }
+    }
+}
+
+impl Array {
+    pub(super) fn start_check(&mut self, repair: bool) -> Result<(), String> {
+        if self.phase != Phase::Running {
+            return Err("the array is not running (opening or closing)".into());
+        }
+        if self.scrub_running() {
+            return Err("a check or resync is already running".into());
+        }
+        if self.geometry.parity_per_stripe() == 0 {
+            return Err("RAID-0 has no redundancy to check".into());
+        }
+        let stripes = self.geometry.stripe_count();
+        self.scrub = Some(Scrub {
+            mode: ScrubMode::Check { repair },
+            ranges: VecDeque::from([0..stripes]),
+            inflight: 0,
+            stripes_total: stripes,
+            stripes_done: 0,
+            mismatches: 0,
+            skipped_degraded: 0,
+            stopped: false,
+            region_remaining: Default::default(),
+        });
+        self.pump_scrub();
+        Ok(())
+    }
+
+    pub(super) fn start_resync(&mut self, regions: Vec<u64>) {
+        let per_region = self.intent.stripes_per_region;
+        let stripe_count = self.geometry.stripe_count();
+        let mut ranges = VecDeque::new();
+        let mut region_remaining = std::collections::HashMap::new();
+        let mut total = 0;
+        for &region in &regions {
+            let start = region * per_region;
+            let end = (start + per_region).min(stripe_count);
+            self.intent.pinned.insert(region);
+            region_remaining.insert(region, end - start);
+            total += end - start;
+            ranges.push_back(start..end);
+        }
+        self.outbox_event.push_back(ArrayEvent::ResyncStarted { regions: regions.len() as u64 });
+        self.scrub = Some(Scrub {
+            mode: ScrubMode::Resync,
+            ranges,
+            inflight: 0,
+            stripes_total: total,
+            stripes_done: 0,
+            mismatches: 0,
+            skipped_degraded: 0,
+            stopped: false,
+            region_remaining,
+        });
+        self.pump_scrub();
+    }
+
+    fn pump_scrub(&mut self) {
+        loop {
+            let window = self.options.scrub_window_stripes.max(1);
+            let Some(scrub) = &mut self.scrub else { return };
+            if scrub.inflight >= window {
+                return;
+            }
+            let Some(stripe) = scrub.next_stripe() else { break };
+            scrub.inflight += 1;
+            let repair = match scrub.mode {
+                ScrubMode::Resync => true,
+                ScrubMode::Check { repair } => repair,
+            };
+            self.create_op(Parent::Scrub, stripe, OpKind::Scrub { repair }, LockMode::Exclusive, Vec::new());
+        }
+        self.maybe_finish_scrub();
+    }
+
+    pub(super) fn scrub_op_done(&mut self, stripe: u64) {
+        let region = self.intent.region_of(stripe);
+        let scrub = self.scrub.as_mut().expect("scrub op without a scrub");
+        scrub.inflight -= 1;
+        scrub.stripes_done += 1;
+        if let Some(remaining) = scrub.region_remaining.get_mut(&region) {
+            *remaining -= 1;
+            if *remaining == 0 {
+                scrub.region_remaining.remove(&region);
+                // Resynced: the region may now be cleared once idle and flushed.
+                self.intent.pinned.remove(&region);
+            }
+        }
+        self.pump_scrub();
+    }
+
+    fn maybe_finish_scrub(&mut self) {
+        let Some(scrub) = &self.scrub else { return };
+        if scrub.finished() && scrub.is_resync() && !scrub.stopped && scrub.region_remaining.is_empty() {
+            let regions = scrub.stripes_total.div_ceil(self.intent.stripes_per_region);
+            if !self.outbox_event.iter().any(|e| matches!(e, ArrayEvent::ResyncFinished { .. })) {
+                self.outbox_event.push_back(ArrayEvent::ResyncFinished { regions });
+            }
+        }
+    }
+}

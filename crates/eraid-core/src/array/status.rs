@@ -1,0 +1,58 @@
+//! The array's state as JSON, for `eraid detail` and the control socket.
+
+use super::scrub::ScrubMode;
+use super::{Array, Phase};
+use crate::metadata::superblock::ArrayState;
+use serde_json::json;
+
+impl Array {
+    pub fn status_json(&self) -> serde_json::Value {
+        let members: Vec<_> = (0..self.geometry.member_count)
+            .map(|m| {
+                let record = &self.superblock.members[m];
+                json!({
+                    "index": m,
+                    "uuid": record.uuid,
+                    "path": record.path_hint,
+                    "state": if self.present[m] { "active" } else { "faulty" },
+                })
+            })
+            .collect();
+        let state = match (self.phase, self.superblock.state) {
+            (Phase::Closed, ArrayState::Clean) => "clean",
+            _ => "active",
+        };
+        let activity = self.scrub.as_ref().map(|s| {
+            let (kind, repair) = match s.mode {
+                ScrubMode::Resync => ("resync", true),
+                ScrubMode::Check { repair } => ("check", repair),
+            };
+            json!({
+                "kind": kind,
+                "repair": repair,
+                "state": if s.finished() { "done" } else { "running" },
+                "progress": s.progress(),
+                "stripes_done": s.stripes_done,
+                "stripes_total": s.stripes_total,
+                "mismatches": s.mismatches,
+                "skipped_degraded_stripes": s.skipped_degraded,
+            })
+        });
+        json!({
+            "array_uuid": self.superblock.array_uuid,
+            "level": self.geometry.level.number(),
+            "layout": self.geometry.layout.name(),
+            "chunk_bytes": self.geometry.chunk_bytes,
+            "member_count": self.geometry.member_count,
+            "capacity_bytes": self.capacity_bytes(),
+            "state": state,
+            "degraded": self.is_degraded(),
+            "events": self.superblock.events,
+            "dirty_regions": self.intent.desired.dirty_regions().count(),
+            "unresynced_regions": self.unresynced_regions.len(),
+            "metadata_writes": self.metadata.writes_total,
+            "members": members,
+            "activity": activity,
+        })
+    }
+}

@@ -1,0 +1,163 @@
+//! Turning user requests into stripe operations.
+
+use super::locks::LockMode;
+use super::op::{OpKind, OpState, Parent, Segment, StripeOp};
+use super::{Array, FlushPurpose, Pending};
+use crate::geometry::SECTOR_BYTES;
+use crate::io::{UserError, UserOp, UserReply, UserRequest};
+
+/// Largest single zeroing piece, so TRIM/WRITE_ZEROES of huge ranges do not
+/// allocate huge buffers at once (they are split into several ops anyway).
+const ZERO_PIECE_BYTES: u64 = 4 << 20;
+
+impl Array {
+    pub(super) fn submit(&mut self, request: UserRequest) {
+        let id = request.id;
+        let (offset_bytes, len_bytes) = match &request.op {
+            UserOp::Read { offset_bytes, len_bytes } => (*offset_bytes, *len_bytes as u64),
+            UserOp::Write { offset_bytes, data, .. } => (*offset_bytes, data.len() as u64),
+            UserOp::Trim { offset_bytes, len_bytes } | UserOp::WriteZeroes { offset_bytes, len_bytes, .. } => {
+                (*offset_bytes, *len_bytes)
+            }
+            UserOp::Flush => {
+                self.flush_members(FlushPurpose::Reply(id));
+                return;
+            }
+        };
+        if let Err(error) = self.validate(offset_bytes, len_bytes) {
+            self.outbox_reply.push_back(UserReply { id, result: Err(error) });
+            return;
+        }
+        if len_bytes == 0 {
+            self.outbox_reply.push_back(UserReply {
+                id,
+                result: Ok(matches!(request.op, UserOp::Read { .. }).then(Vec::new)),
+            });
+            return;
+        }
+        if !self.survivable() {
+            self.outbox_reply.push_back(UserReply { id, result: Err(self.unavailable()) });
+            return;
+        }
+        match request.op {
+            UserOp::Read { .. } => {
+                let segments = self.split(offset_bytes, len_bytes, None);
+                self.start_request(id, segments, OpKind::Read, Some(vec![0; len_bytes as usize]), false);
+            }
+            UserOp::Write { data, fua, .. } => {
+                let segments = self.split(offset_bytes, len_bytes, Some(&data));
+                self.start_request(id, segments, OpKind::Write, None, fua);
+            }
+            // Trim is a hint; eraid keeps parity exact by writing zeroes, so
+            // reads of trimmed ranges return zeroes.
+            UserOp::Trim { .. } | UserOp::WriteZeroes { .. } => {
+                let fua = matches!(request.op, UserOp::WriteZeroes { fua: true, .. });
+                let mut segments = Vec::new();
+                let mut at = offset_bytes;
+                while at < offset_bytes + len_bytes {
+                    let piece = ZERO_PIECE_BYTES.min(offset_bytes + len_bytes - at);
+                    let zeroes = vec![0u8; piece as usize];
+                    for mut group in self.split(at, piece, Some(&zeroes)) {
+                        for segment in &mut group.1 {
+                            segment.user_offset += (at - offset_bytes) as usize;
+                        }
+                        segments.push(group);
+                    }
+                    at += piece;
+                }
+                self.start_request(id, segments, OpKind::Write, None, fua);
+            }
+            UserOp::Flush => unreachable!("handled above"),
+        }
+    }
+
+    fn validate(&self, offset_bytes: u64, len_bytes: u64) -> Result<(), UserError> {
+        if offset_bytes % SECTOR_BYTES != 0 || len_bytes % SECTOR_BYTES != 0 {
+            return Err(UserError::Unaligned { offset_bytes, len_bytes });
+        }
+        let capacity_bytes = self.capacity_bytes();
+        if offset_bytes.checked_add(len_bytes).is_none_or(|end| end > capacity_bytes) {
+            return Err(UserError::OutOfRange { offset_bytes, len_bytes, capacity_bytes });
+        }
+        Ok(())
+    }
+
+    /// Splits a byte range into per-stripe groups of chunk segments.
+    fn split(&self, offset_bytes: u64, len_bytes: u64, data: Option<&[u8]>) -> Vec<(u64, Vec<Segment>)> {
+        let chunk = self.geometry.chunk_bytes;
+        let mut groups: Vec<(u64, Vec<Segment>)> = Vec::new();
+        let mut at = offset_bytes;
+        let end = offset_bytes + len_bytes;
+        while at < end {
+            let logical_chunk = at / chunk;
+            let intra = at % chunk;
+            let piece = (chunk - intra).min(end - at);
+            let (stripe, data_index) = self.layout.locate(logical_chunk);
+            let user_offset = (at - offset_bytes) as usize;
+            let segment = Segment {
+                data_index,
+                intra: intra..intra + piece,
+                user_offset,
+                data: data.map(|d| d[user_offset..user_offset + piece as usize].to_vec()),
+            };
+            match groups.last_mut() {
+                Some((s, segments)) if *s == stripe => segments.push(segment),
+                _ => groups.push((stripe, vec![segment])),
+            }
+            at += piece;
+        }
+        groups
+    }
+
+    fn start_request(
+        &mut self,
+        id: crate::io::RequestId,
+        groups: Vec<(u64, Vec<Segment>)>,
+        kind: OpKind,
+        read_buf: Option<Vec<u8>>,
+        fua: bool,
+    ) {
+        assert!(!groups.is_empty());
+        assert!(!self.requests.contains_key(&id), "request id {id:?} reused while in flight");
+        self.requests.insert(id, Pending { remaining_ops: groups.len(), read_buf, error: None, fua });
+        for (stripe, segments) in groups {
+            let lock = if kind == OpKind::Read { LockMode::Shared } else { LockMode::Exclusive };
+            self.create_op(Parent::User(id), stripe, kind, lock, segments);
+        }
+    }
+
+    /// Creates a stripe op and starts it if its lock is free.
+    pub(super) fn create_op(&mut self, parent: Parent, stripe: u64, kind: OpKind, lock: LockMode, segments: Vec<Segment>) {
+        let op_id = self.next_op_id;
+        self.next_op_id += 1;
+        let map = self.layout.stripe_map(stripe);
+        let shard_count = map.data.len() + map.parity.len();
+        let row = if segments.is_empty() {
+            0..self.geometry.chunk_bytes
+        } else {
+            segments.iter().map(|s| s.intra.start).min().expect("segments")
+                ..segments.iter().map(|s| s.intra.end).max().expect("segments")
+        };
+        let op = StripeOp {
+            parent,
+            stripe,
+            region: self.intent.region_of(stripe),
+            map,
+            kind,
+            lock,
+            state: OpState::WaitingLock,
+            segments,
+            row,
+            method: None,
+            reads: vec![None; shard_count],
+            pending_ios: 0,
+            read_failed: false,
+            member_failed: false,
+            intent_taken: false,
+        };
+        self.ops.insert(op_id, op);
+        if self.locks.acquire(stripe, op_id, lock) {
+            self.op_locked(op_id);
+        }
+    }
+}

@@ -1,0 +1,229 @@
+//! What an array is made of: level, parity layout, chunk size, member count
+//! and member size, and the numbers derived from them.
+
+use serde::{Deserialize, Serialize};
+
+/// Bytes reserved at the start of every member for superblocks and bitmap.
+pub const METADATA_BYTES: u64 = 1 << 20;
+/// Smallest unit of user I/O.
+pub const SECTOR_BYTES: u64 = 512;
+pub const CHUNK_BYTES_MIN: u64 = 4 << 10;
+pub const CHUNK_BYTES_MAX: u64 = 4 << 20;
+pub const CHUNK_BYTES_DEFAULT: u64 = 64 << 10;
+/// Most members one array may have (keeps the superblock small).
+pub const MEMBER_COUNT_MAX: usize = 64;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Level {
+    #[serde(rename = "0")]
+    Raid0,
+    #[serde(rename = "5")]
+    Raid5,
+    #[serde(rename = "6")]
+    Raid6,
+    #[serde(rename = "10")]
+    Raid10,
+}
+
+impl Level {
+    pub fn parse(text: &str) -> Result<Level, GeometryError> {
+        match text.trim().to_ascii_lowercase().trim_start_matches("raid") {
+            "0" => Ok(Level::Raid0),
+            "5" => Ok(Level::Raid5),
+            "6" => Ok(Level::Raid6),
+            "10" => Ok(Level::Raid10),
+            _ => Err(GeometryError::UnknownLevel(text.to_string())),
+        }
+    }
+
+    pub fn number(self) -> u32 {
+        match self {
+            Level::Raid0 => 0,
+            Level::Raid5 => 5,
+            Level::Raid6 => 6,
+            Level::Raid10 => 10,
+        }
+    }
+
+    pub fn member_count_min(self) -> usize {
+        match self {
+            Level::Raid0 => 2,
+            Level::Raid5 => 3,
+            Level::Raid6 => 4,
+            Level::Raid10 => 2,
+        }
+    }
+
+    /// How many members may be missing while every byte stays readable
+    /// (for RAID-10: per mirror pair).
+    pub fn redundancy(self) -> usize {
+        match self {
+            Level::Raid0 => 0,
+            Level::Raid5 | Level::Raid10 => 1,
+            Level::Raid6 => 2,
+        }
+    }
+}
+
+/// Where parity goes from stripe to stripe (Linux MD's names).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ParityLayout {
+    /// The ALV paper's Fig. 1: parity walks from the last member to the
+    /// first; data fills the other members in order.
+    LeftAsymmetric,
+    /// MD's default: as left-asymmetric, but data starts right after parity.
+    LeftSymmetric,
+    RightAsymmetric,
+    RightSymmetric,
+    /// RAID-0 and RAID-10 have no parity to rotate.
+    None,
+    /// RAID-10 "near": the copies of a chunk sit side by side.
+    Near2,
+}
+
+impl ParityLayout {
+    pub fn parse(text: &str) -> Result<ParityLayout, GeometryError> {
+        match text.trim().to_ascii_lowercase().replace('_', "-").as_str() {
+            "left-asymmetric" | "la" => Ok(ParityLayout::LeftAsymmetric),
+            "left-symmetric" | "ls" => Ok(ParityLayout::LeftSymmetric),
+            "right-asymmetric" | "ra" => Ok(ParityLayout::RightAsymmetric),
+            "right-symmetric" | "rs" => Ok(ParityLayout::RightSymmetric),
+            "none" => Ok(ParityLayout::None),
+            "near2" | "n2" | "near" => Ok(ParityLayout::Near2),
+            _ => Err(GeometryError::UnknownLayout(text.to_string())),
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ParityLayout::LeftAsymmetric => "left-asymmetric",
+            ParityLayout::LeftSymmetric => "left-symmetric",
+            ParityLayout::RightAsymmetric => "right-asymmetric",
+            ParityLayout::RightSymmetric => "right-symmetric",
+            ParityLayout::None => "none",
+            ParityLayout::Near2 => "near2",
+        }
+    }
+
+    /// The layout a level uses when none is named.
+    pub fn default_for(level: Level) -> ParityLayout {
+        match level {
+            Level::Raid0 => ParityLayout::None,
+            Level::Raid5 | Level::Raid6 => ParityLayout::LeftSymmetric,
+            Level::Raid10 => ParityLayout::Near2,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum GeometryError {
+    #[error("unknown RAID level '{0}' (expected 0, 5, 6 or 10)")]
+    UnknownLevel(String),
+    #[error("unknown layout '{0}' (expected left-asymmetric, left-symmetric, right-asymmetric, right-symmetric; near2 for RAID-10)")]
+    UnknownLayout(String),
+    #[error("layout {layout} does not apply to RAID-{level}")]
+    LayoutMismatch { level: u32, layout: &'static str },
+    #[error("RAID-{level} needs at least {min} members, got {got}")]
+    TooFewMembers { level: u32, min: usize, got: usize },
+    #[error("at most {max} members are supported, got {got}")]
+    TooManyMembers { max: usize, got: usize },
+    #[error("chunk size {0} bytes is not a power of two between 4 KiB and 4 MiB")]
+    BadChunk(u64),
+    #[error("member size {member_bytes} bytes leaves no room for data: each member needs at least {needed_bytes} bytes (1 MiB metadata + one chunk)")]
+    MemberTooSmall { member_bytes: u64, needed_bytes: u64 },
+}
+
+/// The fixed shape of an array; everything else is derived from it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Geometry {
+    pub level: Level,
+    pub layout: ParityLayout,
+    pub member_count: usize,
+    pub chunk_bytes: u64,
+    /// Where data starts on each member (after the metadata area).
+    pub data_offset_bytes: u64,
+    /// Bytes of data area used on each member, a multiple of the chunk.
+    pub member_data_bytes: u64,
+}
+
+impl Geometry {
+    /// Validates and builds a geometry for members of `member_bytes` each.
+    pub fn new(
+        level: Level,
+        layout: ParityLayout,
+        member_count: usize,
+        chunk_bytes: u64,
+        member_bytes: u64,
+    ) -> Result<Geometry, GeometryError> {
+        let layout_fits = match level {
+            Level::Raid0 => layout == ParityLayout::None,
+            Level::Raid10 => layout == ParityLayout::Near2,
+            Level::Raid5 | Level::Raid6 => {
+                !matches!(layout, ParityLayout::None | ParityLayout::Near2)
+            }
+        };
+        if !layout_fits {
+            return Err(GeometryError::LayoutMismatch { level: level.number(), layout: layout.name() });
+        }
+        if member_count < level.member_count_min() {
+            return Err(GeometryError::TooFewMembers {
+                level: level.number(),
+                min: level.member_count_min(),
+                got: member_count,
+            });
+        }
+        if member_count > MEMBER_COUNT_MAX {
+            return Err(GeometryError::TooManyMembers { max: MEMBER_COUNT_MAX, got: member_count });
+        }
+        if !chunk_bytes.is_power_of_two() || !(CHUNK_BYTES_MIN..=CHUNK_BYTES_MAX).contains(&chunk_bytes) {
+            return Err(GeometryError::BadChunk(chunk_bytes));
+        }
+        let needed_bytes = METADATA_BYTES + chunk_bytes;
+        if member_bytes < needed_bytes {
+            return Err(GeometryError::MemberTooSmall { member_bytes, needed_bytes });
+        }
+        let member_data_bytes = (member_bytes - METADATA_BYTES) / chunk_bytes * chunk_bytes;
+        Ok(Geometry { level, layout, member_count, chunk_bytes, data_offset_bytes: METADATA_BYTES, member_data_bytes })
+    }
+
+    /// Data chunks per stripe (the code's k).
+    pub fn data_per_stripe(&self) -> usize {
+        match self.level {
+            Level::Raid0 => self.member_count,
+            Level::Raid5 => self.member_count - 1,
+            Level::Raid6 => self.member_count - 2,
+            Level::Raid10 => 1,
+        }
+    }
+
+    /// Redundant chunks per stripe (the code's m).
+    pub fn parity_per_stripe(&self) -> usize {
+        match self.level {
+            Level::Raid0 => 0,
+            Level::Raid5 | Level::Raid10 => 1,
+            Level::Raid6 => 2,
+        }
+    }
+
+    /// Chunks on each member's data area.
+    pub fn member_chunks(&self) -> u64 {
+        self.member_data_bytes / self.chunk_bytes
+    }
+
+    pub fn stripe_count(&self) -> u64 {
+        match self.level {
+            // Two copies of every chunk across all members' chunk slots.
+            Level::Raid10 => self.member_chunks() * self.member_count as u64 / 2,
+            _ => self.member_chunks(),
+        }
+    }
+
+    pub fn stripe_data_bytes(&self) -> u64 {
+        self.chunk_bytes * self.data_per_stripe() as u64
+    }
+
+    pub fn capacity_bytes(&self) -> u64 {
+        self.stripe_count() * self.stripe_data_bytes()
+    }
+}

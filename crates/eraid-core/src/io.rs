@@ -1,0 +1,153 @@
+//! The values that cross the boundary between the pure core and a driver.
+//!
+//! The core never performs I/O, reads a clock or sleeps: a driver hands it
+//! user requests, device completions and the current time, and collects
+//! device I/Os, user replies and the next deadline. The real driver does that
+//! against files; the simulator does it against disk models in virtual time.
+
+/// A point in time, in nanoseconds since an epoch the driver picks.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct TimeNs(pub u64);
+
+impl TimeNs {
+    pub fn plus_ms(self, ms: u64) -> TimeNs {
+        TimeNs(self.0.saturating_add(ms.saturating_mul(1_000_000)))
+    }
+}
+
+/// Identifies one device I/O issued by the core; echoed back on completion.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct IoId(pub u64);
+
+/// Identifies one user request; chosen by the driver, echoed in the reply.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct RequestId(pub u64);
+
+/// Why the core issued a device I/O (for accounting in both drivers).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IoCause {
+    User,
+    Metadata,
+    Resync,
+    Scrub,
+    Redistribution,
+    Rebuild,
+    Destage,
+}
+
+/// What a device I/O does. Offsets are absolute byte offsets on the member
+/// (metadata area included), always multiples of 512, as are lengths.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DeviceOp {
+    Read { offset_bytes: u64, len_bytes: usize },
+    Write { offset_bytes: u64, data: Vec<u8> },
+    /// Make every write completed before this flush was issued durable.
+    Flush,
+}
+
+/// One I/O the core asks a driver to perform on one member.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeviceIo {
+    pub id: IoId,
+    /// Index of the member in the array (its slot, as in the superblock).
+    pub member: usize,
+    pub op: DeviceOp,
+    pub cause: IoCause,
+}
+
+/// The outcome of a device I/O, handed back with [`IoId`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum IoCompletion {
+    /// A read's bytes (exactly `len_bytes` of them).
+    Read(Vec<u8>),
+    /// A write or flush finished.
+    Done,
+    /// The device failed this I/O; the core treats the member as failed.
+    Failed(String),
+}
+
+/// What a user asks of the array. Offsets and lengths in bytes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum UserOp {
+    Read { offset_bytes: u64, len_bytes: usize },
+    /// `fua`: durable on every member before the reply.
+    Write { offset_bytes: u64, data: Vec<u8>, fua: bool },
+    /// Reply only once every write acknowledged before it is durable.
+    Flush,
+    /// Discard hint: the core may treat it as writing zeroes or do nothing
+    /// that would break parity; reads of the range afterwards are unspecified
+    /// by NBD, eraid returns zeroes.
+    Trim { offset_bytes: u64, len_bytes: u64 },
+    WriteZeroes { offset_bytes: u64, len_bytes: u64, fua: bool },
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UserRequest {
+    pub id: RequestId,
+    pub op: UserOp,
+}
+
+/// Why a user request failed.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum UserError {
+    #[error("range {offset_bytes}+{len_bytes} is beyond the capacity of {capacity_bytes} bytes")]
+    OutOfRange { offset_bytes: u64, len_bytes: u64, capacity_bytes: u64 },
+    #[error("offset {offset_bytes} or length {len_bytes} is not a multiple of 512 bytes")]
+    Unaligned { offset_bytes: u64, len_bytes: u64 },
+    #[error("too many members failed: the data cannot be read or written ({0})")]
+    Unavailable(String),
+    #[error("the array is shutting down")]
+    ShuttingDown,
+}
+
+/// The core's answer to one user request.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UserReply {
+    pub id: RequestId,
+    /// `Ok(Some(bytes))` for reads, `Ok(None)` for everything else.
+    pub result: Result<Option<Vec<u8>>, UserError>,
+}
+
+/// Something a driver may want to log or show; the core keeps running.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ArrayEvent {
+    MemberFailed { member: usize, reason: String },
+    ResyncStarted { regions: u64 },
+    ResyncFinished { regions: u64 },
+    /// Every member is marked clean on disk; safe to stop the driver.
+    Closed,
+}
+
+/// Administrative commands a driver relays from its operator (CLI, control
+/// socket). Answered at once; long work they start shows up in `Status`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AdminCommand {
+    /// Report the array's state as JSON (level, members, activities...).
+    Status,
+    /// Start verifying parity / mirror copies of every stripe; with
+    /// `repair`, rewrite what does not match.
+    StartCheck { repair: bool },
+}
+
+/// The sans-IO interface every array engine offers to its drivers.
+///
+/// Drivers call the `handle_*` methods with the current time and then drain
+/// the `poll_*` outputs until they return `None`.
+pub trait Machine {
+    fn handle_request(&mut self, now: TimeNs, request: UserRequest);
+    fn handle_completion(&mut self, now: TimeNs, io: IoId, completion: IoCompletion);
+    /// Advance timers (lazy bitmap clearing, rate control, ...).
+    fn handle_tick(&mut self, now: TimeNs);
+    /// Begin an orderly close: finish in-flight work, flush, mark clean.
+    /// `ArrayEvent::Closed` is emitted when done.
+    fn handle_close(&mut self, now: TimeNs);
+    /// Handle an operator command; the answer is JSON (status, or an error
+    /// object `{"error": "..."}`).
+    fn handle_admin(&mut self, now: TimeNs, command: AdminCommand) -> serde_json::Value;
+    fn poll_io(&mut self) -> Option<DeviceIo>;
+    fn poll_reply(&mut self) -> Option<UserReply>;
+    fn poll_event(&mut self) -> Option<ArrayEvent>;
+    /// The next instant at which `handle_tick` should be called, if any.
+    fn poll_timeout(&self) -> Option<TimeNs>;
+}

@@ -1,0 +1,11 @@
+//! eraid's array core: pure, sans-IO. `io` is the driver boundary; `layout`
+//! places chunks; `metadata` encodes superblocks and bitmaps and assembles
+//! arrays; `array` is the engine that serves requests.
+pub mod array;
+pub mod geometry;
+pub mod io;
+pub mod layout;
+pub mod metadata;
+pub mod testing;
+
+pub use array::{Array, ArrayOptions};

@@ -1,0 +1,212 @@
+//! Assembly: decide, from what each member's metadata area holds, which
+//! array this is, which members are in sync, stale or missing, and which
+//! bitmap regions need a resync. Pure: the driver reads the bytes.
+
+use super::bitmap::IntentBitmap;
+use super::superblock::{MemberState, Superblock};
+use crate::geometry::Level;
+use thiserror::Error;
+
+/// What a driver found at one path.
+pub struct MemberProbe {
+    pub path: String,
+    /// The first `METADATA_BYTES` of the member, or why it could not be read.
+    pub metadata: Result<Vec<u8>, String>,
+    pub size_bytes: u64,
+}
+
+/// The state of one member slot after assembly.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SlotState {
+    /// In sync: `probe` indexes the probes given to `assemble`.
+    Present { probe: usize },
+    /// Known member with out-of-date data: not used, needs a rebuild.
+    Stale { probe: usize, events: u64 },
+    /// No member for this slot was given, or it was marked faulty.
+    Missing,
+}
+
+#[derive(Debug)]
+pub struct Assembly {
+    /// The newest superblock: authoritative for geometry and membership.
+    pub superblock: Superblock,
+    pub slots: Vec<SlotState>,
+    /// Union of the in-sync members' bitmaps.
+    pub bitmap: IntentBitmap,
+    pub bitmap_sequence: u64,
+    /// Human-readable lines: what was found and decided.
+    pub report: Vec<String>,
+}
+
+impl Assembly {
+    pub fn missing_or_stale(&self) -> usize {
+        self.slots.iter().filter(|s| !matches!(s, SlotState::Present { .. })).count()
+    }
+}
+
+#[derive(Debug, Error, PartialEq, Eq)]
+pub enum AssemblyError {
+    #[error("no members given")]
+    NoMembers,
+    #[error("{path}: cannot read metadata: {reason}")]
+    Unreadable { path: String, reason: String },
+    #[error("{path}: not an eraid member: {reason}")]
+    NotAMember { path: String, reason: String },
+    #[error("{path} belongs to another array (uuid {found}, expected {expected})")]
+    ForeignMember { path: String, found: String, expected: String },
+    #[error("{path} and {other} both claim member slot {slot}")]
+    DuplicateSlot { path: String, other: String, slot: usize },
+    #[error("{path} claims slot {slot}, but the array records another member (uuid {expected}) there")]
+    ReplacedMember { path: String, slot: usize, expected: String },
+    #[error("{path} is smaller ({size_bytes} bytes) than the array needs ({needed_bytes} bytes)")]
+    TooSmall { path: String, size_bytes: u64, needed_bytes: u64 },
+    #[error("RAID-{level} cannot run without member {slot} (last seen at {path_hint}); {detail}")]
+    MissingMember { level: u32, slot: usize, path_hint: String, detail: String },
+    #[error("RAID-{level} has {missing} members missing or stale; it survives at most {tolerated}: {names}")]
+    TooManyMissing { level: u32, missing: usize, tolerated: usize, names: String },
+    #[error("RAID-10 has lost both copies of some data: members {a} and {b} are both missing")]
+    MirrorLost { a: usize, b: usize },
+}
+
+/// Decides the array from the probes, or says precisely why it cannot run.
+pub fn assemble(probes: &[MemberProbe]) -> Result<Assembly, AssemblyError> {
+    if probes.is_empty() {
+        return Err(AssemblyError::NoMembers);
+    }
+    let mut decoded = Vec::with_capacity(probes.len());
+    for probe in probes {
+        let area = probe
+            .metadata
+            .as_ref()
+            .map_err(|reason| AssemblyError::Unreadable { path: probe.path.clone(), reason: reason.clone() })?;
+        let superblock = Superblock::decode_newest(area)
+            .map_err(|e| AssemblyError::NotAMember { path: probe.path.clone(), reason: e.to_string() })?;
+        decoded.push(superblock);
+    }
+    let newest_index = (0..decoded.len()).max_by_key(|&i| decoded[i].events).expect("non-empty");
+    let newest = decoded[newest_index].clone();
+    let mut report = vec![format!(
+        "array {}: RAID-{} {} chunk {} KiB, {} members, events {} (newest copy on {})",
+        newest.array_uuid,
+        newest.geometry.level.number(),
+        newest.geometry.layout.name(),
+        newest.geometry.chunk_bytes >> 10,
+        newest.geometry.member_count,
+        newest.events,
+        probes[newest_index].path
+    )];
+    let mut slots = vec![SlotState::Missing; newest.geometry.member_count];
+    let needed_bytes = newest.geometry.data_offset_bytes + newest.geometry.member_data_bytes;
+    for (probe_index, (probe, superblock)) in probes.iter().zip(&decoded).enumerate() {
+        if superblock.array_uuid != newest.array_uuid {
+            return Err(AssemblyError::ForeignMember {
+                path: probe.path.clone(),
+                found: superblock.array_uuid.clone(),
+                expected: newest.array_uuid.clone(),
+            });
+        }
+        let slot = superblock.this_member;
+        let record = &newest.members[slot];
+        if record.uuid != superblock.this_member_uuid() {
+            return Err(AssemblyError::ReplacedMember { path: probe.path.clone(), slot, expected: record.uuid.clone() });
+        }
+        if probe.size_bytes < needed_bytes {
+            return Err(AssemblyError::TooSmall { path: probe.path.clone(), size_bytes: probe.size_bytes, needed_bytes });
+        }
+        if let SlotState::Present { probe: other } | SlotState::Stale { probe: other, .. } = slots[slot] {
+            return Err(AssemblyError::DuplicateSlot { path: probe.path.clone(), other: probes[other].path.clone(), slot });
+        }
+        // One behind is a superblock update a crash interrupted; a member the
+        // newest copy marks faulty, or further behind, missed data writes.
+        let in_sync = record.state == MemberState::Active && superblock.events + 1 >= newest.events;
+        slots[slot] = if in_sync {
+            report.push(format!("member {slot}: {} in sync (events {})", probe.path, superblock.events));
+            SlotState::Present { probe: probe_index }
+        } else {
+            report.push(format!(
+                "member {slot}: {} is stale (events {} < {}, recorded {:?}): not used, needs a rebuild",
+                probe.path, superblock.events, newest.events, record.state
+            ));
+            SlotState::Stale { probe: probe_index, events: superblock.events }
+        };
+    }
+    for (slot, state) in slots.iter().enumerate() {
+        if *state == SlotState::Missing {
+            report.push(format!("member {slot}: missing (last seen at {})", newest.members[slot].path_hint));
+        }
+    }
+    check_survivable(&newest, &slots)?;
+    let region_count = newest.geometry.stripe_count().div_ceil(newest.bitmap_stripes_per_region);
+    let mut bitmap = IntentBitmap::new(region_count);
+    let mut bitmap_sequence = 0;
+    for (slot, state) in slots.iter().enumerate() {
+        let SlotState::Present { probe } = state else { continue };
+        let area = probes[*probe].metadata.as_ref().expect("checked above");
+        match IntentBitmap::decode_newest(area, region_count) {
+            Ok((sequence, member_bitmap)) => {
+                bitmap.union_with(&member_bitmap);
+                bitmap_sequence = bitmap_sequence.max(sequence);
+            }
+            // Without a bitmap copy we cannot tell where writes were in flight:
+            // treat every region as dirty if the array was not shut down cleanly.
+            Err(e) => {
+                report.push(format!("member {slot}: write-intent bitmap unreadable ({e}); assuming all regions dirty"));
+                if newest.state != super::superblock::ArrayState::Clean {
+                    for region in 0..region_count {
+                        bitmap.set(region, true);
+                    }
+                }
+            }
+        }
+    }
+    let dirty = bitmap.dirty_regions().count();
+    report.push(format!(
+        "state {:?}; {dirty} of {region_count} bitmap regions marked for resync",
+        newest.state
+    ));
+    Ok(Assembly { superblock: newest, slots, bitmap, bitmap_sequence, report })
+}
+
+fn check_survivable(superblock: &Superblock, slots: &[SlotState]) -> Result<(), AssemblyError> {
+    let level = superblock.geometry.level;
+    let absent: Vec<usize> =
+        (0..slots.len()).filter(|&s| !matches!(slots[s], SlotState::Present { .. })).collect();
+    let name = |slot: usize| format!("{} ({})", slot, superblock.members[slot].path_hint);
+    match level {
+        Level::Raid0 => {
+            if let Some(&slot) = absent.first() {
+                let detail = match slots[slot] {
+                    SlotState::Stale { .. } => "it is stale".to_string(),
+                    _ => "it is missing".to_string(),
+                };
+                return Err(AssemblyError::MissingMember {
+                    level: 0,
+                    slot,
+                    path_hint: superblock.members[slot].path_hint.clone(),
+                    detail: format!("{detail}; RAID-0 has no redundancy"),
+                });
+            }
+        }
+        Level::Raid10 => {
+            let layout = crate::layout::layout_for(&superblock.geometry);
+            for stripe in 0..superblock.geometry.member_count as u64 {
+                let map = layout.stripe_map(stripe);
+                let (a, b) = (map.data[0].member, map.parity[0].member);
+                if absent.contains(&a) && absent.contains(&b) {
+                    return Err(AssemblyError::MirrorLost { a, b });
+                }
+            }
+        }
+        Level::Raid5 | Level::Raid6 => {
+            if absent.len() > level.redundancy() {
+                return Err(AssemblyError::TooManyMissing {
+                    level: level.number(),
+                    missing: absent.len(),
+                    tolerated: level.redundancy(),
+                    names: absent.iter().map(|&s| name(s)).collect::<Vec<_>>().join(", "),
+                });
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,58 @@
+//! A new array's first metadata: superblocks and an empty bitmap for every
+//! member, as writes a driver performs.
+
+use super::bitmap::{IntentBitmap, BITMAP_REGIONS_MAX};
+use super::superblock::{ArrayState, MemberRecord, MemberState, Superblock};
+use crate::geometry::Geometry;
+
+/// Array bytes one write-intent bit covers, unless the bitmap would not fit.
+pub const BITMAP_REGION_BYTES: u64 = 64 << 20;
+
+/// Stripes per bitmap region for a geometry.
+pub fn stripes_per_region(geometry: &Geometry) -> u64 {
+    let mut per_region = (BITMAP_REGION_BYTES / geometry.stripe_data_bytes()).max(1);
+    while geometry.stripe_count().div_ceil(per_region) > BITMAP_REGIONS_MAX {
+        per_region *= 2;
+    }
+    per_region
+}
+
+pub struct NewMember {
+    pub uuid: String,
+    pub path_hint: String,
+}
+
+pub fn new_superblock(geometry: Geometry, array_uuid: String, members: Vec<NewMember>, created_unix_s: u64) -> Superblock {
+    assert_eq!(members.len(), geometry.member_count);
+    Superblock {
+        array_uuid,
+        events: 1,
+        state: ArrayState::Clean,
+        geometry,
+        this_member: 0,
+        members: members
+            .into_iter()
+            .map(|m| MemberRecord { uuid: m.uuid, state: MemberState::Active, path_hint: m.path_hint })
+            .collect(),
+        bitmap_stripes_per_region: stripes_per_region(&geometry),
+        created_unix_s,
+    }
+}
+
+/// (member, offset_bytes, bytes) to write, then flush, on each member. The
+/// other slots are zeroed so no earlier array's records survive there.
+pub fn initial_writes(superblock: &Superblock) -> Vec<(usize, u64, Vec<u8>)> {
+    let regions = superblock.geometry.stripe_count().div_ceil(superblock.bitmap_stripes_per_region);
+    let bitmap = IntentBitmap::new(regions).encode(1);
+    let mut writes = Vec::new();
+    for member in 0..superblock.geometry.member_count {
+        let sb = superblock.encode_for(member);
+        let sb_slot = Superblock::slot_offset_bytes(superblock.events);
+        let other_sb = Superblock::slot_offset_bytes(superblock.events + 1);
+        writes.push((member, sb_slot, sb.clone()));
+        writes.push((member, other_sb, vec![0u8; sb.len()]));
+        writes.push((member, IntentBitmap::slot_offset_bytes(1), bitmap.clone()));
+        writes.push((member, IntentBitmap::slot_offset_bytes(2), vec![0u8; bitmap.len()]));
+    }
+    writes
+}

@@ -1,0 +1,171 @@
+//! The superblock: what every member records about the array and itself.
+//! The body is JSON (self-describing, so later versions can add fields such
+//! as a reshape checkpoint with defaults), framed by `record`.
+
+use super::record::{self, RecordError, RecordKind};
+use super::{SUPERBLOCK_SLOTS_BYTES, SUPERBLOCK_SLOT_BYTES};
+use crate::geometry::Geometry;
+use serde::{Deserialize, Serialize};
+
+pub const SUPERBLOCK_KIND: RecordKind = RecordKind { name: "eraid superblock", magic: *b"ERAIDSB\0", version: 1 };
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ArrayState {
+    /// Shut down cleanly: parity matches data everywhere.
+    Clean,
+    /// In use or not shut down cleanly: the bitmap names regions to resync.
+    Dirty,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MemberState {
+    /// In sync and used.
+    Active,
+    /// Failed or went missing while the array ran: its data is out of date
+    /// and it needs a rebuild before it can be used again.
+    Faulty,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MemberRecord {
+    pub uuid: String,
+    pub state: MemberState,
+    /// Where the member was last seen, for messages only.
+    pub path_hint: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Superblock {
+    pub array_uuid: String,
+    /// Bumped on every superblock write; the newest copy is authoritative.
+    pub events: u64,
+    pub state: ArrayState,
+    pub geometry: Geometry,
+    /// Which slot of `members` the member holding this copy is.
+    pub this_member: usize,
+    pub members: Vec<MemberRecord>,
+    /// Write-intent bitmap granularity: stripes covered by one bit.
+    pub bitmap_stripes_per_region: u64,
+    /// Seconds since the Unix epoch at creation (given by the caller).
+    pub created_unix_s: u64,
+}
+
+impl Superblock {
+    /// Encodes this copy for `this_member`.
+    pub fn encode_for(&self, this_member: usize) -> Vec<u8> {
+        let mut copy = self.clone();
+        copy.this_member = this_member;
+        let body = serde_json::to_vec(&copy).expect("superblock serialises");
+        let bytes = record::encode(&SUPERBLOCK_KIND, self.events, &body);
+        assert!(bytes.len() <= SUPERBLOCK_SLOT_BYTES, "superblock outgrew its slot");
+        bytes
+    }
+
+    /// Which slot the write carrying `events` goes to: alternate, so the
+    /// previous copy survives a torn write.
+    pub fn slot_offset_bytes(events: u64) -> u64 {
+        SUPERBLOCK_SLOTS_BYTES[(events % 2) as usize]
+    }
+
+    /// Decodes the newest valid superblock from a member's metadata area.
+    pub fn decode_newest(metadata_area: &[u8]) -> Result<Superblock, RecordError> {
+        let slot = |i: usize| {
+            let start = (SUPERBLOCK_SLOTS_BYTES[i] as usize).min(metadata_area.len());
+            let end = (start + SUPERBLOCK_SLOT_BYTES).min(metadata_area.len());
+            &metadata_area[start..end]
+        };
+        let (_, sequence, body) = record::newest(&SUPERBLOCK_KIND, [slot(0), slot(1)])?;
+        let superblock: Superblock = serde_json::from_slice(body)
+            .map_err(|e| RecordError::Body { kind: SUPERBLOCK_KIND.name, reason: e.to_string() })?;
+        let bad = |reason: String| RecordError::Body { kind: SUPERBLOCK_KIND.name, reason };
+        if superblock.events != sequence {
+            return Err(bad(format!("events {} differ from record sequence {sequence}", superblock.events)));
+        }
+        let g = &superblock.geometry;
+        let rebuilt = Geometry::new(g.level, g.layout, g.member_count, g.chunk_bytes, g.data_offset_bytes + g.member_data_bytes)
+            .map_err(|e| bad(format!("impossible geometry: {e}")))?;
+        if rebuilt != *g {
+            return Err(bad("geometry fields are inconsistent".into()));
+        }
+        if superblock.members.len() != g.member_count || superblock.this_member >= g.member_count {
+            return Err(bad(format!(
+                "member table has {} entries, this member is {}, geometry says {} members",
+                superblock.members.len(),
+                superblock.this_member,
+                g.member_count
+            )));
+        }
+        if superblock.bitmap_stripes_per_region == 0 {
+            return Err(bad("bitmap region of zero stripes".into()));
+        }
+        Ok(superblock)
+    }
+
+    pub fn this_member_uuid(&self) -> &str {
+        &self.members[self.this_member].uuid
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::geometry::{Level, ParityLayout, METADATA_BYTES};
+
+    pub fn sample() -> Superblock {
+        let geometry = Geometry::new(Level::Raid5, ParityLayout::LeftSymmetric, 3, 64 << 10, 64 << 20).unwrap();
+        Superblock {
+            array_uuid: "a".into(),
+            events: 5,
+            state: ArrayState::Clean,
+            geometry,
+            this_member: 0,
+            members: (0..3)
+                .map(|i| MemberRecord { uuid: format!("m{i}"), state: MemberState::Active, path_hint: format!("d{i}") })
+                .collect(),
+            bitmap_stripes_per_region: 512,
+            created_unix_s: 0,
+        }
+    }
+
+    fn area_with(writes: &[(u64, Vec<u8>)]) -> Vec<u8> {
+        let mut area = vec![0u8; METADATA_BYTES as usize];
+        for (offset, bytes) in writes {
+            area[*offset as usize..*offset as usize + bytes.len()].copy_from_slice(bytes);
+        }
+        area
+    }
+
+    #[test]
+    fn newest_copy_wins_and_torn_write_falls_back() {
+        let mut sb = sample();
+        let first = (Superblock::slot_offset_bytes(sb.events), sb.encode_for(1));
+        sb.events += 1;
+        sb.state = ArrayState::Dirty;
+        let second = (Superblock::slot_offset_bytes(sb.events), sb.encode_for(1));
+        assert_ne!(first.0, second.0);
+        let decoded = Superblock::decode_newest(&area_with(&[first.clone(), second.clone()])).unwrap();
+        assert_eq!((decoded.events, decoded.state, decoded.this_member), (6, ArrayState::Dirty, 1));
+        let mut torn = second.clone();
+        let half = torn.1.len() / 2;
+        torn.1[half..].fill(0);
+        let decoded = Superblock::decode_newest(&area_with(&[first, torn])).unwrap();
+        assert_eq!(decoded.events, 5);
+    }
+
+    #[test]
+    fn blank_and_inconsistent_superblocks_are_refused() {
+        assert!(matches!(Superblock::decode_newest(&vec![0u8; 1 << 20]), Err(RecordError::NoMagic { .. })));
+        let mut sb = sample();
+        sb.members.pop();
+        let area = area_with(&[(Superblock::slot_offset_bytes(sb.events), sb.encode_for(0))]);
+        assert!(matches!(Superblock::decode_newest(&area), Err(RecordError::Body { .. })));
+        let mut sb = sample();
+        sb.geometry.member_data_bytes += 4096;
+        let area = area_with(&[(Superblock::slot_offset_bytes(sb.events), sb.encode_for(0))]);
+        assert!(Superblock::decode_newest(&area).is_err());
+        // A short area (truncated member) is an error, not a panic.
+        assert!(Superblock::decode_newest(&[1, 2, 3]).is_err());
+    }
+}

@@ -1,0 +1,232 @@
+//! An in-memory, fault-injecting driver for tests (pure: no threads, no
+//! clock). Members are byte vectors with a durable image and a list of
+//! writes not yet flushed; I/Os complete in a seeded random order, members
+//! can fail, and a crash drops, applies or tears every unflushed write,
+//! in the spirit of FoundationDB's AsyncFileNonDurable.
+
+use crate::geometry::{Geometry, METADATA_BYTES, SECTOR_BYTES};
+use crate::io::*;
+use crate::metadata::assemble::{assemble, Assembly, AssemblyError, MemberProbe};
+use crate::metadata::create::{initial_writes, new_superblock, NewMember};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+pub struct MemMember {
+    /// What survives a crash for sure.
+    pub durable: Vec<u8>,
+    /// What reads see now.
+    pub current: Vec<u8>,
+    /// Writes completed since the last flush: (offset, bytes).
+    pub unflushed: Vec<(u64, Vec<u8>)>,
+    /// Every I/O to a failed member fails.
+    pub failed: bool,
+}
+
+impl MemMember {
+    fn write(&mut self, offset: u64, data: &[u8]) {
+        let at = offset as usize;
+        self.current[at..at + data.len()].copy_from_slice(data);
+        self.unflushed.push((offset, data.to_vec()));
+    }
+}
+
+pub struct MemHarness {
+    /// None: the member is absent (not given to assembly).
+    pub members: Vec<Option<MemMember>>,
+    pub rng: ChaCha8Rng,
+    pub now: TimeNs,
+    inflight: Vec<DeviceIo>,
+    pub replies: Vec<UserReply>,
+    pub events: Vec<ArrayEvent>,
+    pub ios_by_cause: std::collections::HashMap<IoCause, u64>,
+}
+
+impl MemHarness {
+    /// Creates the members and writes a new array's metadata onto them.
+    pub fn create(geometry: Geometry, seed: u64) -> MemHarness {
+        let member_bytes = geometry.data_offset_bytes + geometry.member_data_bytes;
+        let members = (0..geometry.member_count)
+            .map(|_| {
+                Some(MemMember {
+                    durable: vec![0; member_bytes as usize],
+                    current: vec![0; member_bytes as usize],
+                    unflushed: Vec::new(),
+                    failed: false,
+                })
+            })
+            .collect();
+        let mut harness = MemHarness {
+            members,
+            rng: ChaCha8Rng::seed_from_u64(seed),
+            now: TimeNs(0),
+            inflight: Vec::new(),
+            replies: Vec::new(),
+            events: Vec::new(),
+            ios_by_cause: Default::default(),
+        };
+        let sb = new_superblock(
+            geometry,
+            format!("array-{seed}"),
+            (0..geometry.member_count)
+                .map(|i| NewMember { uuid: format!("member-{seed}-{i}"), path_hint: format!("mem{i}") })
+                .collect(),
+            0,
+        );
+        for (member, offset, bytes) in initial_writes(&sb) {
+            let m = harness.members[member].as_mut().expect("member");
+            m.write(offset, &bytes);
+        }
+        harness.flush_all();
+        harness
+    }
+
+    fn flush_all(&mut self) {
+        for m in self.members.iter_mut().flatten() {
+            m.durable.copy_from_slice(&m.current);
+            m.unflushed.clear();
+        }
+    }
+
+    pub fn probes(&self) -> Vec<MemberProbe> {
+        self.members
+            .iter()
+            .enumerate()
+            .filter_map(|(i, m)| {
+                m.as_ref().map(|m| MemberProbe {
+                    path: format!("mem{i}"),
+                    metadata: Ok(m.current[..METADATA_BYTES as usize].to_vec()),
+                    size_bytes: m.current.len() as u64,
+                })
+            })
+            .collect()
+    }
+
+    pub fn assemble(&self) -> Result<Assembly, AssemblyError> {
+        assemble(&self.probes())
+    }
+
+    /// Moves every pending output of the machine into the harness.
+    pub fn collect(&mut self, machine: &mut dyn Machine) {
+        while let Some(io) = machine.poll_io() {
+            self.inflight.push(io);
+        }
+        while let Some(reply) = machine.poll_reply() {
+            self.replies.push(reply);
+        }
+        while let Some(event) = machine.poll_event() {
+            self.events.push(event);
+        }
+    }
+
+    pub fn inflight(&self) -> usize {
+        self.inflight.len()
+    }
+
+    /// Completes one in-flight I/O chosen at random; false if none.
+    pub fn step(&mut self, machine: &mut dyn Machine) -> bool {
+        self.collect(machine);
+        if self.inflight.is_empty() {
+            return false;
+        }
+        let index = self.rng.gen_range(0..self.inflight.len());
+        let io = self.inflight.swap_remove(index);
+        *self.ios_by_cause.entry(io.cause).or_default() += 1;
+        self.now = TimeNs(self.now.0 + self.rng.gen_range(10_000..2_000_000));
+        let completion = self.perform(&io);
+        machine.handle_completion(self.now, io.id, completion);
+        if let Some(deadline) = machine.poll_timeout() {
+            if deadline <= self.now {
+                machine.handle_tick(self.now);
+            }
+        }
+        self.collect(machine);
+        true
+    }
+
+    fn perform(&mut self, io: &DeviceIo) -> IoCompletion {
+        let Some(member) = self.members.get_mut(io.member).and_then(|m| m.as_mut()) else {
+            return IoCompletion::Failed(format!("member {} is absent", io.member));
+        };
+        if member.failed {
+            return IoCompletion::Failed(format!("member {} failed (injected)", io.member));
+        }
+        match &io.op {
+            DeviceOp::Read { offset_bytes, len_bytes } => {
+                assert_eq!(offset_bytes % SECTOR_BYTES, 0);
+                let at = *offset_bytes as usize;
+                IoCompletion::Read(member.current[at..at + len_bytes].to_vec())
+            }
+            DeviceOp::Write { offset_bytes, data } => {
+                assert_eq!(offset_bytes % SECTOR_BYTES, 0);
+                assert!(*offset_bytes as usize + data.len() <= member.current.len(), "write beyond member end");
+                member.write(*offset_bytes, data);
+                IoCompletion::Done
+            }
+            DeviceOp::Flush => {
+                member.durable.copy_from_slice(&member.current);
+                member.unflushed.clear();
+                IoCompletion::Done
+            }
+        }
+    }
+
+    /// Runs until the machine has no I/O in flight.
+    pub fn run(&mut self, machine: &mut dyn Machine) {
+        self.collect(machine);
+        while self.step(machine) {}
+    }
+
+    /// Advances the clock and ticks the machine, then runs.
+    pub fn idle(&mut self, machine: &mut dyn Machine, ms: u64) {
+        self.now = self.now.plus_ms(ms);
+        machine.handle_tick(self.now);
+        self.run(machine);
+    }
+
+    pub fn submit(&mut self, machine: &mut dyn Machine, id: u64, op: UserOp) {
+        machine.handle_request(self.now, UserRequest { id: RequestId(id), op });
+        self.collect(machine);
+    }
+
+    pub fn take_reply(&mut self, id: u64) -> Option<UserReply> {
+        let index = self.replies.iter().position(|r| r.id == RequestId(id))?;
+        Some(self.replies.swap_remove(index))
+    }
+
+    /// Power loss: every in-flight and unflushed write is dropped, applied
+    /// whole, or torn at a random sector boundary, per write.
+    pub fn crash(&mut self) {
+        let inflight = std::mem::take(&mut self.inflight);
+        for io in inflight {
+            if let (DeviceOp::Write { offset_bytes, data }, Some(Some(m))) = (&io.op, self.members.get_mut(io.member)) {
+                if !m.failed {
+                    m.unflushed.push((*offset_bytes, data.clone()));
+                }
+            }
+        }
+        for m in self.members.iter_mut().flatten() {
+            let mut image = m.durable.clone();
+            for (offset, data) in std::mem::take(&mut m.unflushed) {
+                let sectors = data.len() / SECTOR_BYTES as usize;
+                match self.rng.gen_range(0..3) {
+                    0 => {}
+                    1 => image[offset as usize..offset as usize + data.len()].copy_from_slice(&data),
+                    _ => {
+                        for s in 0..sectors {
+                            if self.rng.gen_bool(0.5) {
+                                let at = s * SECTOR_BYTES as usize;
+                                let dst = offset as usize + at;
+                                image[dst..dst + SECTOR_BYTES as usize]
+                                    .copy_from_slice(&data[at..at + SECTOR_BYTES as usize]);
+                            }
+                        }
+                    }
+                }
+            }
+            m.durable = image.clone();
+            m.current = image;
+        }
+        self.replies.clear();
+        self.events.clear();
+    }
+}

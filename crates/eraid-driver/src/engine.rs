@@ -1,0 +1,464 @@
+//! The engine thread: runs a sans-IO [`Machine`] against real members in
+//! real time.
+//!
+//! One thread owns the machine. It feeds it user requests, device
+//! completions from the [`IoPool`] and ticks (with the time since the engine
+//! started), and after every input drains the machine's outputs: device I/Os
+//! go to the pool, replies to their callers, events to the log and the
+//! optional event sink.
+
+use std::collections::HashMap;
+use std::io;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, Select, Sender};
+use eraid_core::io::{
+    ArrayEvent, DeviceIo, DeviceOp, IoCause, IoCompletion, IoId, Machine, RequestId, TimeNs,
+    UserError, UserOp, UserReply, UserRequest,
+};
+
+use crate::handle::{CloseOutcome, Command, EngineHandle, Shared};
+use crate::io_pool::{default_io_threads, FinishedIo, IoPool};
+use crate::member::MemberFile;
+use crate::member_io::MemberIo;
+use crate::reply::ReplySink;
+use crate::stats::{EngineStats, IoCounters};
+
+/// How to run an engine.
+#[derive(Clone, Debug, Default)]
+pub struct EngineConfig {
+    /// I/O worker threads; `None` means [`default_io_threads`].
+    pub io_threads: Option<usize>,
+    /// Receives a copy of every [`ArrayEvent`]. Use an unbounded channel: the
+    /// engine never blocks on it and drops events a full channel refuses.
+    pub event_sink: Option<Sender<ArrayEvent>>,
+}
+
+/// A running engine: the owner of its thread. Dropping it closes the array
+/// (as [`Engine::close`]) and joins the thread.
+pub struct Engine {
+    handle: EngineHandle,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Engine {
+    /// Starts an engine over member files (slot `i` is `members[i]`).
+    pub fn start(
+        machine: Box<dyn Machine + Send>,
+        members: Vec<MemberFile>,
+        config: EngineConfig,
+    ) -> io::Result<Engine> {
+        let devices = members
+            .into_iter()
+            .map(|m| Arc::new(m) as Arc<dyn MemberIo>)
+            .collect();
+        Engine::start_with_devices(machine, devices, config)
+    }
+
+    /// Starts an engine over any devices (fault-injecting ones included).
+    pub fn start_with_devices(
+        machine: Box<dyn Machine + Send>,
+        devices: Vec<Arc<dyn MemberIo>>,
+        config: EngineConfig,
+    ) -> io::Result<Engine> {
+        let labels = devices.iter().map(|d| d.label().to_string()).collect();
+        let shared = Arc::new(Shared::new(EngineStats::new(labels)));
+        let threads = config
+            .io_threads
+            .unwrap_or_else(|| default_io_threads(devices.len()));
+        let (done_tx, done_rx) = crossbeam_channel::unbounded();
+        let pool = IoPool::start(Arc::from(devices), threads, done_tx)?;
+        let (command_tx, command_rx) = crossbeam_channel::unbounded();
+        let runner = Runner {
+            machine,
+            pool: Some(pool),
+            commands: command_rx,
+            commands_open: true,
+            completions: done_rx,
+            start: Instant::now(),
+            next_request_id: 1,
+            pending: HashMap::new(),
+            in_flight: HashMap::new(),
+            closing: false,
+            closed_event: false,
+            close_waiters: Vec::new(),
+            event_sink: config.event_sink,
+            shared: Arc::clone(&shared),
+        };
+        let thread_shared = Arc::clone(&shared);
+        let thread = std::thread::Builder::new()
+            .name("eraid-engine".into())
+            .spawn(move || {
+                let _guard = StopGuard(thread_shared);
+                runner.run();
+            })?;
+        Ok(Engine {
+            handle: EngineHandle {
+                commands: command_tx,
+                shared,
+            },
+            thread: Some(thread),
+        })
+    }
+
+    pub fn handle(&self) -> EngineHandle {
+        self.handle.clone()
+    }
+
+    /// Closes the array (see [`EngineHandle::close`]) and joins the thread.
+    pub fn close(mut self) -> CloseOutcome {
+        self.close_and_join()
+    }
+
+    fn close_and_join(&mut self) -> CloseOutcome {
+        let outcome = self.handle.close();
+        if let Some(thread) = self.thread.take() {
+            if thread.join().is_err() {
+                tracing::error!("the engine thread panicked");
+                return CloseOutcome::Stopped;
+            }
+        }
+        outcome
+    }
+}
+
+impl Drop for Engine {
+    fn drop(&mut self) {
+        if self.thread.is_some() {
+            self.close_and_join();
+        }
+    }
+}
+
+/// Marks the engine stopped however its thread ends, unwinding included,
+/// so handles fail fast instead of queueing requests nobody will answer.
+struct StopGuard(Arc<Shared>);
+
+impl Drop for StopGuard {
+    fn drop(&mut self) {
+        self.0.stopping.store(true, Ordering::Release);
+        self.0.set_outcome(CloseOutcome::Stopped);
+        self.0.stats().running = false;
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+enum IoKind {
+    Read,
+    Write,
+    Flush,
+}
+
+/// What the engine remembers of an issued device I/O, for accounting.
+#[derive(Clone, Copy, Debug)]
+struct InFlight {
+    member: usize,
+    cause: IoCause,
+    kind: IoKind,
+    len_bytes: u64,
+}
+
+enum Input {
+    Command(Command),
+    CommandsClosed,
+    Finished(FinishedIo),
+    DeadlineReached,
+}
+
+struct Runner {
+    machine: Box<dyn Machine + Send>,
+    /// `Some` until the thread finishes; dropping it joins the workers.
+    pool: Option<IoPool>,
+    commands: Receiver<Command>,
+    /// False once every handle is gone (a disconnected channel would
+    /// otherwise be "ready" forever).
+    commands_open: bool,
+    completions: Receiver<FinishedIo>,
+    start: Instant,
+    next_request_id: u64,
+    /// Callers waiting for a reply, by the id given to the machine.
+    pending: HashMap<RequestId, ReplySink>,
+    in_flight: HashMap<IoId, InFlight>,
+    /// `handle_close` has been called.
+    closing: bool,
+    /// The machine emitted `ArrayEvent::Closed`.
+    closed_event: bool,
+    close_waiters: Vec<Sender<CloseOutcome>>,
+    event_sink: Option<Sender<ArrayEvent>>,
+    shared: Arc<Shared>,
+}
+
+impl Runner {
+    fn run(mut self) {
+        let outcome = self.main_loop();
+        self.finish(outcome);
+    }
+
+    fn main_loop(&mut self) -> CloseOutcome {
+        loop {
+            self.drain_outputs();
+            if self.closed_event {
+                return CloseOutcome::Closed;
+            }
+            // The stop rule for a machine that never emits `Closed`: after
+            // `handle_close`, once nothing it started can still produce an
+            // input (no device I/O in flight) and nobody waits for it (no
+            // request unanswered), it has nothing left to do. Pending timers
+            // alone do not keep a closing engine alive.
+            if self.closing && self.in_flight.is_empty() && self.pending.is_empty() {
+                tracing::warn!("the machine went idle after close without emitting Closed");
+                return CloseOutcome::Idle;
+            }
+            let now = self.now();
+            let timeout = match self.machine.poll_timeout() {
+                Some(deadline) if deadline <= now => {
+                    self.tick(now);
+                    continue;
+                }
+                Some(deadline) => Some(Duration::from_nanos(deadline.0 - now.0)),
+                None => None,
+            };
+            match self.wait(timeout) {
+                Input::Command(Command::Submit { op, sink }) => self.submit(op, sink),
+                Input::Command(Command::Admin { command, done }) => {
+                    let now = self.now();
+                    let answer = self.machine.handle_admin(now, command);
+                    // The asker may have given up; nothing to do then.
+                    let _ = done.send(answer);
+                }
+                Input::Command(Command::Close { done }) => {
+                    self.close_waiters.push(done);
+                    self.begin_close();
+                }
+                Input::CommandsClosed => {
+                    self.commands_open = false;
+                    self.begin_close();
+                }
+                Input::Finished((id, completion)) => self.complete(id, completion),
+                // The loop re-checks the deadline and ticks.
+                Input::DeadlineReached => {}
+            }
+        }
+    }
+
+    fn now(&self) -> TimeNs {
+        TimeNs(u64::try_from(self.start.elapsed().as_nanos()).unwrap_or(u64::MAX))
+    }
+
+    fn wait(&self, timeout: Option<Duration>) -> Input {
+        let mut select = Select::new();
+        let completions_index = select.recv(&self.completions);
+        if self.commands_open {
+            select.recv(&self.commands);
+        }
+        let operation = match timeout {
+            Some(timeout) => match select.select_timeout(timeout) {
+                Ok(operation) => operation,
+                Err(_) => return Input::DeadlineReached,
+            },
+            None => select.select(),
+        };
+        if operation.index() == completions_index {
+            match operation.recv(&self.completions) {
+                Ok(finished) => Input::Finished(finished),
+                // The pool holds a sender until `finish`, so this cannot
+                // happen; waking up again is harmless.
+                Err(_) => Input::DeadlineReached,
+            }
+        } else {
+            match operation.recv(&self.commands) {
+                Ok(command) => Input::Command(command),
+                Err(_) => Input::CommandsClosed,
+            }
+        }
+    }
+
+    fn tick(&mut self, now: TimeNs) {
+        self.machine.handle_tick(now);
+        self.shared.stats().ticks += 1;
+    }
+
+    fn submit(&mut self, op: UserOp, sink: ReplySink) {
+        if self.closing {
+            self.shared.stats().requests_failed += 1;
+            sink.send(Err(UserError::ShuttingDown));
+            return;
+        }
+        let id = RequestId(self.next_request_id);
+        self.next_request_id += 1;
+        self.pending.insert(id, sink);
+        self.shared.stats().requests_submitted += 1;
+        let now = self.now();
+        self.machine.handle_request(now, UserRequest { id, op });
+    }
+
+    fn begin_close(&mut self) {
+        if self.closing {
+            return;
+        }
+        self.closing = true;
+        self.shared.stopping.store(true, Ordering::Release);
+        tracing::info!("closing the array");
+        let now = self.now();
+        self.machine.handle_close(now);
+    }
+
+    fn complete(&mut self, id: IoId, completion: IoCompletion) {
+        let Some(io) = self.in_flight.remove(&id) else {
+            tracing::error!(
+                io = id.0,
+                "completion of an I/O that is not in flight; dropped"
+            );
+            return;
+        };
+        self.account(&io, &completion);
+        if let IoCompletion::Failed(message) = &completion {
+            tracing::warn!(member = io.member, cause = ?io.cause, "{message}");
+        }
+        let now = self.now();
+        self.machine.handle_completion(now, id, completion);
+    }
+
+    fn account(&self, io: &InFlight, completion: &IoCompletion) {
+        let mut delta = IoCounters::default();
+        match (completion, io.kind) {
+            (IoCompletion::Failed(_), _) => delta.failures = 1,
+            (_, IoKind::Read) => {
+                delta.reads = 1;
+                delta.read_bytes = io.len_bytes;
+            }
+            (_, IoKind::Write) => {
+                delta.writes = 1;
+                delta.written_bytes = io.len_bytes;
+            }
+            (_, IoKind::Flush) => delta.flushes = 1,
+        }
+        let mut stats = self.shared.stats();
+        stats.by_cause.entry(io.cause).or_default().add(&delta);
+        if let Some(member) = stats.by_member.get_mut(io.member) {
+            member.io.add(&delta);
+        }
+        stats.io_in_flight = self.in_flight.len() as u64;
+    }
+
+    fn drain_outputs(&mut self) {
+        // Replies and events can enable nothing new in the machine, but I/O
+        // dispatch is first so devices start working as early as possible.
+        while let Some(io) = self.machine.poll_io() {
+            self.dispatch(io);
+        }
+        while let Some(reply) = self.machine.poll_reply() {
+            self.deliver(reply);
+        }
+        while let Some(event) = self.machine.poll_event() {
+            self.publish(event);
+        }
+    }
+
+    fn dispatch(&mut self, io: DeviceIo) {
+        let (kind, len_bytes) = match &io.op {
+            DeviceOp::Read { len_bytes, .. } => (IoKind::Read, *len_bytes as u64),
+            DeviceOp::Write { data, .. } => (IoKind::Write, data.len() as u64),
+            DeviceOp::Flush => (IoKind::Flush, 0),
+        };
+        let record = InFlight {
+            member: io.member,
+            cause: io.cause,
+            kind,
+            len_bytes,
+        };
+        let previous = self.in_flight.insert(io.id, record);
+        assert!(
+            previous.is_none(),
+            "the machine reused IoId {} while it was in flight",
+            io.id.0
+        );
+        {
+            let mut stats = self.shared.stats();
+            stats.io_in_flight = self.in_flight.len() as u64;
+            stats.io_in_flight_max = stats.io_in_flight_max.max(stats.io_in_flight);
+        }
+        if let Some(pool) = &self.pool {
+            pool.submit(io);
+        }
+    }
+
+    fn deliver(&mut self, reply: UserReply) {
+        let Some(sink) = self.pending.remove(&reply.id) else {
+            tracing::error!(request = reply.id.0, "reply to an unknown request; dropped");
+            return;
+        };
+        {
+            let mut stats = self.shared.stats();
+            if reply.result.is_ok() {
+                stats.requests_succeeded += 1;
+            } else {
+                stats.requests_failed += 1;
+            }
+        }
+        sink.send(reply.result);
+    }
+
+    fn publish(&mut self, event: ArrayEvent) {
+        match &event {
+            ArrayEvent::MemberFailed { member, reason } => {
+                tracing::error!(member, "member failed: {reason}");
+            }
+            ArrayEvent::ResyncStarted { regions } => tracing::info!(regions, "resync started"),
+            ArrayEvent::ResyncFinished { regions } => tracing::info!(regions, "resync finished"),
+            ArrayEvent::Closed => {
+                tracing::info!("array closed cleanly");
+                self.closed_event = true;
+            }
+        }
+        if let Some(sink) = &self.event_sink {
+            if sink.try_send(event).is_err() {
+                tracing::warn!("event sink full or gone; event dropped");
+            }
+        }
+    }
+
+    /// Stops the pool, answers everyone still waiting, then wakes the
+    /// closers: when `close` returns no member file is in use any more.
+    fn finish(mut self, outcome: CloseOutcome) {
+        self.shared.stopping.store(true, Ordering::Release);
+        // Joins the workers after they finish queued I/O (only possible if
+        // the machine emitted Closed with I/O still in flight).
+        drop(self.pool.take());
+        let unanswered = self.pending.len() as u64;
+        // Dropping a sink answers `ShuttingDown`.
+        self.pending.clear();
+        for command in self.commands.try_iter() {
+            match command {
+                Command::Submit { sink, .. } => sink.send(Err(UserError::ShuttingDown)),
+                Command::Close { done } => self.close_waiters.push(done),
+                // Dropping `done` answers `ShuttingDown`.
+                Command::Admin { .. } => {}
+            }
+        }
+        {
+            let mut stats = self.shared.stats();
+            stats.requests_failed += unanswered;
+            stats.io_in_flight = 0;
+            stats.running = false;
+        }
+        self.shared.set_outcome(outcome);
+        for waiter in self.close_waiters.drain(..) {
+            let _ = waiter.send(outcome);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// The real core must be runnable by this engine (`Box<dyn Machine +
+    /// Send>`); this fails to compile if it stops being `Send`.
+    #[test]
+    fn the_core_array_can_run_on_the_engine_thread() {
+        fn is_send_machine<T: eraid_core::io::Machine + Send>() {}
+        is_send_machine::<eraid_core::Array>();
+    }
+}

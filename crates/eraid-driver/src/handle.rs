@@ -1,0 +1,190 @@
+//! The caller-facing side of a running engine.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use crossbeam_channel::Sender;
+use eraid_core::io::{AdminCommand, UserError, UserOp};
+
+use crate::reply::{ReplyFn, ReplySink, UserResult};
+use crate::stats::EngineStats;
+
+/// How an engine stopped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CloseOutcome {
+    /// The machine emitted `ArrayEvent::Closed`: every member is marked
+    /// clean on disk.
+    Closed,
+    /// After `handle_close` the machine went idle (no device I/O in flight,
+    /// no user request unanswered) without emitting `Closed`.
+    Idle,
+    /// The engine thread stopped without an orderly close (the machine
+    /// panicked).
+    Stopped,
+}
+
+/// What the engine thread receives from handles.
+pub(crate) enum Command {
+    Submit {
+        op: UserOp,
+        sink: ReplySink,
+    },
+    Admin {
+        command: AdminCommand,
+        done: Sender<serde_json::Value>,
+    },
+    Close {
+        done: Sender<CloseOutcome>,
+    },
+}
+
+/// State shared by the engine thread and every handle.
+pub(crate) struct Shared {
+    pub(crate) stats: Mutex<EngineStats>,
+    /// Set when a close begins or the engine stops: submits then fail fast.
+    pub(crate) stopping: AtomicBool,
+    /// Set once the engine thread has finished.
+    pub(crate) outcome: Mutex<Option<CloseOutcome>>,
+}
+
+impl Shared {
+    pub(crate) fn new(stats: EngineStats) -> Shared {
+        Shared {
+            stats: Mutex::new(stats),
+            stopping: AtomicBool::new(false),
+            outcome: Mutex::new(None),
+        }
+    }
+
+    /// Statistics stay meaningful even if a thread panicked holding the lock.
+    pub(crate) fn stats(&self) -> MutexGuard<'_, EngineStats> {
+        self.stats
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    pub(crate) fn outcome(&self) -> Option<CloseOutcome> {
+        *self
+            .outcome
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    pub(crate) fn set_outcome(&self, outcome: CloseOutcome) {
+        let mut slot = self
+            .outcome
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        slot.get_or_insert(outcome);
+    }
+}
+
+/// A cheap, cloneable way to submit requests to a running engine from any
+/// thread.
+///
+/// The blocking methods (`read`, `write`, `flush`, `call`, `close`) must not
+/// be called from a reply callback: callbacks run on the engine thread,
+/// which would then wait for itself.
+#[derive(Clone)]
+pub struct EngineHandle {
+    pub(crate) commands: Sender<Command>,
+    pub(crate) shared: Arc<Shared>,
+}
+
+impl EngineHandle {
+    /// Submits one request; `done` is called exactly once, on the engine
+    /// thread, with its result (`ShuttingDown` once the engine is closing or
+    /// stopped).
+    pub fn submit(&self, op: UserOp, done: ReplyFn) {
+        let sink = ReplySink::new(done);
+        if self.shared.stopping.load(Ordering::Acquire) {
+            sink.send(Err(UserError::ShuttingDown));
+            return;
+        }
+        // If the engine is gone the command comes back and dropping its sink
+        // answers `ShuttingDown`.
+        let _ = self.commands.send(Command::Submit { op, sink });
+    }
+
+    /// Submits `op` and waits for its result.
+    pub fn call(&self, op: UserOp) -> UserResult {
+        let (reply_tx, reply_rx) = crossbeam_channel::bounded(1);
+        self.submit(
+            op,
+            Box::new(move |result| {
+                let _ = reply_tx.send(result);
+            }),
+        );
+        // The sink answers even when dropped, so an error here means the
+        // callback itself was lost: treat it as shutdown, never hang.
+        reply_rx.recv().unwrap_or(Err(UserError::ShuttingDown))
+    }
+
+    pub fn read(&self, offset_bytes: u64, len_bytes: usize) -> Result<Vec<u8>, UserError> {
+        match self.call(UserOp::Read {
+            offset_bytes,
+            len_bytes,
+        })? {
+            Some(data) => Ok(data),
+            None => Err(UserError::Unavailable(
+                "the array answered a read without data".into(),
+            )),
+        }
+    }
+
+    pub fn write(&self, offset_bytes: u64, data: Vec<u8>) -> Result<(), UserError> {
+        self.call(UserOp::Write {
+            offset_bytes,
+            data,
+            fua: false,
+        })
+        .map(|_| ())
+    }
+
+    pub fn flush(&self) -> Result<(), UserError> {
+        self.call(UserOp::Flush).map(|_| ())
+    }
+
+    /// Relays an operator command to the machine and returns its JSON
+    /// answer. Works until the engine thread has stopped (during a close
+    /// too, so status stays observable); then `ShuttingDown`.
+    pub fn admin(&self, command: AdminCommand) -> Result<serde_json::Value, UserError> {
+        let (done_tx, done_rx) = crossbeam_channel::bounded(1);
+        self.commands
+            .send(Command::Admin {
+                command,
+                done: done_tx,
+            })
+            .map_err(|_| UserError::ShuttingDown)?;
+        // Dropped unanswered only when the engine stops first.
+        done_rx.recv().map_err(|_| UserError::ShuttingDown)
+    }
+
+    /// Begins an orderly close (`Machine::handle_close`) and waits until the
+    /// engine thread has finished: after `ArrayEvent::Closed`, or — for a
+    /// machine that never emits it — once no device I/O is in flight and no
+    /// user request is unanswered. Requests submitted meanwhile or later get
+    /// `ShuttingDown`. Idempotent: later calls return the same outcome.
+    pub fn close(&self) -> CloseOutcome {
+        if let Some(outcome) = self.shared.outcome() {
+            return outcome;
+        }
+        let (done_tx, done_rx) = crossbeam_channel::bounded(1);
+        if self.commands.send(Command::Close { done: done_tx }).is_ok() {
+            if let Ok(outcome) = done_rx.recv() {
+                return outcome;
+            }
+        }
+        self.shared.outcome().unwrap_or(CloseOutcome::Stopped)
+    }
+
+    /// False once the engine has begun closing or has stopped.
+    pub fn is_accepting(&self) -> bool {
+        !self.shared.stopping.load(Ordering::Acquire)
+    }
+
+    /// A snapshot of the engine's accounting.
+    pub fn stats(&self) -> EngineStats {
+        self.shared.stats().clone()
+    }
+}

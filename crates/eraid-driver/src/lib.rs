@@ -1,0 +1,29 @@
+//! eraid's real driver: runs the sans-IO array core
+//! ([`eraid_core::io::Machine`]) against member files or block devices in
+//! real time.
+//!
+//! - [`MemberFile`]: one member, O_DIRECT when the file system allows it.
+//! - [`IoPool`]: worker threads performing device I/O concurrently.
+//! - [`Engine`] / [`EngineHandle`]: the thread that owns the machine, and the
+//!   cloneable handle callers submit requests through.
+//! - [`superblock_io`]: synchronous metadata helpers for create/assemble.
+
+mod aligned_buf;
+pub mod engine;
+pub mod handle;
+pub mod io_pool;
+pub mod member;
+pub mod member_io;
+pub mod reply;
+pub mod stats;
+pub mod superblock_io;
+
+pub use aligned_buf::DIRECT_ALIGN_BYTES;
+pub use engine::{Engine, EngineConfig};
+pub use handle::{CloseOutcome, EngineHandle};
+pub use io_pool::{default_io_threads, IoPool};
+pub use member::{DirectMode, MemberCounters, MemberFile, MemberOptions};
+pub use member_io::MemberIo;
+pub use reply::{ReplyFn, UserResult};
+pub use stats::{EngineStats, IoCounters, MemberStats};
+pub use superblock_io::{read_metadata_area, write_at_sync};

@@ -1,0 +1,34 @@
+//! eraid-nbd: an NBD server for one export, on std threads.
+//!
+//! The CLI implements [`Export`] for the array and serves it with
+//! [`Server`]; [`MemExport`] is an in-memory export and [`client::Client`] a
+//! small blocking client, both handy for tests and demos.
+//!
+//! Protocol: fixed newstyle handshake (NBD_OPT_GO/INFO/EXPORT_NAME/LIST/
+//! ABORT; everything else gets NBD_REP_ERR_UNSUP), simple replies only,
+//! READ/WRITE/FLUSH/TRIM/WRITE_ZEROES/DISC with FUA, replies out of order.
+//!
+//! Threads per connection: a reader (handshake, then requests) and a reply
+//! writer. The reader stops taking requests while
+//! `ServerConfig::max_in_flight_requests` / `max_in_flight_bytes` are in
+//! flight. Client input never panics the server: bad requests get NBD
+//! errors, protocol violations close only that connection.
+
+pub mod client;
+mod config;
+mod connection;
+mod export;
+mod handshake;
+mod in_flight;
+pub mod mem_export;
+pub mod protocol;
+mod reply;
+mod server;
+mod stream;
+mod transmission;
+
+pub use config::ServerConfig;
+pub use export::{Done, Export, ExportCommand, ExportError, ExportResult};
+pub use handshake::OPTION_DATA_BYTES_MAX;
+pub use mem_export::MemExport;
+pub use server::{Listener, RunningServer, Server, ServerError};

@@ -1,0 +1,485 @@
+//! The transmission phase of one connection: read requests, validate them,
+//! hand them to the export, and let the writer thread send the replies.
+
+use std::sync::mpsc::{self, Sender};
+use std::sync::Arc;
+
+use crate::config::ServerConfig;
+use crate::export::{Export, ExportCommand};
+use crate::in_flight::InFlight;
+use crate::protocol::{self as p, RequestHeader};
+use crate::reply::{self, done_for, Join, PendingReply, WriterMessage};
+use crate::stream::{MessageReader, NextMessage, Stream};
+
+/// A request that passed validation.
+#[derive(Debug, PartialEq, Eq)]
+enum Op {
+    Read {
+        offset_bytes: u64,
+        len_bytes: u32,
+    },
+    Write {
+        offset_bytes: u64,
+        len_bytes: u32,
+        fua: bool,
+    },
+    Flush,
+    Trim {
+        offset_bytes: u64,
+        len_bytes: u32,
+        fua: bool,
+    },
+    WriteZeroes {
+        offset_bytes: u64,
+        len_bytes: u32,
+        fua: bool,
+    },
+    Disconnect,
+}
+
+/// What to do with a request header.
+#[derive(Debug, PartialEq, Eq)]
+enum Verdict {
+    Run(Op),
+    /// Answer with this NBD error; the connection goes on.
+    Reject(u32),
+    /// The header cannot be answered safely: close the connection.
+    Close(&'static str),
+}
+
+/// Serves requests until the client disconnects, the stream fails, a
+/// protocol violation, or the server stops; returns only after every
+/// accepted request has been answered.
+pub fn serve(
+    reader: &mut MessageReader<'_, Stream>,
+    writer_stream: Stream,
+    export: &Arc<dyn Export>,
+    config: &ServerConfig,
+) {
+    let in_flight = Arc::new(InFlight::new(
+        config.max_in_flight_requests,
+        config.max_in_flight_bytes,
+    ));
+    let (sender, receiver) = mpsc::channel();
+    let writer = {
+        let in_flight = Arc::clone(&in_flight);
+        std::thread::Builder::new()
+            .name("nbd-reply".into())
+            .spawn(move || reply::run_writer(writer_stream, receiver, in_flight))
+    };
+    let writer = match writer {
+        Ok(writer) => writer,
+        Err(e) => {
+            tracing::warn!("nbd: cannot start reply thread: {e}");
+            return;
+        }
+    };
+
+    read_requests(reader, &sender, &in_flight, export, config);
+
+    // Disconnect: every request already taken is still answered first.
+    in_flight.wait_idle();
+    let _ = sender.send(WriterMessage::Close);
+    if writer.join().is_err() {
+        tracing::error!("nbd: reply thread panicked");
+    }
+    tracing::debug!(
+        "nbd: connection done, peak in flight {}",
+        in_flight.peak_requests()
+    );
+}
+
+fn read_requests(
+    reader: &mut MessageReader<'_, Stream>,
+    sender: &Sender<WriterMessage>,
+    in_flight: &InFlight,
+    export: &Arc<dyn Export>,
+    config: &ServerConfig,
+) {
+    loop {
+        let mut header_bytes = [0u8; p::REQUEST_HEADER_BYTES];
+        match reader.next_message(&mut header_bytes) {
+            Ok(NextMessage::Ready) => {}
+            Ok(NextMessage::Eof | NextMessage::Stopping) => return,
+            Err(e) => {
+                tracing::debug!("nbd: reading request: {e}");
+                return;
+            }
+        }
+        let Some(header) = RequestHeader::decode(&header_bytes) else {
+            tracing::warn!("nbd: bad request magic, closing connection");
+            return;
+        };
+        let verdict = judge(&header, export.size_bytes(), export.read_only(), config);
+        let payload_bytes = if header.command == p::CMD_WRITE {
+            header.len_bytes
+        } else {
+            0
+        };
+        match verdict {
+            Verdict::Run(Op::Disconnect) => return,
+            Verdict::Close(why) => {
+                tracing::warn!("nbd: {why}, closing connection");
+                return;
+            }
+            Verdict::Reject(error) => {
+                // The payload of a rejected write still has to leave the
+                // stream before the next header can be read.
+                if let Err(e) = reader.discard(u64::from(payload_bytes)) {
+                    tracing::debug!("nbd: reading rejected payload: {e}");
+                    return;
+                }
+                in_flight.acquire(0);
+                PendingReply::new(sender.clone(), header.handle, None, 0).reply_error(error);
+            }
+            Verdict::Run(op) => {
+                if !start(op, &header, reader, sender, in_flight, export, config) {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// Checks a request against the export and limits. Pure, so every rule is
+/// unit-tested without a socket.
+fn judge(
+    header: &RequestHeader,
+    size_bytes: u64,
+    read_only: bool,
+    config: &ServerConfig,
+) -> Verdict {
+    let offset_bytes = header.offset_bytes;
+    let len_bytes = header.len_bytes;
+    let fua = header.flags & p::CMD_FLAG_FUA != 0;
+    let is_write = header.command == p::CMD_WRITE;
+    if is_write
+        && len_bytes > config.max_request_bytes
+        && len_bytes > config.oversize_write_drain_bytes_max
+    {
+        return Verdict::Close("write payload too large to drain");
+    }
+    let writes_data = matches!(
+        header.command,
+        p::CMD_WRITE | p::CMD_TRIM | p::CMD_WRITE_ZEROES
+    );
+    let op = match header.command {
+        p::CMD_READ => Op::Read {
+            offset_bytes,
+            len_bytes,
+        },
+        p::CMD_WRITE => Op::Write {
+            offset_bytes,
+            len_bytes,
+            fua,
+        },
+        p::CMD_FLUSH => return Verdict::Run(Op::Flush),
+        p::CMD_DISC => return Verdict::Run(Op::Disconnect),
+        p::CMD_TRIM => Op::Trim {
+            offset_bytes,
+            len_bytes,
+            fua,
+        },
+        p::CMD_WRITE_ZEROES => Op::WriteZeroes {
+            offset_bytes,
+            len_bytes,
+            fua,
+        },
+        _ => return Verdict::Reject(p::EINVAL),
+    };
+    if writes_data && read_only {
+        return Verdict::Reject(p::EPERM);
+    }
+    // min_block_bytes is a power of two (checked by ServerConfig::validate).
+    let misalignment_mask = u64::from(config.min_block_bytes) - 1;
+    if (offset_bytes | u64::from(len_bytes)) & misalignment_mask != 0 {
+        return Verdict::Reject(p::EINVAL);
+    }
+    // Trims and zero writes carry no payload, so they may be longer than
+    // the maximum (qemu sends trims of up to 2 GiB); they are split later.
+    if matches!(op, Op::Read { .. } | Op::Write { .. }) && len_bytes > config.max_request_bytes {
+        return Verdict::Reject(p::EINVAL);
+    }
+    let in_range = offset_bytes
+        .checked_add(u64::from(len_bytes))
+        .is_some_and(|end_bytes| end_bytes <= size_bytes);
+    if !in_range {
+        // The spec asks for ENOSPC when a write runs past the end.
+        let error = match op {
+            Op::Write { .. } | Op::WriteZeroes { .. } => p::ENOSPC,
+            _ => p::EINVAL,
+        };
+        return Verdict::Reject(error);
+    }
+    Verdict::Run(op)
+}
+
+/// Submits a valid request. Returns false when the connection must close
+/// (the payload could not be read).
+fn start(
+    op: Op,
+    header: &RequestHeader,
+    reader: &mut MessageReader<'_, Stream>,
+    sender: &Sender<WriterMessage>,
+    in_flight: &InFlight,
+    export: &Arc<dyn Export>,
+    config: &ServerConfig,
+) -> bool {
+    let handle = header.handle;
+    match op {
+        Op::Read {
+            offset_bytes,
+            len_bytes,
+        } => {
+            in_flight.acquire(u64::from(len_bytes));
+            let pending = PendingReply::new(
+                sender.clone(),
+                handle,
+                Some(len_bytes),
+                u64::from(len_bytes),
+            );
+            if len_bytes == 0 {
+                pending.complete(Ok(Some(Vec::new())));
+            } else {
+                export.submit(
+                    ExportCommand::Read {
+                        offset_bytes,
+                        len_bytes,
+                    },
+                    done_for(pending),
+                );
+            }
+        }
+        Op::Write {
+            offset_bytes,
+            len_bytes,
+            fua,
+        } => {
+            // Count the bytes before allocating them, so the bound holds.
+            in_flight.acquire(u64::from(len_bytes));
+            let pending = PendingReply::new(sender.clone(), handle, None, u64::from(len_bytes));
+            let mut data = vec![0u8; len_bytes as usize];
+            if let Err(e) = reader.fill(&mut data) {
+                tracing::debug!("nbd: reading write payload: {e}");
+                // Nobody is listening for this reply any more; answering it
+                // just keeps the in-flight count honest.
+                pending.reply_error(p::EIO);
+                return false;
+            }
+            if len_bytes == 0 {
+                pending.complete(Ok(None));
+            } else {
+                export.submit(
+                    ExportCommand::Write {
+                        offset_bytes,
+                        data,
+                        fua,
+                    },
+                    done_for(pending),
+                );
+            }
+        }
+        Op::Flush => {
+            in_flight.acquire(0);
+            let pending = PendingReply::new(sender.clone(), handle, None, 0);
+            export.submit(ExportCommand::Flush, done_for(pending));
+        }
+        Op::Trim {
+            offset_bytes,
+            len_bytes,
+            fua,
+        }
+        | Op::WriteZeroes {
+            offset_bytes,
+            len_bytes,
+            fua,
+        } => {
+            in_flight.acquire(0);
+            let pending = PendingReply::new(sender.clone(), handle, None, 0);
+            let is_trim = matches!(op, Op::Trim { .. });
+            let parts = split(offset_bytes, len_bytes, config.max_request_bytes);
+            if parts.is_empty() {
+                pending.complete(Ok(None));
+                return true;
+            }
+            // A zero write carries its own FUA; a trim has none, so FUA on a
+            // trim becomes a flush after it.
+            let flush_after = (is_trim && fua).then(|| Arc::clone(export));
+            let join = Join::new(parts.len(), pending, flush_after);
+            for (offset_bytes, len_bytes) in parts {
+                let command = if is_trim {
+                    ExportCommand::Trim {
+                        offset_bytes,
+                        len_bytes,
+                    }
+                } else {
+                    ExportCommand::WriteZeroes {
+                        offset_bytes,
+                        len_bytes,
+                        fua,
+                    }
+                };
+                export.submit(command, Join::done_for_part(&join));
+            }
+        }
+        Op::Disconnect => {}
+    }
+    true
+}
+
+/// Cuts a range into pieces of at most `piece_bytes_max`.
+fn split(offset_bytes: u64, len_bytes: u32, piece_bytes_max: u32) -> Vec<(u64, u32)> {
+    let mut pieces = Vec::new();
+    let mut done_bytes: u32 = 0;
+    while done_bytes < len_bytes {
+        let piece_bytes = (len_bytes - done_bytes).min(piece_bytes_max);
+        pieces.push((offset_bytes + u64::from(done_bytes), piece_bytes));
+        done_bytes += piece_bytes;
+    }
+    pieces
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SIZE_BYTES: u64 = 1 << 20;
+
+    fn header(command: u16, offset_bytes: u64, len_bytes: u32) -> RequestHeader {
+        RequestHeader {
+            flags: 0,
+            command,
+            handle: 7,
+            offset_bytes,
+            len_bytes,
+        }
+    }
+
+    fn judge_default(header: &RequestHeader) -> Verdict {
+        judge(header, SIZE_BYTES, false, &ServerConfig::default())
+    }
+
+    #[test]
+    fn accepts_aligned_in_range_requests() {
+        assert_eq!(
+            judge_default(&header(p::CMD_READ, 512, 4096)),
+            Verdict::Run(Op::Read {
+                offset_bytes: 512,
+                len_bytes: 4096
+            })
+        );
+        let mut fua_write = header(p::CMD_WRITE, SIZE_BYTES - 512, 512);
+        fua_write.flags = p::CMD_FLAG_FUA;
+        assert_eq!(
+            judge_default(&fua_write),
+            Verdict::Run(Op::Write {
+                offset_bytes: SIZE_BYTES - 512,
+                len_bytes: 512,
+                fua: true
+            })
+        );
+        assert_eq!(
+            judge_default(&header(p::CMD_FLUSH, 0, 0)),
+            Verdict::Run(Op::Flush)
+        );
+        assert_eq!(
+            judge_default(&header(p::CMD_DISC, 0, 0)),
+            Verdict::Run(Op::Disconnect)
+        );
+    }
+
+    #[test]
+    fn rejects_out_of_range_with_einval_for_reads_and_enospc_for_writes() {
+        assert_eq!(
+            judge_default(&header(p::CMD_READ, SIZE_BYTES, 512)),
+            Verdict::Reject(p::EINVAL)
+        );
+        assert_eq!(
+            judge_default(&header(p::CMD_TRIM, SIZE_BYTES, 512)),
+            Verdict::Reject(p::EINVAL)
+        );
+        assert_eq!(
+            judge_default(&header(p::CMD_WRITE, SIZE_BYTES, 512)),
+            Verdict::Reject(p::ENOSPC)
+        );
+        assert_eq!(
+            judge_default(&header(p::CMD_WRITE_ZEROES, SIZE_BYTES - 512, 1024)),
+            Verdict::Reject(p::ENOSPC)
+        );
+        // Offsets near u64::MAX must not wrap around into range.
+        assert_eq!(
+            judge_default(&header(p::CMD_READ, u64::MAX - 511, 512)),
+            Verdict::Reject(p::EINVAL)
+        );
+    }
+
+    #[test]
+    fn rejects_unaligned_oversize_unknown_and_read_only_writes() {
+        assert_eq!(
+            judge_default(&header(p::CMD_READ, 100, 512)),
+            Verdict::Reject(p::EINVAL)
+        );
+        assert_eq!(
+            judge_default(&header(p::CMD_READ, 0, 100)),
+            Verdict::Reject(p::EINVAL)
+        );
+        let big = ServerConfig::default().max_request_bytes + 512;
+        assert_eq!(
+            judge(
+                &header(p::CMD_READ, 0, big),
+                u64::MAX,
+                false,
+                &ServerConfig::default()
+            ),
+            Verdict::Reject(p::EINVAL)
+        );
+        assert_eq!(
+            judge_default(&header(p::CMD_WRITE, 0, big)),
+            Verdict::Reject(p::EINVAL)
+        );
+        assert_eq!(judge_default(&header(99, 0, 0)), Verdict::Reject(p::EINVAL));
+        assert_eq!(
+            judge(
+                &header(p::CMD_WRITE, 0, 512),
+                SIZE_BYTES,
+                true,
+                &ServerConfig::default()
+            ),
+            Verdict::Reject(p::EPERM)
+        );
+    }
+
+    #[test]
+    fn closes_on_undrainable_write_but_allows_long_trims() {
+        assert!(matches!(
+            judge_default(&header(p::CMD_WRITE, 0, u32::MAX)),
+            Verdict::Close(_)
+        ));
+        let long = u32::MAX - 511;
+        assert_eq!(
+            judge(
+                &header(p::CMD_TRIM, 0, long),
+                u64::MAX,
+                false,
+                &ServerConfig::default()
+            ),
+            Verdict::Run(Op::Trim {
+                offset_bytes: 0,
+                len_bytes: long,
+                fua: false
+            })
+        );
+    }
+
+    #[test]
+    fn split_covers_the_range_in_bounded_pieces() {
+        let pieces = split(4096, 10_000, 4096);
+        assert_eq!(pieces, vec![(4096, 4096), (8192, 4096), (12288, 1808)]);
+        assert!(split(0, 0, 4096).is_empty());
+        let total: u64 = split(0, u32::MAX, 1 << 25)
+            .iter()
+            .map(|p| u64::from(p.1))
+            .sum();
+        assert_eq!(total, u64::from(u32::MAX));
+    }
+}

@@ -1,0 +1,123 @@
+//! Hand-computed cases on a tiny drive: 1 surface, 100 sectors per track,
+//! 6,000 rpm (10 ms per revolution, 0.1 ms per sector), no overheads, no bus
+//! time, no cache, so every number below can be checked by hand.
+
+use eraid_sim::disk::{
+    CacheSpec, DiskCompletion, DiskModel, DiskRequest, DiskSpec, FastWrite, GeometrySpec,
+    MechanicsSpec, Overheads, ReadAhead, SchedulerKind, SeekCurve, Sparing, ZoneSpec,
+};
+
+fn tiny() -> DiskSpec {
+    DiskSpec {
+        name: "tiny".into(),
+        geometry: GeometrySpec {
+            surfaces: 1,
+            sparing: Sparing::None,
+            zones: vec![ZoneSpec {
+                first_cyl: 0,
+                last_cyl: 99,
+                sectors_per_track: 100,
+                first_block_offset_sectors: 0.0,
+                dead_space_sectors: 0,
+                track_skew_sectors: 0.0,
+                cyl_skew_sectors: 0.0,
+                spares: 0,
+                slips: vec![],
+                defects: vec![],
+            }],
+        },
+        mechanics: MechanicsSpec {
+            rpm: 6000.0,
+            head_switch_ms: 0.0,
+            write_settle_ms: 0.0,
+            seek: SeekCurve::Table(vec![(1, 1.0), (10, 3.0), (99, 6.0)]),
+        },
+        overheads: Overheads::default(),
+        bus_ms_per_sector: 0.0,
+        cache: CacheSpec {
+            enabled: false,
+            segments: 1,
+            segment_sectors: 1,
+            read_ahead: ReadAhead::None,
+            read_ahead_min_sectors: 0,
+            read_ahead_max_sectors: 0,
+            fast_write: FastWrite::Off,
+            read_hits_on_write_data: false,
+            combine_seq_writes: false,
+        },
+        queue_depth: 1,
+        scheduler: SchedulerKind::Fcfs,
+    }
+}
+
+fn run_one(
+    disk: &mut DiskModel,
+    at_ns: u64,
+    lbn: u64,
+    sectors: u32,
+    is_read: bool,
+) -> DiskCompletion {
+    disk.submit(
+        at_ns,
+        DiskRequest {
+            id: lbn,
+            lbn,
+            sectors,
+            is_read,
+        },
+    )
+    .unwrap();
+    loop {
+        let t = disk.next_event_ns().expect("pending work");
+        if let Some(c) = disk.advance(t).into_iter().next() {
+            return c;
+        }
+    }
+}
+
+fn service_ms(c: &DiskCompletion) -> f64 {
+    (c.finish_ns - c.submit_ns) as f64 / 1e6
+}
+
+#[test]
+fn one_sector_under_the_head_costs_one_sector_time() {
+    let mut d = DiskModel::new(tiny()).unwrap();
+    assert!((service_ms(&run_one(&mut d, 0, 0, 1, true)) - 0.1).abs() < 1e-6);
+}
+
+#[test]
+fn a_full_track_read_costs_one_revolution() {
+    let mut d = DiskModel::new(tiny()).unwrap();
+    assert!((service_ms(&run_one(&mut d, 0, 0, 100, true)) - 10.0).abs() < 1e-6);
+}
+
+#[test]
+fn seek_of_five_cylinders_then_rotation() {
+    // Seek 5 cylinders: 1 + (5-1) * (3-1)/(10-1) = 1.888.. ms; the platter is
+    // then at angle 0.1888.., sector 0 of cylinder 5 is at angle 0, so the
+    // head waits 10 - 1.888.. ms; then one sector. Total 10.1 ms.
+    let mut d = DiskModel::new(tiny()).unwrap();
+    let c = run_one(&mut d, 0, 500, 1, true);
+    assert!((service_ms(&c) - 10.1).abs() < 1e-6, "{}", service_ms(&c));
+    assert_eq!(c.seek_cyls, 5);
+}
+
+#[test]
+fn rotational_miss_costs_a_revolution() {
+    // After reading sector 0 (done at 0.1 ms) a request for sector 1 issued
+    // at 0.1 ms starts at once; one for sector 2 issued at 0.25 ms has just
+    // missed it and waits almost a whole revolution.
+    let mut d = DiskModel::new(tiny()).unwrap();
+    run_one(&mut d, 0, 0, 1, true);
+    let on_time = run_one(&mut d, 100_000, 1, 1, true);
+    assert!((service_ms(&on_time) - 0.1).abs() < 1e-6);
+    let mut d = DiskModel::new(tiny()).unwrap();
+    run_one(&mut d, 0, 0, 1, true);
+    let late = run_one(&mut d, 250_000, 2, 1, true);
+    // Sector 2 starts at 0.2 ms; the next pass is at 10.2 ms: 9.95 + 0.1 ms.
+    assert!(
+        (service_ms(&late) - 10.05).abs() < 1e-6,
+        "{}",
+        service_ms(&late)
+    );
+}
