@@ -114,7 +114,7 @@ fn run_model(seed: u64, level: Level, layout: eraid_core::geometry::ParityLayout
 
 #[test]
 fn random_io_matches_model_for_every_level_and_layout() {
-    let seeds: u64 = std::env::var("ERAID_MODEL_SEEDS").ok().and_then(|s| s.parse().ok()).unwrap_or(3);
+    let seeds: u64 = std::env::var("ERAID_MODEL_SEEDS").ok().and_then(|s| s.parse().ok()).unwrap_or(8);
     for (level, layout, members) in shapes() {
         for seed in 0..seeds {
             run_model(seed, level, layout, members);

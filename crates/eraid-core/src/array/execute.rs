@@ -29,8 +29,13 @@ impl Array {
 
     /// The op holds its stripe lock: take the write intent if it writes.
     pub(super) fn op_locked(&mut self, op_id: u64) {
+        let now = self.now;
         let op = self.ops.get_mut(&op_id).expect("op exists");
         if op.writes_data() && self.geometry.parity_per_stripe() > 0 && !op.intent_taken {
+            // Counted as in flight from now on, so a clean cycle cannot clear
+            // the region while this op waits for its bit to reach the disks.
+            op.intent_taken = true;
+            self.intent.begin_write(op.region, now);
             let region = op.region;
             if !self.intent.is_durable(region) {
                 op.state = OpState::WaitingIntent;
@@ -52,6 +57,7 @@ impl Array {
             if self.intent.is_durable(region) {
                 self.op_start(op_id);
             } else {
+                self.intent.desired.set(region, true);
                 self.intent.waiting.push((region, op_id));
                 self.request_bitmap_write(true);
             }
@@ -60,14 +66,9 @@ impl Array {
 
     /// Plans the op for the members present now and issues its reads.
     fn op_start(&mut self, op_id: u64) {
-        let now = self.now;
         let k = self.geometry.data_per_stripe();
         let m = self.geometry.parity_per_stripe();
         let op = self.ops.get_mut(&op_id).expect("op exists");
-        if op.writes_data() && !op.intent_taken {
-            op.intent_taken = true;
-            self.intent.begin_write(op.region, now);
-        }
         let present: Vec<bool> = op.map.shards().map(|p| self.present[p.member]).collect();
         op.reads = vec![None; k + m];
         op.read_failed = false;
