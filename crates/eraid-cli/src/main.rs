@@ -1,1 +1,57 @@
-fn main() {}
+//! `eraid`: a userspace software RAID with online scaling, fast rebuild and
+//! a stripe cache, served over NBD; and a simulator that runs the same
+//! engine on modelled disks.
+
+mod commands;
+mod export;
+mod members;
+mod runtime;
+mod size;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser, Debug)]
+#[command(name = "eraid", version, about = "Userspace software RAID (0/5/6/10) served over NBD", long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Create a new array on member files or block devices.
+    Create(commands::create::CreateArgs),
+    /// Show an array's geometry, state and members (reads metadata only).
+    Detail(commands::detail::DetailArgs),
+    /// Serve the array over NBD (Unix socket or TCP) until SIGINT/SIGTERM.
+    Serve(commands::serve::ServeArgs),
+    /// Verify (and with --repair, fix) parity or mirror copies of every stripe.
+    Check(commands::check::CheckArgs),
+    /// Run the demo: RAID-5 on sparse files, NBD, nbdcopy, a lost member.
+    Demo(commands::demo::DemoArgs),
+}
+
+fn main() {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("ERAID_LOG")
+                .unwrap_or_else(|_| "warn".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Create(args) => args.run(),
+        Command::Detail(args) => args.run(),
+        Command::Serve(args) => args.run(),
+        Command::Check(args) => args.run(),
+        Command::Demo(args) => args.run(),
+    };
+    match result {
+        Ok(code) => std::process::exit(code),
+        Err(error) => {
+            eprintln!("eraid: error: {error:#}");
+            std::process::exit(2);
+        }
+    }
+}

@@ -131,7 +131,10 @@ pub enum GeometryError {
     #[error("chunk size {0} bytes is not a power of two between 4 KiB and 4 MiB")]
     BadChunk(u64),
     #[error("member size {member_bytes} bytes leaves no room for data: each member needs at least {needed_bytes} bytes (1 MiB metadata + one chunk)")]
-    MemberTooSmall { member_bytes: u64, needed_bytes: u64 },
+    MemberTooSmall {
+        member_bytes: u64,
+        needed_bytes: u64,
+    },
 }
 
 /// The fixed shape of an array; everything else is derived from it.
@@ -164,7 +167,10 @@ impl Geometry {
             }
         };
         if !layout_fits {
-            return Err(GeometryError::LayoutMismatch { level: level.number(), layout: layout.name() });
+            return Err(GeometryError::LayoutMismatch {
+                level: level.number(),
+                layout: layout.name(),
+            });
         }
         if member_count < level.member_count_min() {
             return Err(GeometryError::TooFewMembers {
@@ -174,17 +180,32 @@ impl Geometry {
             });
         }
         if member_count > MEMBER_COUNT_MAX {
-            return Err(GeometryError::TooManyMembers { max: MEMBER_COUNT_MAX, got: member_count });
+            return Err(GeometryError::TooManyMembers {
+                max: MEMBER_COUNT_MAX,
+                got: member_count,
+            });
         }
-        if !chunk_bytes.is_power_of_two() || !(CHUNK_BYTES_MIN..=CHUNK_BYTES_MAX).contains(&chunk_bytes) {
+        if !chunk_bytes.is_power_of_two()
+            || !(CHUNK_BYTES_MIN..=CHUNK_BYTES_MAX).contains(&chunk_bytes)
+        {
             return Err(GeometryError::BadChunk(chunk_bytes));
         }
         let needed_bytes = METADATA_BYTES + chunk_bytes;
         if member_bytes < needed_bytes {
-            return Err(GeometryError::MemberTooSmall { member_bytes, needed_bytes });
+            return Err(GeometryError::MemberTooSmall {
+                member_bytes,
+                needed_bytes,
+            });
         }
         let member_data_bytes = (member_bytes - METADATA_BYTES) / chunk_bytes * chunk_bytes;
-        Ok(Geometry { level, layout, member_count, chunk_bytes, data_offset_bytes: METADATA_BYTES, member_data_bytes })
+        Ok(Geometry {
+            level,
+            layout,
+            member_count,
+            chunk_bytes,
+            data_offset_bytes: METADATA_BYTES,
+            member_data_bytes,
+        })
     }
 
     /// Data chunks per stripe (the code's k).

@@ -40,8 +40,14 @@ pub enum IoCause {
 /// (metadata area included), always multiples of 512, as are lengths.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum DeviceOp {
-    Read { offset_bytes: u64, len_bytes: usize },
-    Write { offset_bytes: u64, data: Vec<u8> },
+    Read {
+        offset_bytes: u64,
+        len_bytes: usize,
+    },
+    Write {
+        offset_bytes: u64,
+        data: Vec<u8>,
+    },
     /// Make every write completed before this flush was issued durable.
     Flush,
 }
@@ -70,16 +76,30 @@ pub enum IoCompletion {
 /// What a user asks of the array. Offsets and lengths in bytes.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum UserOp {
-    Read { offset_bytes: u64, len_bytes: usize },
+    Read {
+        offset_bytes: u64,
+        len_bytes: usize,
+    },
     /// `fua`: durable on every member before the reply.
-    Write { offset_bytes: u64, data: Vec<u8>, fua: bool },
+    Write {
+        offset_bytes: u64,
+        data: Vec<u8>,
+        fua: bool,
+    },
     /// Reply only once every write acknowledged before it is durable.
     Flush,
     /// Discard hint: the core may treat it as writing zeroes or do nothing
     /// that would break parity; reads of the range afterwards are unspecified
     /// by NBD, eraid returns zeroes.
-    Trim { offset_bytes: u64, len_bytes: u64 },
-    WriteZeroes { offset_bytes: u64, len_bytes: u64, fua: bool },
+    Trim {
+        offset_bytes: u64,
+        len_bytes: u64,
+    },
+    WriteZeroes {
+        offset_bytes: u64,
+        len_bytes: u64,
+        fua: bool,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -92,7 +112,11 @@ pub struct UserRequest {
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum UserError {
     #[error("range {offset_bytes}+{len_bytes} is beyond the capacity of {capacity_bytes} bytes")]
-    OutOfRange { offset_bytes: u64, len_bytes: u64, capacity_bytes: u64 },
+    OutOfRange {
+        offset_bytes: u64,
+        len_bytes: u64,
+        capacity_bytes: u64,
+    },
     #[error("offset {offset_bytes} or length {len_bytes} is not a multiple of 512 bytes")]
     Unaligned { offset_bytes: u64, len_bytes: u64 },
     #[error("too many members failed: the data cannot be read or written ({0})")]
@@ -112,9 +136,16 @@ pub struct UserReply {
 /// Something a driver may want to log or show; the core keeps running.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ArrayEvent {
-    MemberFailed { member: usize, reason: String },
-    ResyncStarted { regions: u64 },
-    ResyncFinished { regions: u64 },
+    MemberFailed {
+        member: usize,
+        reason: String,
+    },
+    ResyncStarted {
+        regions: u64,
+    },
+    ResyncFinished {
+        regions: u64,
+    },
     /// Every member is marked clean on disk; safe to stop the driver.
     Closed,
 }

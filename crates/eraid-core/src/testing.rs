@@ -68,11 +68,14 @@ impl MemHarness {
             geometry,
             format!("array-{seed}"),
             (0..geometry.member_count)
-                .map(|i| NewMember { uuid: format!("member-{seed}-{i}"), path_hint: format!("mem{i}") })
+                .map(|i| NewMember {
+                    uuid: format!("member-{seed}-{i}"),
+                    path_hint: format!("mem{i}"),
+                })
                 .collect(),
             0,
         );
-        for (member, offset, bytes) in initial_writes(&sb) {
+        for (member, offset, bytes) in initial_writes(&sb, false) {
             let m = harness.members[member].as_mut().expect("member");
             m.write(offset, &bytes);
         }
@@ -151,14 +154,20 @@ impl MemHarness {
             return IoCompletion::Failed(format!("member {} failed (injected)", io.member));
         }
         match &io.op {
-            DeviceOp::Read { offset_bytes, len_bytes } => {
+            DeviceOp::Read {
+                offset_bytes,
+                len_bytes,
+            } => {
                 assert_eq!(offset_bytes % SECTOR_BYTES, 0);
                 let at = *offset_bytes as usize;
                 IoCompletion::Read(member.current[at..at + len_bytes].to_vec())
             }
             DeviceOp::Write { offset_bytes, data } => {
                 assert_eq!(offset_bytes % SECTOR_BYTES, 0);
-                assert!(*offset_bytes as usize + data.len() <= member.current.len(), "write beyond member end");
+                assert!(
+                    *offset_bytes as usize + data.len() <= member.current.len(),
+                    "write beyond member end"
+                );
                 member.write(*offset_bytes, data);
                 IoCompletion::Done
             }
@@ -184,7 +193,13 @@ impl MemHarness {
     }
 
     pub fn submit(&mut self, machine: &mut dyn Machine, id: u64, op: UserOp) {
-        machine.handle_request(self.now, UserRequest { id: RequestId(id), op });
+        machine.handle_request(
+            self.now,
+            UserRequest {
+                id: RequestId(id),
+                op,
+            },
+        );
         self.collect(machine);
     }
 
@@ -198,7 +213,9 @@ impl MemHarness {
     pub fn crash(&mut self) {
         let inflight = std::mem::take(&mut self.inflight);
         for io in inflight {
-            if let (DeviceOp::Write { offset_bytes, data }, Some(Some(m))) = (&io.op, self.members.get_mut(io.member)) {
+            if let (DeviceOp::Write { offset_bytes, data }, Some(Some(m))) =
+                (&io.op, self.members.get_mut(io.member))
+            {
                 if !m.failed {
                     m.unflushed.push((*offset_bytes, data.clone()));
                 }
@@ -210,7 +227,9 @@ impl MemHarness {
                 let sectors = data.len() / SECTOR_BYTES as usize;
                 match self.rng.gen_range(0..3) {
                     0 => {}
-                    1 => image[offset as usize..offset as usize + data.len()].copy_from_slice(&data),
+                    1 => {
+                        image[offset as usize..offset as usize + data.len()].copy_from_slice(&data)
+                    }
                     _ => {
                         for s in 0..sectors {
                             if self.rng.gen_bool(0.5) {

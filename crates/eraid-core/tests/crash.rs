@@ -18,7 +18,13 @@ struct Outcome {
     resync_started: bool,
 }
 
-fn crash_once(seed: u64, level: Level, layout: ParityLayout, members: usize, resync: bool) -> Outcome {
+fn crash_once(
+    seed: u64,
+    level: Level,
+    layout: ParityLayout,
+    members: usize,
+    resync: bool,
+) -> Outcome {
     let g = geometry(level, layout, members, 32);
     let mut h = MemHarness::create(g, seed);
     let mut rng = ChaCha8Rng::seed_from_u64(seed.wrapping_mul(0x9e37_79b9));
@@ -44,7 +50,15 @@ fn crash_once(seed: u64, level: Level, layout: ParityLayout, members: usize, res
                 for s in offset / SECTOR_BYTES..(offset + len) / SECTOR_BYTES {
                     touched[s as usize] = true;
                 }
-                h.submit(&mut array, id + writes.len() as u64, UserOp::Write { offset_bytes: offset, data: data.clone(), fua: false });
+                h.submit(
+                    &mut array,
+                    id + writes.len() as u64,
+                    UserOp::Write {
+                        offset_bytes: offset,
+                        data: data.clone(),
+                        fua: false,
+                    },
+                );
                 writes.push((id + writes.len() as u64, offset, data));
             }
         }
@@ -65,7 +79,10 @@ fn crash_once(seed: u64, level: Level, layout: ParityLayout, members: usize, res
         }
         h.run(&mut array);
         if flush_round {
-            h.take_reply(id).expect("flush answered").result.expect("flush ok");
+            h.take_reply(id)
+                .expect("flush answered")
+                .result
+                .expect("flush ok");
             flushed.copy_from_slice(&acked);
             touched.fill(false);
             id += 1;
@@ -73,23 +90,52 @@ fn crash_once(seed: u64, level: Level, layout: ParityLayout, members: usize, res
             // Concurrent writes may overlap: apply in an order consistent
             // with what the array did by reading back afterwards.
             for (wid, offset, data) in &writes {
-                h.take_reply(*wid).expect("write answered").result.expect("write ok");
+                h.take_reply(*wid)
+                    .expect("write answered")
+                    .result
+                    .expect("write ok");
                 let _ = (offset, data);
             }
-            let whole = call(&mut h, &mut array, 900_000 + id, UserOp::Read { offset_bytes: 0, len_bytes: capacity as usize })
-                .unwrap()
-                .unwrap();
+            let whole = call(
+                &mut h,
+                &mut array,
+                900_000 + id,
+                UserOp::Read {
+                    offset_bytes: 0,
+                    len_bytes: capacity as usize,
+                },
+            )
+            .unwrap()
+            .unwrap();
             acked.copy_from_slice(&whole);
             id += writes.len() as u64;
         }
     }
     drop(array);
-    let assembly = h.assemble().unwrap_or_else(|e| panic!("seed {seed}: reassembly failed: {e}"));
-    let options = ArrayOptions { resync_on_open: resync, ..options() };
+    let assembly = h
+        .assemble()
+        .unwrap_or_else(|e| panic!("seed {seed}: reassembly failed: {e}"));
+    let options = ArrayOptions {
+        resync_on_open: resync,
+        ..options()
+    };
     let mut array = Array::open(assembly, options, h.now);
     h.run(&mut array);
-    let resync_started = h.events.iter().any(|e| matches!(e, ArrayEvent::ResyncStarted { .. }));
-    let whole = call(&mut h, &mut array, 1, UserOp::Read { offset_bytes: 0, len_bytes: capacity as usize }).unwrap().unwrap();
+    let resync_started = h
+        .events
+        .iter()
+        .any(|e| matches!(e, ArrayEvent::ResyncStarted { .. }));
+    let whole = call(
+        &mut h,
+        &mut array,
+        1,
+        UserOp::Read {
+            offset_bytes: 0,
+            len_bytes: capacity as usize,
+        },
+    )
+    .unwrap()
+    .unwrap();
     for s in 0..sectors {
         if !touched[s] {
             let range = s * SECTOR_BYTES as usize..(s + 1) * SECTOR_BYTES as usize;
@@ -99,13 +145,23 @@ fn crash_once(seed: u64, level: Level, layout: ParityLayout, members: usize, res
             );
         }
     }
-    let mismatches = if level == Level::Raid0 { 0 } else { check(&mut h, &mut array, false).0 };
+    let mismatches = if level == Level::Raid0 {
+        0
+    } else {
+        check(&mut h, &mut array, false).0
+    };
     close(&mut h, &mut array);
-    Outcome { mismatches, resync_started }
+    Outcome {
+        mismatches,
+        resync_started,
+    }
 }
 
 fn seeds() -> u64 {
-    std::env::var("ERAID_CRASH_SEEDS").ok().and_then(|s| s.parse().ok()).unwrap_or(60)
+    std::env::var("ERAID_CRASH_SEEDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(60)
 }
 
 #[test]
@@ -120,7 +176,10 @@ fn flushed_writes_survive_crashes_and_resync_restores_parity() {
         for seed in 0..seeds() {
             let outcome = crash_once(seed, level, layout, members, true);
             if level != Level::Raid0 {
-                assert_eq!(outcome.mismatches, 0, "seed {seed} {level:?}: parity mismatches after resync");
+                assert_eq!(
+                    outcome.mismatches, 0,
+                    "seed {seed} {level:?}: parity mismatches after resync"
+                );
             }
         }
     }
@@ -138,5 +197,8 @@ fn without_resync_crashes_leave_mismatches() {
         resynced += outcome.resync_started as u64;
     }
     assert_eq!(resynced, 0);
-    assert!(total > 0, "no crash left a stripe inconsistent: the fault injection is too weak");
+    assert!(
+        total > 0,
+        "no crash left a stripe inconsistent: the fault injection is too weak"
+    );
 }

@@ -46,15 +46,26 @@ fn run_model(seed: u64, level: Level, layout: eraid_core::geometry::ParityLayout
                 continue;
             }
             let op = match rng.gen_range(0..10) {
-                0..=3 => UserOp::Read { offset_bytes: range.0, len_bytes: range.1 as usize },
+                0..=3 => UserOp::Read {
+                    offset_bytes: range.0,
+                    len_bytes: range.1 as usize,
+                },
                 4..=7 => {
                     written.push(range);
                     let data: Vec<u8> = (0..range.1).map(|_| rng.gen()).collect();
-                    UserOp::Write { offset_bytes: range.0, data, fua: rng.gen_bool(0.1) }
+                    UserOp::Write {
+                        offset_bytes: range.0,
+                        data,
+                        fua: rng.gen_bool(0.1),
+                    }
                 }
                 8 => {
                     written.push(range);
-                    UserOp::WriteZeroes { offset_bytes: range.0, len_bytes: range.1, fua: false }
+                    UserOp::WriteZeroes {
+                        offset_bytes: range.0,
+                        len_bytes: range.1,
+                        fua: false,
+                    }
                 }
                 _ => UserOp::Flush,
             };
@@ -62,7 +73,9 @@ fn run_model(seed: u64, level: Level, layout: eraid_core::geometry::ParityLayout
             next_id += 1;
         }
         // Reads overlapping a write of the same batch would race: drop them.
-        batch.retain(|(_, op, range)| !matches!(op, UserOp::Read { .. }) || !written.iter().any(|&w| overlaps(w, *range)));
+        batch.retain(|(_, op, range)| {
+            !matches!(op, UserOp::Read { .. }) || !written.iter().any(|&w| overlaps(w, *range))
+        });
         for (id, op, _) in &batch {
             h.submit(&mut array, *id, op.clone());
         }
@@ -80,16 +93,27 @@ fn run_model(seed: u64, level: Level, layout: eraid_core::geometry::ParityLayout
         }
         h.run(&mut array);
         for (id, op, range) in batch {
-            let reply = h.take_reply(id).unwrap_or_else(|| panic!("seed {seed}: request {id} unanswered"));
-            let result = reply.result.unwrap_or_else(|e| panic!("seed {seed}: request {id} failed: {e}"));
+            let reply = h
+                .take_reply(id)
+                .unwrap_or_else(|| panic!("seed {seed}: request {id} unanswered"));
+            let result = reply
+                .result
+                .unwrap_or_else(|e| panic!("seed {seed}: request {id} failed: {e}"));
             match op {
                 UserOp::Read { .. } => {
                     let got = result.expect("read data");
                     let want = &model[range.0 as usize..(range.0 + range.1) as usize];
-                    assert!(got == want, "seed {seed} {level:?} {layout:?}: read {range:?} differs from the model");
+                    assert!(
+                        got == want,
+                        "seed {seed} {level:?} {layout:?}: read {range:?} differs from the model"
+                    );
                 }
-                UserOp::Write { data, .. } => model[range.0 as usize..(range.0 + range.1) as usize].copy_from_slice(&data),
-                UserOp::WriteZeroes { .. } => model[range.0 as usize..(range.0 + range.1) as usize].fill(0),
+                UserOp::Write { data, .. } => {
+                    model[range.0 as usize..(range.0 + range.1) as usize].copy_from_slice(&data)
+                }
+                UserOp::WriteZeroes { .. } => {
+                    model[range.0 as usize..(range.0 + range.1) as usize].fill(0)
+                }
                 _ => {}
             }
         }
@@ -102,19 +126,37 @@ fn run_model(seed: u64, level: Level, layout: eraid_core::geometry::ParityLayout
         }
     }
     let mut array = open(&mut h);
-    let whole = call(&mut h, &mut array, 1_000_000, UserOp::Read { offset_bytes: 0, len_bytes: capacity as usize })
-        .unwrap()
-        .unwrap();
-    assert!(whole == model, "seed {seed} {level:?} {layout:?}: array differs from model after reassembly");
+    let whole = call(
+        &mut h,
+        &mut array,
+        1_000_000,
+        UserOp::Read {
+            offset_bytes: 0,
+            len_bytes: capacity as usize,
+        },
+    )
+    .unwrap()
+    .unwrap();
+    assert!(
+        whole == model,
+        "seed {seed} {level:?} {layout:?}: array differs from model after reassembly"
+    );
     if failed_members == 0 && level != Level::Raid0 {
-        assert_eq!(check(&mut h, &mut array, false), (0, 0), "seed {seed}: parity mismatches");
+        assert_eq!(
+            check(&mut h, &mut array, false),
+            (0, 0),
+            "seed {seed}: parity mismatches"
+        );
     }
     close(&mut h, &mut array);
 }
 
 #[test]
 fn random_io_matches_model_for_every_level_and_layout() {
-    let seeds: u64 = std::env::var("ERAID_MODEL_SEEDS").ok().and_then(|s| s.parse().ok()).unwrap_or(8);
+    let seeds: u64 = std::env::var("ERAID_MODEL_SEEDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(8);
     for (level, layout, members) in shapes() {
         for seed in 0..seeds {
             run_model(seed, level, layout, members);

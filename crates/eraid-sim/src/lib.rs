@@ -4,6 +4,12 @@
 //!   driven in virtual time by a discrete-event simulator.
 //! - [`diskspec`]: a reader for DiskSim 4.0 model files (`.diskspecs`,
 //!   `.model`, `.seek`) that turns them into a [`disk::DiskSpec`].
+//! - [`driver`]: the discrete-event driver running the eraid engine over
+//!   those models, fed by traces or synthetic workloads.
+//! - [`experiment`]: TOML experiment files, variants run side by side.
+//! - [`report`]: results files, plots and Markdown summaries of experiments.
 
 pub mod disk;
 pub mod diskspec;
+pub mod driver;
+pub mod units;

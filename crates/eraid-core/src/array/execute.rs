@@ -9,7 +9,10 @@ use eraid_codes::xor_into;
 use std::ops::Range;
 
 fn sub(range: &Range<u64>, within: &Range<u64>) -> Range<usize> {
-    assert!(within.start <= range.start && range.end <= within.end, "{range:?} outside {within:?}");
+    assert!(
+        within.start <= range.start && range.end <= within.end,
+        "{range:?} outside {within:?}"
+    );
     (range.start - within.start) as usize..(range.end - within.start) as usize
 }
 
@@ -75,11 +78,17 @@ impl Array {
         let reads: Option<Vec<(usize, Range<u64>)>> = match op.kind {
             OpKind::Read => {
                 if op.segments.iter().all(|s| present[s.data_index]) {
-                    Some(op.segments.iter().map(|s| (s.data_index, s.intra.clone())).collect())
+                    Some(
+                        op.segments
+                            .iter()
+                            .map(|s| (s.data_index, s.intra.clone()))
+                            .collect(),
+                    )
                 } else if present.iter().filter(|&&p| p).count() >= k {
                     // Degraded read: enough surviving shards over the row.
                     let row = op.row.clone();
-                    let survivors: Vec<usize> = (0..k + m).filter(|&i| present[i]).take(k).collect();
+                    let survivors: Vec<usize> =
+                        (0..k + m).filter(|&i| present[i]).take(k).collect();
                     Some(survivors.into_iter().map(|i| (i, row.clone())).collect())
                 } else {
                     None
@@ -90,7 +99,12 @@ impl Array {
                 for s in &op.segments {
                     covered[s.data_index] = s.intra.clone();
                 }
-                let shape = WriteShape { row: op.row.clone(), covered: &covered, parity_count: m, present: &present };
+                let shape = WriteShape {
+                    row: op.row.clone(),
+                    covered: &covered,
+                    parity_count: m,
+                    present: &present,
+                };
                 plan_write(&shape).map(|plan| {
                     op.method = Some(plan.method);
                     plan.reads
@@ -123,9 +137,16 @@ impl Array {
             self.ops.get_mut(&op_id).expect("op").reads[*shard] = Some((range.clone(), Vec::new()));
             self.issue(
                 place.member,
-                DeviceOp::Read { offset_bytes, len_bytes },
+                DeviceOp::Read {
+                    offset_bytes,
+                    len_bytes,
+                },
                 cause,
-                Owner::Op { op: op_id, shard: *shard, is_read: true },
+                Owner::Op {
+                    op: op_id,
+                    shard: *shard,
+                    is_read: true,
+                },
             );
         }
         if reads.is_empty() {
@@ -133,13 +154,28 @@ impl Array {
         }
     }
 
-    pub(super) fn op_io_done(&mut self, op_id: u64, shard: usize, is_read: bool, completion: IoCompletion) {
-        let member = self.ops[&op_id].map.shards().nth(shard).expect("shard").member;
+    pub(super) fn op_io_done(
+        &mut self,
+        op_id: u64,
+        shard: usize,
+        is_read: bool,
+        completion: IoCompletion,
+    ) {
+        let member = self.ops[&op_id]
+            .map
+            .shards()
+            .nth(shard)
+            .expect("shard")
+            .member;
         let failed = match completion {
             IoCompletion::Read(bytes) if is_read => {
                 let op = self.ops.get_mut(&op_id).expect("op");
                 let slot = op.reads[shard].as_mut().expect("read was planned");
-                assert_eq!(bytes.len() as u64, slot.0.end - slot.0.start, "driver returned a short read");
+                assert_eq!(
+                    bytes.len() as u64,
+                    slot.0.end - slot.0.start,
+                    "driver returned a short read"
+                );
                 slot.1 = bytes;
                 false
             }
@@ -199,7 +235,8 @@ impl Array {
             }
             let code = code.ok_or("no redundancy to rebuild from")?;
             let mut refs: Vec<&mut [u8]> = shards.iter_mut().map(|s| s.as_mut_slice()).collect();
-            code.reconstruct(&mut refs, &present).map_err(|e| e.to_string())?;
+            code.reconstruct(&mut refs, &present)
+                .map_err(|e| e.to_string())?;
             Ok(shards)
         };
         let mut writes: Vec<(usize, Range<u64>, Vec<u8>)> = Vec::new();
@@ -210,35 +247,54 @@ impl Array {
                     Parent::User(id) => id,
                     Parent::Scrub => unreachable!("scrub ops are not reads"),
                 };
-                let direct = op.segments.iter().all(|s| matches!(&op.reads[s.data_index], Some((r, _)) if *r == s.intra));
-                let shards = if direct { None } else { Some(rebuild_row(&op, self.code.as_ref(), &vec![false; k])) };
+                let direct = op
+                    .segments
+                    .iter()
+                    .all(|s| matches!(&op.reads[s.data_index], Some((r, _)) if *r == s.intra));
+                let shards = if direct {
+                    None
+                } else {
+                    Some(rebuild_row(&op, self.code.as_ref(), &vec![false; k]))
+                };
                 let pending = self.requests.get_mut(&parent).expect("parent request");
                 let buf = pending.read_buf.as_mut().expect("read buffer");
                 for s in &op.segments {
                     let len = (s.intra.end - s.intra.start) as usize;
                     let dst = &mut buf[s.user_offset..s.user_offset + len];
                     match &shards {
-                        None => dst.copy_from_slice(&op.reads[s.data_index].as_ref().expect("read").1),
-                        Some(Ok(shards)) => dst.copy_from_slice(&shards[s.data_index][sub(&s.intra, &row)]),
+                        None => {
+                            dst.copy_from_slice(&op.reads[s.data_index].as_ref().expect("read").1)
+                        }
+                        Some(Ok(shards)) => {
+                            dst.copy_from_slice(&shards[s.data_index][sub(&s.intra, &row)])
+                        }
                         Some(Err(reason)) => error = Some(UserError::Unavailable(reason.clone())),
                     }
                 }
             }
             OpKind::Write => {
                 let method = op.method.expect("write planned");
-                let place_present: Vec<bool> = op.map.shards().map(|p| self.present[p.member]).collect();
+                let place_present: Vec<bool> =
+                    op.map.shards().map(|p| self.present[p.member]).collect();
                 match method {
                     WriteMethod::DataOnly => {}
                     WriteMethod::ReadModifyWrite => {
                         let code = self.code.as_ref().expect("parity code");
-                        let mut parity: Vec<Vec<u8>> =
-                            (k..k + m).map(|i| op.reads[i].as_ref().expect("parity read").1.clone()).collect();
+                        let mut parity: Vec<Vec<u8>> = (k..k + m)
+                            .map(|i| op.reads[i].as_ref().expect("parity read").1.clone())
+                            .collect();
                         for s in &op.segments {
-                            let mut delta = op.reads[s.data_index].as_ref().expect("old data read").1.clone();
+                            let mut delta = op.reads[s.data_index]
+                                .as_ref()
+                                .expect("old data read")
+                                .1
+                                .clone();
                             xor_into(&mut delta, s.data.as_ref().expect("write data"));
                             let window = sub(&s.intra, &row);
-                            let mut refs: Vec<&mut [u8]> = parity.iter_mut().map(|p| &mut p[window.clone()]).collect();
-                            code.apply_delta(s.data_index, &delta, &mut refs).expect("shapes match");
+                            let mut refs: Vec<&mut [u8]> =
+                                parity.iter_mut().map(|p| &mut p[window.clone()]).collect();
+                            code.apply_delta(s.data_index, &delta, &mut refs)
+                                .expect("shapes match");
                         }
                         for (i, bytes) in parity.into_iter().enumerate() {
                             writes.push((k + i, row.clone(), bytes));
@@ -258,9 +314,15 @@ impl Array {
                                         .copy_from_slice(s.data.as_ref().expect("write data"));
                                 }
                                 let (data, parity) = shards.split_at_mut(k);
-                                let data_refs: Vec<&[u8]> = data.iter().map(|d| d.as_slice()).collect();
-                                let mut parity_refs: Vec<&mut [u8]> = parity.iter_mut().map(|p| p.as_mut_slice()).collect();
-                                self.code.as_ref().expect("parity code").encode(&data_refs, &mut parity_refs).expect("shapes match");
+                                let data_refs: Vec<&[u8]> =
+                                    data.iter().map(|d| d.as_slice()).collect();
+                                let mut parity_refs: Vec<&mut [u8]> =
+                                    parity.iter_mut().map(|p| p.as_mut_slice()).collect();
+                                self.code
+                                    .as_ref()
+                                    .expect("parity code")
+                                    .encode(&data_refs, &mut parity_refs)
+                                    .expect("shapes match");
                                 for (i, bytes) in parity.iter().enumerate() {
                                     writes.push((k + i, row.clone(), bytes.clone()));
                                 }
@@ -271,17 +333,28 @@ impl Array {
                 }
                 if error.is_none() {
                     for s in &op.segments {
-                        writes.push((s.data_index, s.intra.clone(), s.data.clone().expect("write data")));
+                        writes.push((
+                            s.data_index,
+                            s.intra.clone(),
+                            s.data.clone().expect("write data"),
+                        ));
                     }
                 }
                 writes.retain(|(shard, _, _)| place_present[*shard]);
             }
             OpKind::Scrub { repair } => {
                 if op.reads.iter().all(|r| r.is_some()) {
-                    let data: Vec<&[u8]> = (0..k).map(|j| op.reads[j].as_ref().expect("read").1.as_slice()).collect();
+                    let data: Vec<&[u8]> = (0..k)
+                        .map(|j| op.reads[j].as_ref().expect("read").1.as_slice())
+                        .collect();
                     let mut expected: Vec<Vec<u8>> = vec![vec![0u8; row_len]; m];
-                    let mut refs: Vec<&mut [u8]> = expected.iter_mut().map(|p| p.as_mut_slice()).collect();
-                    self.code.as_ref().expect("scrub needs redundancy").encode(&data, &mut refs).expect("shapes match");
+                    let mut refs: Vec<&mut [u8]> =
+                        expected.iter_mut().map(|p| p.as_mut_slice()).collect();
+                    self.code
+                        .as_ref()
+                        .expect("scrub needs redundancy")
+                        .encode(&data, &mut refs)
+                        .expect("shapes match");
                     let mut mismatch = false;
                     for (i, bytes) in expected.into_iter().enumerate() {
                         if bytes != op.reads[k + i].as_ref().expect("read").1 {
@@ -315,9 +388,16 @@ impl Array {
             let offset_bytes = self.member_offset_bytes(place.member_chunk, range.start);
             self.issue(
                 place.member,
-                DeviceOp::Write { offset_bytes, data: bytes },
+                DeviceOp::Write {
+                    offset_bytes,
+                    data: bytes,
+                },
                 cause,
-                Owner::Op { op: op_id, shard, is_read: false },
+                Owner::Op {
+                    op: op_id,
+                    shard,
+                    is_read: false,
+                },
             );
         }
     }
@@ -326,7 +406,9 @@ impl Array {
         let op = self.ops.get_mut(&op_id).expect("op");
         if op.member_failed {
             // Acknowledge only once the failure is on disk, see OpState.
-            op.state = OpState::WaitingRecord { generation: self.metadata.superblock_requested };
+            op.state = OpState::WaitingRecord {
+                generation: self.metadata.superblock_requested,
+            };
             self.wake_record_waiters();
             return;
         }
@@ -350,7 +432,9 @@ impl Array {
     /// Releases the op's lock and intent and completes its parent's share.
     pub(super) fn op_finish(&mut self, op_id: u64, error: Option<UserError>) {
         let op = self.ops.remove(&op_id).expect("op");
-        let error = error.or_else(|| (op.kind == OpKind::Write && !self.survivable()).then(|| self.unavailable()));
+        let error = error.or_else(|| {
+            (op.kind == OpKind::Write && !self.survivable()).then(|| self.unavailable())
+        });
         if op.intent_taken {
             self.intent.end_write(op.region);
         }
@@ -368,9 +452,15 @@ impl Array {
                 if pending.remaining_ops == 0 {
                     let pending = self.requests.remove(&id).expect("parent request");
                     match pending.error {
-                        Some(error) => self.outbox_reply.push_back(UserReply { id, result: Err(error) }),
+                        Some(error) => self.outbox_reply.push_back(UserReply {
+                            id,
+                            result: Err(error),
+                        }),
                         None if pending.fua => self.flush_members(FlushPurpose::Reply(id)),
-                        None => self.outbox_reply.push_back(UserReply { id, result: Ok(pending.read_buf) }),
+                        None => self.outbox_reply.push_back(UserReply {
+                            id,
+                            result: Ok(pending.read_buf),
+                        }),
                     }
                 }
             }

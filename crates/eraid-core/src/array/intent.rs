@@ -53,7 +53,10 @@ impl Intent {
     }
 
     pub fn end_write(&mut self, region: u64) {
-        let count = self.inflight.get_mut(&region).expect("end_write without begin_write");
+        let count = self
+            .inflight
+            .get_mut(&region)
+            .expect("end_write without begin_write");
         *count -= 1;
         if *count == 0 {
             self.inflight.remove(&region);
@@ -67,7 +70,9 @@ impl Intent {
             .dirty_regions()
             .filter(|r| !self.inflight.contains_key(r) && !self.pinned.contains(r))
             .filter_map(|r| match self.last_write.get(&r) {
-                Some(&(at, count)) => (now.0.saturating_sub(at.0) >= delay_ns).then_some((r, count)),
+                Some(&(at, count)) => {
+                    (now.0.saturating_sub(at.0) >= delay_ns).then_some((r, count))
+                }
                 None => Some((r, 0)),
             })
             .collect()
@@ -82,7 +87,11 @@ impl Intent {
         self.desired
             .dirty_regions()
             .filter(|r| !self.inflight.contains_key(r) && !self.pinned.contains(r))
-            .map(|r| self.last_write.get(&r).map_or(TimeNs(0), |&(at, _)| TimeNs(at.0 + delay_ns)))
+            .map(|r| {
+                self.last_write
+                    .get(&r)
+                    .map_or(TimeNs(0), |&(at, _)| TimeNs(at.0 + delay_ns))
+            })
             .min()
     }
 }

@@ -44,7 +44,10 @@ impl StripeLocks {
 
     /// Releases a held lock; returns the ops that now hold it (in order).
     pub fn release(&mut self, stripe: u64, mode: LockMode) -> Vec<u64> {
-        let lock = self.stripes.get_mut(&stripe).expect("released a stripe that is not locked");
+        let lock = self
+            .stripes
+            .get_mut(&stripe)
+            .expect("released a stripe that is not locked");
         match mode {
             LockMode::Shared => {
                 assert!(lock.readers > 0);
@@ -77,6 +80,7 @@ impl StripeLocks {
         granted
     }
 
+    #[cfg(test)]
     pub fn is_empty(&self) -> bool {
         self.stripes.is_empty()
     }

@@ -47,8 +47,11 @@ impl Array {
         self.metadata.superblock_requested += 1;
         let generation = self.metadata.superblock_requested;
         // One queued superblock write covers every request made before it starts.
-        if let Some(Job::Superblock { generation: queued }) =
-            self.metadata.queue.iter_mut().find(|j| matches!(j, Job::Superblock { .. }))
+        if let Some(Job::Superblock { generation: queued }) = self
+            .metadata
+            .queue
+            .iter_mut()
+            .find(|j| matches!(j, Job::Superblock { .. }))
         {
             *queued = generation;
         } else {
@@ -58,7 +61,12 @@ impl Array {
     }
 
     pub(super) fn request_bitmap_write(&mut self, flush: bool) {
-        if let Some(Job::Bitmap { flush: queued }) = self.metadata.queue.iter_mut().find(|j| matches!(j, Job::Bitmap { .. })) {
+        if let Some(Job::Bitmap { flush: queued }) = self
+            .metadata
+            .queue
+            .iter_mut()
+            .find(|j| matches!(j, Job::Bitmap { .. }))
+        {
             *queued |= flush;
         } else {
             self.metadata.queue.push(Job::Bitmap { flush });
@@ -71,13 +79,18 @@ impl Array {
             return;
         }
         let job = self.metadata.queue.remove(0);
-        let members: Vec<usize> = (0..self.geometry.member_count).filter(|&m| self.present[m]).collect();
+        let members: Vec<usize> = (0..self.geometry.member_count)
+            .filter(|&m| self.present[m])
+            .collect();
         let mut snapshot = None;
         let writes: Vec<(usize, u64, Vec<u8>)> = match &job {
             Job::Superblock { .. } => {
                 self.superblock.events += 1;
                 let offset = Superblock::slot_offset_bytes(self.superblock.events);
-                members.iter().map(|&m| (m, offset, self.superblock.encode_for(m))).collect()
+                members
+                    .iter()
+                    .map(|&m| (m, offset, self.superblock.encode_for(m)))
+                    .collect()
             }
             Job::Bitmap { .. } => {
                 self.intent.sequence += 1;
@@ -85,14 +98,26 @@ impl Array {
                 let bytes = bitmap.encode(self.intent.sequence);
                 let offset = IntentBitmap::slot_offset_bytes(self.intent.sequence);
                 snapshot = Some(bitmap);
-                members.iter().map(|&m| (m, offset, bytes.clone())).collect()
+                members
+                    .iter()
+                    .map(|&m| (m, offset, bytes.clone()))
+                    .collect()
             }
         };
         self.metadata.writes_total += writes.len() as u64;
-        self.metadata.active =
-            Some(Active { job, stage: Stage::Writing, pending: writes.len(), bitmap_snapshot: snapshot });
+        self.metadata.active = Some(Active {
+            job,
+            stage: Stage::Writing,
+            pending: writes.len(),
+            bitmap_snapshot: snapshot,
+        });
         for (member, offset_bytes, data) in writes {
-            self.issue(member, DeviceOp::Write { offset_bytes, data }, IoCause::Metadata, Owner::Metadata { member });
+            self.issue(
+                member,
+                DeviceOp::Write { offset_bytes, data },
+                IoCause::Metadata,
+                Owner::Metadata { member },
+            );
         }
         if members.is_empty() {
             self.metadata_stage_done();
@@ -103,7 +128,11 @@ impl Array {
         if let IoCompletion::Failed(reason) = completion {
             self.fail_member(member, reason);
         }
-        let active = self.metadata.active.as_mut().expect("metadata I/O without an active job");
+        let active = self
+            .metadata
+            .active
+            .as_mut()
+            .expect("metadata I/O without an active job");
         active.pending -= 1;
         if active.pending == 0 {
             self.metadata_stage_done();
@@ -118,10 +147,17 @@ impl Array {
         };
         if active.stage == Stage::Writing && needs_flush {
             active.stage = Stage::Flushing;
-            let members: Vec<usize> = (0..self.geometry.member_count).filter(|&m| self.present[m]).collect();
+            let members: Vec<usize> = (0..self.geometry.member_count)
+                .filter(|&m| self.present[m])
+                .collect();
             active.pending = members.len();
             for member in &members {
-                self.issue(*member, DeviceOp::Flush, IoCause::Metadata, Owner::Metadata { member: *member });
+                self.issue(
+                    *member,
+                    DeviceOp::Flush,
+                    IoCause::Metadata,
+                    Owner::Metadata { member: *member },
+                );
             }
             if !members.is_empty() {
                 return;

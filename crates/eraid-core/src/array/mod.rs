@@ -39,7 +39,11 @@ pub struct ArrayOptions {
 
 impl Default for ArrayOptions {
     fn default() -> Self {
-        ArrayOptions { bitmap_clean_delay_ms: 5_000, scrub_window_stripes: 16, resync_on_open: true }
+        ArrayOptions {
+            bitmap_clean_delay_ms: 5_000,
+            scrub_window_stripes: 16,
+            resync_on_open: true,
+        }
     }
 }
 
@@ -63,9 +67,18 @@ enum CloseStage {
 /// Who is waiting for a device I/O.
 #[derive(Clone, Copy, Debug)]
 enum Owner {
-    Op { op: u64, shard: usize, is_read: bool },
-    Metadata { member: usize },
-    Flush { id: u64, member: usize },
+    Op {
+        op: u64,
+        shard: usize,
+        is_read: bool,
+    },
+    Metadata {
+        member: usize,
+    },
+    Flush {
+        id: u64,
+        member: usize,
+    },
 }
 
 /// Why a set of member flushes was issued.
@@ -135,7 +148,11 @@ impl Array {
             // A mirror is a one-data-shard code whose "parity" is a copy.
             Level::Raid10 => Some(MatrixCode::raid5(1)),
         };
-        let present: Vec<bool> = assembly.slots.iter().map(|s| matches!(s, SlotState::Present { .. })).collect();
+        let present: Vec<bool> = assembly
+            .slots
+            .iter()
+            .map(|s| matches!(s, SlotState::Present { .. }))
+            .collect();
         let mut superblock = assembly.superblock;
         for (slot, &here) in present.iter().enumerate() {
             if !here {
@@ -143,7 +160,11 @@ impl Array {
             }
         }
         superblock.state = ArrayState::Dirty;
-        let intent = Intent::new(assembly.bitmap, assembly.bitmap_sequence, superblock.bitmap_stripes_per_region);
+        let intent = Intent::new(
+            assembly.bitmap,
+            assembly.bitmap_sequence,
+            superblock.bitmap_stripes_per_region,
+        );
         let mut array = Array {
             geometry,
             layout,
@@ -202,7 +223,12 @@ impl Array {
         let id = IoId(self.next_io_id);
         self.next_io_id += 1;
         self.io_owner.insert(id, owner);
-        self.outbox_io.push_back(DeviceIo { id, member, op, cause });
+        self.outbox_io.push_back(DeviceIo {
+            id,
+            member,
+            op,
+            cause,
+        });
     }
 
     fn member_offset_bytes(&self, member_chunk: u64, intra_bytes: u64) -> u64 {
@@ -217,7 +243,8 @@ impl Array {
         }
         self.present[member] = false;
         self.superblock.members[member].state = MemberState::Faulty;
-        self.outbox_event.push_back(ArrayEvent::MemberFailed { member, reason });
+        self.outbox_event
+            .push_back(ArrayEvent::MemberFailed { member, reason });
         self.request_superblock_write();
     }
 
@@ -225,10 +252,26 @@ impl Array {
     fn flush_members(&mut self, purpose: FlushPurpose) {
         let id = self.next_flush_id;
         self.next_flush_id += 1;
-        let members: Vec<usize> = (0..self.geometry.member_count).filter(|&m| self.present[m]).collect();
-        self.flushes.insert(id, FlushWait { purpose, pending: members.len() });
+        let members: Vec<usize> = (0..self.geometry.member_count)
+            .filter(|&m| self.present[m])
+            .collect();
+        self.flushes.insert(
+            id,
+            FlushWait {
+                purpose,
+                pending: members.len(),
+            },
+        );
         for member in &members {
-            self.issue(*member, DeviceOp::Flush, IoCause::User, Owner::Flush { id, member: *member });
+            self.issue(
+                *member,
+                DeviceOp::Flush,
+                IoCause::User,
+                Owner::Flush {
+                    id,
+                    member: *member,
+                },
+            );
         }
         if members.is_empty() {
             self.finish_flush(id);
@@ -239,8 +282,15 @@ impl Array {
         let wait = self.flushes.remove(&id).expect("flush tracked");
         match wait.purpose {
             FlushPurpose::Reply(request) => {
-                let result = if self.survivable() { Ok(None) } else { Err(self.unavailable()) };
-                self.outbox_reply.push_back(UserReply { id: request, result });
+                let result = if self.survivable() {
+                    Ok(None)
+                } else {
+                    Err(self.unavailable())
+                };
+                self.outbox_reply.push_back(UserReply {
+                    id: request,
+                    result,
+                });
             }
             FlushPurpose::Clean(candidates) => {
                 self.clean_cycle_active = false;
@@ -261,7 +311,8 @@ impl Array {
             FlushPurpose::Close => {
                 // Everything is durable: only regions never resynced stay set.
                 for region in 0..self.intent.desired.region_count() {
-                    let keep = self.intent.pinned.contains(&region) || self.unresynced_regions.contains(&region);
+                    let keep = self.intent.pinned.contains(&region)
+                        || self.unresynced_regions.contains(&region);
                     self.intent.desired.set(region, keep);
                 }
                 self.superblock.state = ArrayState::Clean;
@@ -275,7 +326,9 @@ impl Array {
 
     /// Whether the array still has every byte available.
     fn survivable(&self) -> bool {
-        let absent: Vec<usize> = (0..self.present.len()).filter(|&m| !self.present[m]).collect();
+        let absent: Vec<usize> = (0..self.present.len())
+            .filter(|&m| !self.present[m])
+            .collect();
         match self.geometry.level {
             Level::Raid10 => {
                 let n = self.geometry.member_count as u64;
@@ -289,15 +342,25 @@ impl Array {
     }
 
     fn unavailable(&self) -> UserError {
-        let absent: Vec<String> = (0..self.present.len()).filter(|&m| !self.present[m]).map(|m| m.to_string()).collect();
-        UserError::Unavailable(format!("members {} are failed or missing", absent.join(", ")))
+        let absent: Vec<String> = (0..self.present.len())
+            .filter(|&m| !self.present[m])
+            .map(|m| m.to_string())
+            .collect();
+        UserError::Unavailable(format!(
+            "members {} are failed or missing",
+            absent.join(", ")
+        ))
     }
 
     fn advance_close(&mut self) {
         match self.phase {
             Phase::Closing(CloseStage::Draining) => {
                 let scrub_idle = self.scrub.as_ref().is_none_or(|s| s.inflight == 0);
-                if self.ops.is_empty() && self.requests.is_empty() && scrub_idle && self.flushes.is_empty() {
+                if self.ops.is_empty()
+                    && self.requests.is_empty()
+                    && scrub_idle
+                    && self.flushes.is_empty()
+                {
                     self.phase = Phase::Closing(CloseStage::Flushing);
                     self.flush_members(FlushPurpose::Close);
                 }
@@ -319,15 +382,19 @@ impl Machine for Array {
         match self.phase {
             Phase::Opening => self.held.push_back(request),
             Phase::Running => self.submit(request),
-            Phase::Closing(_) | Phase::Closed => {
-                self.outbox_reply.push_back(UserReply { id: request.id, result: Err(UserError::ShuttingDown) })
-            }
+            Phase::Closing(_) | Phase::Closed => self.outbox_reply.push_back(UserReply {
+                id: request.id,
+                result: Err(UserError::ShuttingDown),
+            }),
         }
     }
 
     fn handle_completion(&mut self, now: TimeNs, io: IoId, completion: IoCompletion) {
         self.now = now;
-        let owner = self.io_owner.remove(&io).expect("completion for an I/O the core did not issue");
+        let owner = self
+            .io_owner
+            .remove(&io)
+            .expect("completion for an I/O the core did not issue");
         match owner {
             Owner::Op { op, shard, is_read } => self.op_io_done(op, shard, is_read, completion),
             Owner::Metadata { member } => self.metadata_io_done(member, completion),
@@ -364,7 +431,10 @@ impl Machine for Array {
             Phase::Closing(_) | Phase::Closed => {}
             Phase::Opening | Phase::Running => {
                 for request in std::mem::take(&mut self.held) {
-                    self.outbox_reply.push_back(UserReply { id: request.id, result: Err(UserError::ShuttingDown) });
+                    self.outbox_reply.push_back(UserReply {
+                        id: request.id,
+                        result: Err(UserError::ShuttingDown),
+                    });
                 }
                 self.phase = Phase::Closing(CloseStage::Draining);
                 if let Some(scrub) = &mut self.scrub {
@@ -402,7 +472,9 @@ impl Machine for Array {
         if self.phase != Phase::Running || self.clean_cycle_active {
             return None;
         }
-        self.intent.next_clear_at(self.options.bitmap_clean_delay_ms * 1_000_000).map(|t| t.max(self.now))
+        self.intent
+            .next_clear_at(self.options.bitmap_clean_delay_ms * 1_000_000)
+            .map(|t| t.max(self.now))
     }
 }
 

@@ -30,7 +30,9 @@ pub enum OpKind {
     Read,
     Write,
     /// Verify (and with `repair`, rewrite) one stripe's redundancy.
-    Scrub { repair: bool },
+    Scrub {
+        repair: bool,
+    },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -42,7 +44,9 @@ pub enum OpState {
     /// A member failed during the op: its acknowledgement waits until the
     /// failure is recorded in the superblocks (else a crash could bring the
     /// failed member back as if current).
-    WaitingRecord { generation: u64 },
+    WaitingRecord {
+        generation: u64,
+    },
 }
 
 pub struct StripeOp {

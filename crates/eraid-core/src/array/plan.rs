@@ -45,10 +45,16 @@ pub fn plan_write(shape: &WriteShape) -> Option<WritePlan> {
     let m = shape.parity_count;
     assert_eq!(shape.present.len(), k + m);
     let touched: Vec<usize> = (0..k).filter(|&j| !shape.covered[j].is_empty()).collect();
-    assert!(!touched.is_empty(), "a write plan needs at least one touched shard");
+    assert!(
+        !touched.is_empty(),
+        "a write plan needs at least one touched shard"
+    );
     if m == 0 {
         let ok = touched.iter().all(|&j| shape.present[j]);
-        return ok.then(|| WritePlan { method: WriteMethod::DataOnly, reads: Vec::new() });
+        return ok.then(|| WritePlan {
+            method: WriteMethod::DataOnly,
+            reads: Vec::new(),
+        });
     }
     let uncovered: Vec<usize> = (0..k).filter(|&j| shape.covered[j] != shape.row).collect();
     let parity_present = (k..k + m).all(|i| shape.present[i]);
@@ -67,14 +73,21 @@ pub fn plan_write(shape: &WriteShape) -> Option<WritePlan> {
         reads: uncovered.iter().map(|&j| (j, shape.row.clone())).collect(),
     };
     match (rmw_ok, rcw_ok) {
-        (true, true) => Some(if touched.len() + m < uncovered.len() { rmw() } else { rcw() }),
+        (true, true) => Some(if touched.len() + m < uncovered.len() {
+            rmw()
+        } else {
+            rcw()
+        }),
         (true, false) => Some(rmw()),
         (false, true) => Some(rcw()),
         (false, false) => {
             let survivors = shape.present.iter().filter(|&&p| p).count();
             (survivors >= k).then(|| WritePlan {
                 method: WriteMethod::ReadAllRebuild,
-                reads: (0..k + m).filter(|&i| shape.present[i]).map(|i| (i, shape.row.clone())).collect(),
+                reads: (0..k + m)
+                    .filter(|&i| shape.present[i])
+                    .map(|i| (i, shape.row.clone()))
+                    .collect(),
             })
         }
     }
@@ -85,15 +98,33 @@ mod tests {
     use super::*;
 
     fn plan(covered: &[Range<u64>], m: usize, present: &[bool]) -> Option<WritePlan> {
-        let lo = covered.iter().filter(|r| !r.is_empty()).map(|r| r.start).min().unwrap();
-        let hi = covered.iter().filter(|r| !r.is_empty()).map(|r| r.end).max().unwrap();
-        plan_write(&WriteShape { row: lo..hi, covered, parity_count: m, present })
+        let lo = covered
+            .iter()
+            .filter(|r| !r.is_empty())
+            .map(|r| r.start)
+            .min()
+            .unwrap();
+        let hi = covered
+            .iter()
+            .filter(|r| !r.is_empty())
+            .map(|r| r.end)
+            .max()
+            .unwrap();
+        plan_write(&WriteShape {
+            row: lo..hi,
+            covered,
+            parity_count: m,
+            present,
+        })
     }
 
     #[test]
     fn full_stripe_reads_nothing() {
         let p = plan(&[0..8, 0..8, 0..8], 1, &[true; 4]).unwrap();
-        assert_eq!((p.method, p.reads.len()), (WriteMethod::ReconstructWrite, 0));
+        assert_eq!(
+            (p.method, p.reads.len()),
+            (WriteMethod::ReconstructWrite, 0)
+        );
     }
 
     #[test]

@@ -11,7 +11,9 @@ use std::collections::VecDeque;
 pub enum ScrubMode {
     /// After an unclean shutdown: rewrite parity of the dirty regions.
     Resync,
-    Check { repair: bool },
+    Check {
+        repair: bool,
+    },
 }
 
 pub struct Scrub {
@@ -109,7 +111,9 @@ impl Array {
             total += end - start;
             ranges.push_back(start..end);
         }
-        self.outbox_event.push_back(ArrayEvent::ResyncStarted { regions: regions.len() as u64 });
+        self.outbox_event.push_back(ArrayEvent::ResyncStarted {
+            regions: regions.len() as u64,
+        });
         self.scrub = Some(Scrub {
             mode: ScrubMode::Resync,
             ranges,
@@ -131,13 +135,21 @@ impl Array {
             if scrub.inflight >= window {
                 return;
             }
-            let Some(stripe) = scrub.next_stripe() else { break };
+            let Some(stripe) = scrub.next_stripe() else {
+                break;
+            };
             scrub.inflight += 1;
             let repair = match scrub.mode {
                 ScrubMode::Resync => true,
                 ScrubMode::Check { repair } => repair,
             };
-            self.create_op(Parent::Scrub, stripe, OpKind::Scrub { repair }, LockMode::Exclusive, Vec::new());
+            self.create_op(
+                Parent::Scrub,
+                stripe,
+                OpKind::Scrub { repair },
+                LockMode::Exclusive,
+                Vec::new(),
+            );
         }
         self.maybe_finish_scrub();
     }
@@ -160,10 +172,19 @@ impl Array {
 
     fn maybe_finish_scrub(&mut self) {
         let Some(scrub) = &self.scrub else { return };
-        if scrub.finished() && scrub.is_resync() && !scrub.stopped && scrub.region_remaining.is_empty() {
+        if scrub.finished()
+            && scrub.is_resync()
+            && !scrub.stopped
+            && scrub.region_remaining.is_empty()
+        {
             let regions = scrub.stripes_total.div_ceil(self.intent.stripes_per_region);
-            if !self.outbox_event.iter().any(|e| matches!(e, ArrayEvent::ResyncFinished { .. })) {
-                self.outbox_event.push_back(ArrayEvent::ResyncFinished { regions });
+            if !self
+                .outbox_event
+                .iter()
+                .any(|e| matches!(e, ArrayEvent::ResyncFinished { .. }))
+            {
+                self.outbox_event
+                    .push_back(ArrayEvent::ResyncFinished { regions });
             }
         }
     }

@@ -38,7 +38,14 @@ impl Array {
                 "skipped_degraded_stripes": s.skipped_degraded,
             })
         });
+        let phase = match self.phase {
+            Phase::Opening => "opening",
+            Phase::Running => "running",
+            Phase::Closing(_) => "closing",
+            Phase::Closed => "closed",
+        };
         json!({
+            "phase": phase,
             "array_uuid": self.superblock.array_uuid,
             "level": self.geometry.level.number(),
             "layout": self.geometry.layout.name(),

@@ -14,18 +14,32 @@ impl Array {
     pub(super) fn submit(&mut self, request: UserRequest) {
         let id = request.id;
         let (offset_bytes, len_bytes) = match &request.op {
-            UserOp::Read { offset_bytes, len_bytes } => (*offset_bytes, *len_bytes as u64),
-            UserOp::Write { offset_bytes, data, .. } => (*offset_bytes, data.len() as u64),
-            UserOp::Trim { offset_bytes, len_bytes } | UserOp::WriteZeroes { offset_bytes, len_bytes, .. } => {
-                (*offset_bytes, *len_bytes)
+            UserOp::Read {
+                offset_bytes,
+                len_bytes,
+            } => (*offset_bytes, *len_bytes as u64),
+            UserOp::Write {
+                offset_bytes, data, ..
+            } => (*offset_bytes, data.len() as u64),
+            UserOp::Trim {
+                offset_bytes,
+                len_bytes,
             }
+            | UserOp::WriteZeroes {
+                offset_bytes,
+                len_bytes,
+                ..
+            } => (*offset_bytes, *len_bytes),
             UserOp::Flush => {
                 self.flush_members(FlushPurpose::Reply(id));
                 return;
             }
         };
         if let Err(error) = self.validate(offset_bytes, len_bytes) {
-            self.outbox_reply.push_back(UserReply { id, result: Err(error) });
+            self.outbox_reply.push_back(UserReply {
+                id,
+                result: Err(error),
+            });
             return;
         }
         if len_bytes == 0 {
@@ -36,13 +50,22 @@ impl Array {
             return;
         }
         if !self.survivable() {
-            self.outbox_reply.push_back(UserReply { id, result: Err(self.unavailable()) });
+            self.outbox_reply.push_back(UserReply {
+                id,
+                result: Err(self.unavailable()),
+            });
             return;
         }
         match request.op {
             UserOp::Read { .. } => {
                 let segments = self.split(offset_bytes, len_bytes, None);
-                self.start_request(id, segments, OpKind::Read, Some(vec![0; len_bytes as usize]), false);
+                self.start_request(
+                    id,
+                    segments,
+                    OpKind::Read,
+                    Some(vec![0; len_bytes as usize]),
+                    false,
+                );
             }
             UserOp::Write { data, fua, .. } => {
                 let segments = self.split(offset_bytes, len_bytes, Some(&data));
@@ -73,17 +96,32 @@ impl Array {
 
     fn validate(&self, offset_bytes: u64, len_bytes: u64) -> Result<(), UserError> {
         if offset_bytes % SECTOR_BYTES != 0 || len_bytes % SECTOR_BYTES != 0 {
-            return Err(UserError::Unaligned { offset_bytes, len_bytes });
+            return Err(UserError::Unaligned {
+                offset_bytes,
+                len_bytes,
+            });
         }
         let capacity_bytes = self.capacity_bytes();
-        if offset_bytes.checked_add(len_bytes).is_none_or(|end| end > capacity_bytes) {
-            return Err(UserError::OutOfRange { offset_bytes, len_bytes, capacity_bytes });
+        if offset_bytes
+            .checked_add(len_bytes)
+            .is_none_or(|end| end > capacity_bytes)
+        {
+            return Err(UserError::OutOfRange {
+                offset_bytes,
+                len_bytes,
+                capacity_bytes,
+            });
         }
         Ok(())
     }
 
     /// Splits a byte range into per-stripe groups of chunk segments.
-    fn split(&self, offset_bytes: u64, len_bytes: u64, data: Option<&[u8]>) -> Vec<(u64, Vec<Segment>)> {
+    fn split(
+        &self,
+        offset_bytes: u64,
+        len_bytes: u64,
+        data: Option<&[u8]>,
+    ) -> Vec<(u64, Vec<Segment>)> {
         let chunk = self.geometry.chunk_bytes;
         let mut groups: Vec<(u64, Vec<Segment>)> = Vec::new();
         let mut at = offset_bytes;
@@ -118,16 +156,38 @@ impl Array {
         fua: bool,
     ) {
         assert!(!groups.is_empty());
-        assert!(!self.requests.contains_key(&id), "request id {id:?} reused while in flight");
-        self.requests.insert(id, Pending { remaining_ops: groups.len(), read_buf, error: None, fua });
+        assert!(
+            !self.requests.contains_key(&id),
+            "request id {id:?} reused while in flight"
+        );
+        self.requests.insert(
+            id,
+            Pending {
+                remaining_ops: groups.len(),
+                read_buf,
+                error: None,
+                fua,
+            },
+        );
         for (stripe, segments) in groups {
-            let lock = if kind == OpKind::Read { LockMode::Shared } else { LockMode::Exclusive };
+            let lock = if kind == OpKind::Read {
+                LockMode::Shared
+            } else {
+                LockMode::Exclusive
+            };
             self.create_op(Parent::User(id), stripe, kind, lock, segments);
         }
     }
 
     /// Creates a stripe op and starts it if its lock is free.
-    pub(super) fn create_op(&mut self, parent: Parent, stripe: u64, kind: OpKind, lock: LockMode, segments: Vec<Segment>) {
+    pub(super) fn create_op(
+        &mut self,
+        parent: Parent,
+        stripe: u64,
+        kind: OpKind,
+        lock: LockMode,
+        segments: Vec<Segment>,
+    ) {
         let op_id = self.next_op_id;
         self.next_op_id += 1;
         let map = self.layout.stripe_map(stripe);
@@ -135,8 +195,16 @@ impl Array {
         let row = if segments.is_empty() {
             0..self.geometry.chunk_bytes
         } else {
-            segments.iter().map(|s| s.intra.start).min().expect("segments")
-                ..segments.iter().map(|s| s.intra.end).max().expect("segments")
+            segments
+                .iter()
+                .map(|s| s.intra.start)
+                .min()
+                .expect("segments")
+                ..segments
+                    .iter()
+                    .map(|s| s.intra.end)
+                    .max()
+                    .expect("segments")
         };
         let op = StripeOp {
             parent,

@@ -50,10 +50,18 @@ pub trait Layout: Send + Sync + std::fmt::Debug {
 /// The layout the geometry names.
 pub fn layout_for(geometry: &Geometry) -> Box<dyn Layout> {
     match geometry.level {
-        Level::Raid0 => Box::new(raid0::Raid0 { geometry: *geometry }),
-        Level::Raid5 => Box::new(raid5::Raid5 { geometry: *geometry }),
-        Level::Raid6 => Box::new(raid6::Raid6 { geometry: *geometry }),
-        Level::Raid10 => Box::new(raid10::Raid10Near { geometry: *geometry }),
+        Level::Raid0 => Box::new(raid0::Raid0 {
+            geometry: *geometry,
+        }),
+        Level::Raid5 => Box::new(raid5::Raid5 {
+            geometry: *geometry,
+        }),
+        Level::Raid6 => Box::new(raid6::Raid6 {
+            geometry: *geometry,
+        }),
+        Level::Raid10 => Box::new(raid10::Raid10Near {
+            geometry: *geometry,
+        }),
     }
 }
 

@@ -13,7 +13,15 @@ impl Layout for Raid0 {
     }
 
     fn stripe_map(&self, stripe: u64) -> StripeMap {
-        let data = (0..self.geometry.member_count).map(|member| ChunkPlace { member, member_chunk: stripe }).collect();
-        StripeMap { data, parity: Vec::new() }
+        let data = (0..self.geometry.member_count)
+            .map(|member| ChunkPlace {
+                member,
+                member_chunk: stripe,
+            })
+            .collect();
+        StripeMap {
+            data,
+            parity: Vec::new(),
+        }
     }
 }

@@ -12,7 +12,10 @@ pub struct Raid10Near {
 impl Raid10Near {
     fn slot(&self, slot: u64) -> ChunkPlace {
         let n = self.geometry.member_count as u64;
-        ChunkPlace { member: (slot % n) as usize, member_chunk: slot / n }
+        ChunkPlace {
+            member: (slot % n) as usize,
+            member_chunk: slot / n,
+        }
     }
 }
 
@@ -22,6 +25,9 @@ impl Layout for Raid10Near {
     }
 
     fn stripe_map(&self, stripe: u64) -> StripeMap {
-        StripeMap { data: vec![self.slot(2 * stripe)], parity: vec![self.slot(2 * stripe + 1)] }
+        StripeMap {
+            data: vec![self.slot(2 * stripe)],
+            parity: vec![self.slot(2 * stripe + 1)],
+        }
     }
 }

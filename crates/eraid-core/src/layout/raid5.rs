@@ -10,14 +10,20 @@ pub struct Raid5 {
 
 /// Parity member and the member of each data index, for one stripe of an
 /// n-member single-parity layout.
-pub(super) fn rotate(layout: ParityLayout, member_count: usize, stripe: u64) -> (usize, Vec<usize>) {
+pub(super) fn rotate(
+    layout: ParityLayout,
+    member_count: usize,
+    stripe: u64,
+) -> (usize, Vec<usize>) {
     let n = member_count;
     let data_count = n - 1;
     let turn = (stripe % n as u64) as usize;
     let parity = match layout {
         ParityLayout::LeftAsymmetric | ParityLayout::LeftSymmetric => data_count - turn,
         ParityLayout::RightAsymmetric | ParityLayout::RightSymmetric => turn,
-        ParityLayout::None | ParityLayout::Near2 => unreachable!("geometry validated a parity layout"),
+        ParityLayout::None | ParityLayout::Near2 => {
+            unreachable!("geometry validated a parity layout")
+        }
     };
     let data = (0..data_count)
         .map(|j| match layout {
@@ -41,7 +47,13 @@ impl Layout for Raid5 {
 
     fn stripe_map(&self, stripe: u64) -> StripeMap {
         let (parity, data) = rotate(self.geometry.layout, self.geometry.member_count, stripe);
-        let place = |member| ChunkPlace { member, member_chunk: stripe };
-        StripeMap { data: data.into_iter().map(place).collect(), parity: vec![place(parity)] }
+        let place = |member| ChunkPlace {
+            member,
+            member_chunk: stripe,
+        };
+        StripeMap {
+            data: data.into_iter().map(place).collect(),
+            parity: vec![place(parity)],
+        }
     }
 }

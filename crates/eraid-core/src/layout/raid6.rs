@@ -29,7 +29,13 @@ impl Layout for Raid6 {
             // Data starts right after Q and wraps.
             _ => (0..n - 2).map(|j| (p + 2 + j) % n).collect(),
         };
-        let place = |member| ChunkPlace { member, member_chunk: stripe };
-        StripeMap { data: data.into_iter().map(place).collect(), parity: vec![place(p), place(q)] }
+        let place = |member| ChunkPlace {
+            member,
+            member_chunk: stripe,
+        };
+        StripeMap {
+            data: data.into_iter().map(place).collect(),
+            parity: vec![place(p), place(q)],
+        }
     }
 }

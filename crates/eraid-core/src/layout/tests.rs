@@ -5,11 +5,21 @@ use std::collections::HashSet;
 
 fn geometry(level: Level, layout: ParityLayout, members: usize, member_chunks: u64) -> Geometry {
     let chunk = 64 << 10;
-    Geometry::new(level, layout, members, chunk, crate::geometry::METADATA_BYTES + member_chunks * chunk).unwrap()
+    Geometry::new(
+        level,
+        layout,
+        members,
+        chunk,
+        crate::geometry::METADATA_BYTES + member_chunks * chunk,
+    )
+    .unwrap()
 }
 
 fn all_shapes() -> Vec<(Level, ParityLayout)> {
-    let mut shapes = vec![(Level::Raid0, ParityLayout::None), (Level::Raid10, ParityLayout::Near2)];
+    let mut shapes = vec![
+        (Level::Raid0, ParityLayout::None),
+        (Level::Raid10, ParityLayout::Near2),
+    ];
     for level in [Level::Raid5, Level::Raid6] {
         for layout in [
             ParityLayout::LeftAsymmetric,
@@ -63,7 +73,10 @@ proptest! {
 /// The data members of stripe s, with None where parity sits, as rows.
 fn row(map: &dyn Layout, stripe: u64) -> (Vec<usize>, Vec<usize>) {
     let s = map.stripe_map(stripe);
-    (s.data.iter().map(|p| p.member).collect(), s.parity.iter().map(|p| p.member).collect())
+    (
+        s.data.iter().map(|p| p.member).collect(),
+        s.parity.iter().map(|p| p.member).collect(),
+    )
 }
 
 /// ALV paper, Fig. 1, state 0 (3 disks, left-asymmetric): disk 0 holds
@@ -81,7 +94,11 @@ fn left_asymmetric_matches_alv_figure_1() {
         (vec![1, 2], 0), // P5 10 11
     ];
     for (stripe, (data, parity)) in expected.into_iter().enumerate() {
-        assert_eq!(row(map.as_ref(), stripe as u64), (data, vec![parity]), "stripe {stripe}");
+        assert_eq!(
+            row(map.as_ref(), stripe as u64),
+            (data, vec![parity]),
+            "stripe {stripe}"
+        );
     }
 }
 
@@ -127,11 +144,41 @@ fn raid6_left_symmetric_matches_md() {
 fn raid10_near_puts_copies_side_by_side() {
     let g = geometry(Level::Raid10, ParityLayout::Near2, 4, 4);
     let map = layout_for(&g);
-    assert_eq!(map.stripe_map(0).data[0], ChunkPlace { member: 0, member_chunk: 0 });
-    assert_eq!(map.stripe_map(0).parity[0], ChunkPlace { member: 1, member_chunk: 0 });
-    assert_eq!(map.stripe_map(3).data[0], ChunkPlace { member: 2, member_chunk: 1 });
+    assert_eq!(
+        map.stripe_map(0).data[0],
+        ChunkPlace {
+            member: 0,
+            member_chunk: 0
+        }
+    );
+    assert_eq!(
+        map.stripe_map(0).parity[0],
+        ChunkPlace {
+            member: 1,
+            member_chunk: 0
+        }
+    );
+    assert_eq!(
+        map.stripe_map(3).data[0],
+        ChunkPlace {
+            member: 2,
+            member_chunk: 1
+        }
+    );
     let odd = geometry(Level::Raid10, ParityLayout::Near2, 3, 4);
     let map = layout_for(&odd);
-    assert_eq!(map.stripe_map(1).data[0], ChunkPlace { member: 2, member_chunk: 0 });
-    assert_eq!(map.stripe_map(1).parity[0], ChunkPlace { member: 0, member_chunk: 1 });
+    assert_eq!(
+        map.stripe_map(1).data[0],
+        ChunkPlace {
+            member: 2,
+            member_chunk: 0
+        }
+    );
+    assert_eq!(
+        map.stripe_map(1).parity[0],
+        ChunkPlace {
+            member: 0,
+            member_chunk: 1
+        }
+    );
 }

@@ -40,7 +40,10 @@ pub struct Assembly {
 
 impl Assembly {
     pub fn missing_or_stale(&self) -> usize {
-        self.slots.iter().filter(|s| !matches!(s, SlotState::Present { .. })).count()
+        self.slots
+            .iter()
+            .filter(|s| !matches!(s, SlotState::Present { .. }))
+            .count()
     }
 }
 
@@ -53,17 +56,45 @@ pub enum AssemblyError {
     #[error("{path}: not an eraid member: {reason}")]
     NotAMember { path: String, reason: String },
     #[error("{path} belongs to another array (uuid {found}, expected {expected})")]
-    ForeignMember { path: String, found: String, expected: String },
+    ForeignMember {
+        path: String,
+        found: String,
+        expected: String,
+    },
     #[error("{path} and {other} both claim member slot {slot}")]
-    DuplicateSlot { path: String, other: String, slot: usize },
-    #[error("{path} claims slot {slot}, but the array records another member (uuid {expected}) there")]
-    ReplacedMember { path: String, slot: usize, expected: String },
+    DuplicateSlot {
+        path: String,
+        other: String,
+        slot: usize,
+    },
+    #[error(
+        "{path} claims slot {slot}, but the array records another member (uuid {expected}) there"
+    )]
+    ReplacedMember {
+        path: String,
+        slot: usize,
+        expected: String,
+    },
     #[error("{path} is smaller ({size_bytes} bytes) than the array needs ({needed_bytes} bytes)")]
-    TooSmall { path: String, size_bytes: u64, needed_bytes: u64 },
+    TooSmall {
+        path: String,
+        size_bytes: u64,
+        needed_bytes: u64,
+    },
     #[error("RAID-{level} cannot run without member {slot} (last seen at {path_hint}); {detail}")]
-    MissingMember { level: u32, slot: usize, path_hint: String, detail: String },
+    MissingMember {
+        level: u32,
+        slot: usize,
+        path_hint: String,
+        detail: String,
+    },
     #[error("RAID-{level} has {missing} members missing or stale; it survives at most {tolerated}: {names}")]
-    TooManyMissing { level: u32, missing: usize, tolerated: usize, names: String },
+    TooManyMissing {
+        level: u32,
+        missing: usize,
+        tolerated: usize,
+        names: String,
+    },
     #[error("RAID-10 has lost both copies of some data: members {a} and {b} are both missing")]
     MirrorLost { a: usize, b: usize },
 }
@@ -78,12 +109,20 @@ pub fn assemble(probes: &[MemberProbe]) -> Result<Assembly, AssemblyError> {
         let area = probe
             .metadata
             .as_ref()
-            .map_err(|reason| AssemblyError::Unreadable { path: probe.path.clone(), reason: reason.clone() })?;
-        let superblock = Superblock::decode_newest(area)
-            .map_err(|e| AssemblyError::NotAMember { path: probe.path.clone(), reason: e.to_string() })?;
+            .map_err(|reason| AssemblyError::Unreadable {
+                path: probe.path.clone(),
+                reason: reason.clone(),
+            })?;
+        let superblock =
+            Superblock::decode_newest(area).map_err(|e| AssemblyError::NotAMember {
+                path: probe.path.clone(),
+                reason: e.to_string(),
+            })?;
         decoded.push(superblock);
     }
-    let newest_index = (0..decoded.len()).max_by_key(|&i| decoded[i].events).expect("non-empty");
+    let newest_index = (0..decoded.len())
+        .max_by_key(|&i| decoded[i].events)
+        .expect("non-empty");
     let newest = decoded[newest_index].clone();
     let mut report = vec![format!(
         "array {}: RAID-{} {} chunk {} KiB, {} members, events {} (newest copy on {})",
@@ -108,39 +147,67 @@ pub fn assemble(probes: &[MemberProbe]) -> Result<Assembly, AssemblyError> {
         let slot = superblock.this_member;
         let record = &newest.members[slot];
         if record.uuid != superblock.this_member_uuid() {
-            return Err(AssemblyError::ReplacedMember { path: probe.path.clone(), slot, expected: record.uuid.clone() });
+            return Err(AssemblyError::ReplacedMember {
+                path: probe.path.clone(),
+                slot,
+                expected: record.uuid.clone(),
+            });
         }
         if probe.size_bytes < needed_bytes {
-            return Err(AssemblyError::TooSmall { path: probe.path.clone(), size_bytes: probe.size_bytes, needed_bytes });
+            return Err(AssemblyError::TooSmall {
+                path: probe.path.clone(),
+                size_bytes: probe.size_bytes,
+                needed_bytes,
+            });
         }
-        if let SlotState::Present { probe: other } | SlotState::Stale { probe: other, .. } = slots[slot] {
-            return Err(AssemblyError::DuplicateSlot { path: probe.path.clone(), other: probes[other].path.clone(), slot });
+        if let SlotState::Present { probe: other } | SlotState::Stale { probe: other, .. } =
+            slots[slot]
+        {
+            return Err(AssemblyError::DuplicateSlot {
+                path: probe.path.clone(),
+                other: probes[other].path.clone(),
+                slot,
+            });
         }
         // One behind is a superblock update a crash interrupted; a member the
         // newest copy marks faulty, or further behind, missed data writes.
         let in_sync = record.state == MemberState::Active && superblock.events + 1 >= newest.events;
         slots[slot] = if in_sync {
-            report.push(format!("member {slot}: {} in sync (events {})", probe.path, superblock.events));
+            report.push(format!(
+                "member {slot}: {} in sync (events {})",
+                probe.path, superblock.events
+            ));
             SlotState::Present { probe: probe_index }
         } else {
             report.push(format!(
                 "member {slot}: {} is stale (events {} < {}, recorded {:?}): not used, needs a rebuild",
                 probe.path, superblock.events, newest.events, record.state
             ));
-            SlotState::Stale { probe: probe_index, events: superblock.events }
+            SlotState::Stale {
+                probe: probe_index,
+                events: superblock.events,
+            }
         };
     }
     for (slot, state) in slots.iter().enumerate() {
         if *state == SlotState::Missing {
-            report.push(format!("member {slot}: missing (last seen at {})", newest.members[slot].path_hint));
+            report.push(format!(
+                "member {slot}: missing (last seen at {})",
+                newest.members[slot].path_hint
+            ));
         }
     }
     check_survivable(&newest, &slots)?;
-    let region_count = newest.geometry.stripe_count().div_ceil(newest.bitmap_stripes_per_region);
+    let region_count = newest
+        .geometry
+        .stripe_count()
+        .div_ceil(newest.bitmap_stripes_per_region);
     let mut bitmap = IntentBitmap::new(region_count);
     let mut bitmap_sequence = 0;
     for (slot, state) in slots.iter().enumerate() {
-        let SlotState::Present { probe } = state else { continue };
+        let SlotState::Present { probe } = state else {
+            continue;
+        };
         let area = probes[*probe].metadata.as_ref().expect("checked above");
         match IntentBitmap::decode_newest(area, region_count) {
             Ok((sequence, member_bitmap)) => {
@@ -164,13 +231,20 @@ pub fn assemble(probes: &[MemberProbe]) -> Result<Assembly, AssemblyError> {
         "state {:?}; {dirty} of {region_count} bitmap regions marked for resync",
         newest.state
     ));
-    Ok(Assembly { superblock: newest, slots, bitmap, bitmap_sequence, report })
+    Ok(Assembly {
+        superblock: newest,
+        slots,
+        bitmap,
+        bitmap_sequence,
+        report,
+    })
 }
 
 fn check_survivable(superblock: &Superblock, slots: &[SlotState]) -> Result<(), AssemblyError> {
     let level = superblock.geometry.level;
-    let absent: Vec<usize> =
-        (0..slots.len()).filter(|&s| !matches!(slots[s], SlotState::Present { .. })).collect();
+    let absent: Vec<usize> = (0..slots.len())
+        .filter(|&s| !matches!(slots[s], SlotState::Present { .. }))
+        .collect();
     let name = |slot: usize| format!("{} ({})", slot, superblock.members[slot].path_hint);
     match level {
         Level::Raid0 => {
@@ -203,7 +277,11 @@ fn check_survivable(superblock: &Superblock, slots: &[SlotState]) -> Result<(), 
                     level: level.number(),
                     missing: absent.len(),
                     tolerated: level.redundancy(),
-                    names: absent.iter().map(|&s| name(s)).collect::<Vec<_>>().join(", "),
+                    names: absent
+                        .iter()
+                        .map(|&s| name(s))
+                        .collect::<Vec<_>>()
+                        .join(", "),
                 });
             }
         }

@@ -5,7 +5,11 @@
 use super::record::{self, RecordError, RecordKind};
 use super::{BITMAP_SLOTS_BYTES, BITMAP_SLOT_BYTES};
 
-pub const BITMAP_KIND: RecordKind = RecordKind { name: "eraid write-intent bitmap", magic: *b"ERAIDBM\0", version: 1 };
+pub const BITMAP_KIND: RecordKind = RecordKind {
+    name: "eraid write-intent bitmap",
+    magic: *b"ERAIDBM\0",
+    version: 1,
+};
 
 /// Regions one bitmap record can describe.
 pub const BITMAP_REGIONS_MAX: u64 = ((BITMAP_SLOT_BYTES - 1024) * 8) as u64;
@@ -18,8 +22,14 @@ pub struct IntentBitmap {
 
 impl IntentBitmap {
     pub fn new(region_count: u64) -> IntentBitmap {
-        assert!(region_count <= BITMAP_REGIONS_MAX, "bitmap of {region_count} regions does not fit its slot");
-        IntentBitmap { bits: vec![0; region_count.div_ceil(64) as usize], region_count }
+        assert!(
+            region_count <= BITMAP_REGIONS_MAX,
+            "bitmap of {region_count} regions does not fit its slot"
+        );
+        IntentBitmap {
+            bits: vec![0; region_count.div_ceil(64) as usize],
+            region_count,
+        }
     }
 
     pub fn region_count(&self) -> u64 {
@@ -66,22 +76,35 @@ impl IntentBitmap {
     }
 
     /// Newest valid bitmap in a metadata area, with its sequence number.
-    pub fn decode_newest(metadata_area: &[u8], region_count: u64) -> Result<(u64, IntentBitmap), RecordError> {
+    pub fn decode_newest(
+        metadata_area: &[u8],
+        region_count: u64,
+    ) -> Result<(u64, IntentBitmap), RecordError> {
         let slot = |i: usize| {
             let start = (BITMAP_SLOTS_BYTES[i] as usize).min(metadata_area.len());
             let end = (start + BITMAP_SLOT_BYTES).min(metadata_area.len());
             &metadata_area[start..end]
         };
         let (_, sequence, body) = record::newest(&BITMAP_KIND, [slot(0), slot(1)])?;
-        let bad = |reason: String| RecordError::Body { kind: BITMAP_KIND.name, reason };
+        let bad = |reason: String| RecordError::Body {
+            kind: BITMAP_KIND.name,
+            reason,
+        };
         if body.len() < 8 {
             return Err(bad("too short".into()));
         }
         let stored_regions = u64::from_le_bytes(body[..8].try_into().expect("8 bytes"));
-        if stored_regions != region_count || body.len() != 8 + region_count.div_ceil(64) as usize * 8 {
-            return Err(bad(format!("holds {stored_regions} regions, the array has {region_count}")));
+        if stored_regions != region_count
+            || body.len() != 8 + region_count.div_ceil(64) as usize * 8
+        {
+            return Err(bad(format!(
+                "holds {stored_regions} regions, the array has {region_count}"
+            )));
         }
-        let bits = body[8..].chunks_exact(8).map(|w| u64::from_le_bytes(w.try_into().expect("8 bytes"))).collect();
+        let bits = body[8..]
+            .chunks_exact(8)
+            .map(|w| u64::from_le_bytes(w.try_into().expect("8 bytes")))
+            .collect();
         Ok((sequence, IntentBitmap { bits, region_count }))
     }
 }

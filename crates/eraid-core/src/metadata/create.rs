@@ -22,7 +22,12 @@ pub struct NewMember {
     pub path_hint: String,
 }
 
-pub fn new_superblock(geometry: Geometry, array_uuid: String, members: Vec<NewMember>, created_unix_s: u64) -> Superblock {
+pub fn new_superblock(
+    geometry: Geometry,
+    array_uuid: String,
+    members: Vec<NewMember>,
+    created_unix_s: u64,
+) -> Superblock {
     assert_eq!(members.len(), geometry.member_count);
     Superblock {
         array_uuid,
@@ -32,7 +37,11 @@ pub fn new_superblock(geometry: Geometry, array_uuid: String, members: Vec<NewMe
         this_member: 0,
         members: members
             .into_iter()
-            .map(|m| MemberRecord { uuid: m.uuid, state: MemberState::Active, path_hint: m.path_hint })
+            .map(|m| MemberRecord {
+                uuid: m.uuid,
+                state: MemberState::Active,
+                path_hint: m.path_hint,
+            })
             .collect(),
         bitmap_stripes_per_region: stripes_per_region(&geometry),
         created_unix_s,
@@ -41,9 +50,27 @@ pub fn new_superblock(geometry: Geometry, array_uuid: String, members: Vec<NewMe
 
 /// (member, offset_bytes, bytes) to write, then flush, on each member. The
 /// other slots are zeroed so no earlier array's records survive there.
-pub fn initial_writes(superblock: &Superblock) -> Vec<(usize, u64, Vec<u8>)> {
-    let regions = superblock.geometry.stripe_count().div_ceil(superblock.bitmap_stripes_per_region);
-    let bitmap = IntentBitmap::new(regions).encode(1);
+/// `needs_initial_resync`: the members held data before (not fresh sparse
+/// files), so parity is not yet consistent: every region starts dirty and
+/// the first assembly resynchronises the whole array.
+pub fn initial_writes(
+    superblock: &Superblock,
+    needs_initial_resync: bool,
+) -> Vec<(usize, u64, Vec<u8>)> {
+    let regions = superblock
+        .geometry
+        .stripe_count()
+        .div_ceil(superblock.bitmap_stripes_per_region);
+    let mut bitmap = IntentBitmap::new(regions);
+    let mut superblock = superblock.clone();
+    if needs_initial_resync {
+        superblock.state = super::superblock::ArrayState::Dirty;
+        for region in 0..regions {
+            bitmap.set(region, true);
+        }
+    }
+    let superblock = &superblock;
+    let bitmap = bitmap.encode(1);
     let mut writes = Vec::new();
     for member in 0..superblock.geometry.member_count {
         let sb = superblock.encode_for(member);
@@ -52,7 +79,11 @@ pub fn initial_writes(superblock: &Superblock) -> Vec<(usize, u64, Vec<u8>)> {
         writes.push((member, sb_slot, sb.clone()));
         writes.push((member, other_sb, vec![0u8; sb.len()]));
         writes.push((member, IntentBitmap::slot_offset_bytes(1), bitmap.clone()));
-        writes.push((member, IntentBitmap::slot_offset_bytes(2), vec![0u8; bitmap.len()]));
+        writes.push((
+            member,
+            IntentBitmap::slot_offset_bytes(2),
+            vec![0u8; bitmap.len()],
+        ));
     }
     writes
 }

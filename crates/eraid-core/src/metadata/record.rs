@@ -10,8 +10,14 @@ const HEADER_BYTES: usize = 28;
 pub enum RecordError {
     #[error("no {kind} found (blank or foreign data: magic does not match)")]
     NoMagic { kind: &'static str },
-    #[error("{kind} format version {found} is not supported (this eraid reads version {supported})")]
-    Version { kind: &'static str, found: u32, supported: u32 },
+    #[error(
+        "{kind} format version {found} is not supported (this eraid reads version {supported})"
+    )]
+    Version {
+        kind: &'static str,
+        found: u32,
+        supported: u32,
+    },
     #[error("{kind} is damaged: body length {len} does not fit its slot")]
     Length { kind: &'static str, len: usize },
     #[error("{kind} is damaged: checksum mismatch (torn or corrupted write)")]
@@ -50,17 +56,27 @@ pub fn decode<'a>(kind: &RecordKind, slot: &'a [u8]) -> Result<(u64, &'a [u8]), 
     let u32_at = |at: usize| u32::from_le_bytes(slot[at..at + 4].try_into().expect("4 bytes"));
     let version = u32_at(8);
     if version != kind.version {
-        return Err(RecordError::Version { kind: kind.name, found: version, supported: kind.version });
+        return Err(RecordError::Version {
+            kind: kind.name,
+            found: version,
+            supported: kind.version,
+        });
     }
     let sequence = u64::from_le_bytes(slot[12..20].try_into().expect("8 bytes"));
     let len = u32_at(20) as usize;
     if HEADER_BYTES + len > slot.len() {
-        return Err(RecordError::Length { kind: kind.name, len });
+        return Err(RecordError::Length {
+            kind: kind.name,
+            len,
+        });
     }
     let stored_crc = u32_at(24);
     let mut header = slot[..HEADER_BYTES].to_vec();
     header[24..28].fill(0);
-    let crc = crc32c::crc32c_append(crc32c::crc32c(&header), &slot[HEADER_BYTES..HEADER_BYTES + len]);
+    let crc = crc32c::crc32c_append(
+        crc32c::crc32c(&header),
+        &slot[HEADER_BYTES..HEADER_BYTES + len],
+    );
     if crc != stored_crc {
         return Err(RecordError::Checksum { kind: kind.name });
     }
@@ -91,7 +107,11 @@ pub fn newest<'a>(
 mod tests {
     use super::*;
 
-    const KIND: RecordKind = RecordKind { name: "test record", magic: *b"TESTREC\0", version: 1 };
+    const KIND: RecordKind = RecordKind {
+        name: "test record",
+        magic: *b"TESTREC\0",
+        version: 1,
+    };
 
     #[test]
     fn round_trip_and_damage_detection() {
@@ -101,7 +121,10 @@ mod tests {
         for flip in [0usize, 9, 13, 21, 25, 30] {
             let mut torn = bytes.clone();
             torn[flip] ^= 0x40;
-            assert!(decode(&KIND, &torn).is_err(), "flip at {flip} went unnoticed");
+            assert!(
+                decode(&KIND, &torn).is_err(),
+                "flip at {flip} went unnoticed"
+            );
         }
     }
 
@@ -113,6 +136,9 @@ mod tests {
         let mut torn = new.clone();
         torn[30] ^= 1;
         assert_eq!(newest(&KIND, [&old, &torn]).unwrap().2, b"old");
-        assert!(matches!(newest(&KIND, [&[0u8; 512], &[0u8; 512]]), Err(RecordError::NoMagic { .. })));
+        assert!(matches!(
+            newest(&KIND, [&[0u8; 512], &[0u8; 512]]),
+            Err(RecordError::NoMagic { .. })
+        ));
     }
 }

@@ -7,7 +7,11 @@ use super::{SUPERBLOCK_SLOTS_BYTES, SUPERBLOCK_SLOT_BYTES};
 use crate::geometry::Geometry;
 use serde::{Deserialize, Serialize};
 
-pub const SUPERBLOCK_KIND: RecordKind = RecordKind { name: "eraid superblock", magic: *b"ERAIDSB\0", version: 1 };
+pub const SUPERBLOCK_KIND: RecordKind = RecordKind {
+    name: "eraid superblock",
+    magic: *b"ERAIDSB\0",
+    version: 1,
+};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -59,7 +63,10 @@ impl Superblock {
         copy.this_member = this_member;
         let body = serde_json::to_vec(&copy).expect("superblock serialises");
         let bytes = record::encode(&SUPERBLOCK_KIND, self.events, &body);
-        assert!(bytes.len() <= SUPERBLOCK_SLOT_BYTES, "superblock outgrew its slot");
+        assert!(
+            bytes.len() <= SUPERBLOCK_SLOT_BYTES,
+            "superblock outgrew its slot"
+        );
         bytes
     }
 
@@ -77,15 +84,30 @@ impl Superblock {
             &metadata_area[start..end]
         };
         let (_, sequence, body) = record::newest(&SUPERBLOCK_KIND, [slot(0), slot(1)])?;
-        let superblock: Superblock = serde_json::from_slice(body)
-            .map_err(|e| RecordError::Body { kind: SUPERBLOCK_KIND.name, reason: e.to_string() })?;
-        let bad = |reason: String| RecordError::Body { kind: SUPERBLOCK_KIND.name, reason };
+        let superblock: Superblock =
+            serde_json::from_slice(body).map_err(|e| RecordError::Body {
+                kind: SUPERBLOCK_KIND.name,
+                reason: e.to_string(),
+            })?;
+        let bad = |reason: String| RecordError::Body {
+            kind: SUPERBLOCK_KIND.name,
+            reason,
+        };
         if superblock.events != sequence {
-            return Err(bad(format!("events {} differ from record sequence {sequence}", superblock.events)));
+            return Err(bad(format!(
+                "events {} differ from record sequence {sequence}",
+                superblock.events
+            )));
         }
         let g = &superblock.geometry;
-        let rebuilt = Geometry::new(g.level, g.layout, g.member_count, g.chunk_bytes, g.data_offset_bytes + g.member_data_bytes)
-            .map_err(|e| bad(format!("impossible geometry: {e}")))?;
+        let rebuilt = Geometry::new(
+            g.level,
+            g.layout,
+            g.member_count,
+            g.chunk_bytes,
+            g.data_offset_bytes + g.member_data_bytes,
+        )
+        .map_err(|e| bad(format!("impossible geometry: {e}")))?;
         if rebuilt != *g {
             return Err(bad("geometry fields are inconsistent".into()));
         }
@@ -114,7 +136,14 @@ mod tests {
     use crate::geometry::{Level, ParityLayout, METADATA_BYTES};
 
     pub fn sample() -> Superblock {
-        let geometry = Geometry::new(Level::Raid5, ParityLayout::LeftSymmetric, 3, 64 << 10, 64 << 20).unwrap();
+        let geometry = Geometry::new(
+            Level::Raid5,
+            ParityLayout::LeftSymmetric,
+            3,
+            64 << 10,
+            64 << 20,
+        )
+        .unwrap();
         Superblock {
             array_uuid: "a".into(),
             events: 5,
@@ -122,7 +151,11 @@ mod tests {
             geometry,
             this_member: 0,
             members: (0..3)
-                .map(|i| MemberRecord { uuid: format!("m{i}"), state: MemberState::Active, path_hint: format!("d{i}") })
+                .map(|i| MemberRecord {
+                    uuid: format!("m{i}"),
+                    state: MemberState::Active,
+                    path_hint: format!("d{i}"),
+                })
                 .collect(),
             bitmap_stripes_per_region: 512,
             created_unix_s: 0,
@@ -145,8 +178,12 @@ mod tests {
         sb.state = ArrayState::Dirty;
         let second = (Superblock::slot_offset_bytes(sb.events), sb.encode_for(1));
         assert_ne!(first.0, second.0);
-        let decoded = Superblock::decode_newest(&area_with(&[first.clone(), second.clone()])).unwrap();
-        assert_eq!((decoded.events, decoded.state, decoded.this_member), (6, ArrayState::Dirty, 1));
+        let decoded =
+            Superblock::decode_newest(&area_with(&[first.clone(), second.clone()])).unwrap();
+        assert_eq!(
+            (decoded.events, decoded.state, decoded.this_member),
+            (6, ArrayState::Dirty, 1)
+        );
         let mut torn = second.clone();
         let half = torn.1.len() / 2;
         torn.1[half..].fill(0);
@@ -156,11 +193,17 @@ mod tests {
 
     #[test]
     fn blank_and_inconsistent_superblocks_are_refused() {
-        assert!(matches!(Superblock::decode_newest(&vec![0u8; 1 << 20]), Err(RecordError::NoMagic { .. })));
+        assert!(matches!(
+            Superblock::decode_newest(&vec![0u8; 1 << 20]),
+            Err(RecordError::NoMagic { .. })
+        ));
         let mut sb = sample();
         sb.members.pop();
         let area = area_with(&[(Superblock::slot_offset_bytes(sb.events), sb.encode_for(0))]);
-        assert!(matches!(Superblock::decode_newest(&area), Err(RecordError::Body { .. })));
+        assert!(matches!(
+            Superblock::decode_newest(&area),
+            Err(RecordError::Body { .. })
+        ));
         let mut sb = sample();
         sb.geometry.member_data_bytes += 4096;
         let area = area_with(&[(Superblock::slot_offset_bytes(sb.events), sb.encode_for(0))]);

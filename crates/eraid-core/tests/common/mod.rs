@@ -9,20 +9,45 @@ use eraid_core::{Array, ArrayOptions};
 pub const CHUNK: u64 = 4096;
 
 pub fn shapes() -> Vec<(Level, ParityLayout, usize)> {
-    let mut shapes = vec![(Level::Raid0, ParityLayout::None, 3), (Level::Raid10, ParityLayout::Near2, 4), (Level::Raid10, ParityLayout::Near2, 3)];
-    for layout in [ParityLayout::LeftAsymmetric, ParityLayout::LeftSymmetric, ParityLayout::RightAsymmetric, ParityLayout::RightSymmetric] {
+    let mut shapes = vec![
+        (Level::Raid0, ParityLayout::None, 3),
+        (Level::Raid10, ParityLayout::Near2, 4),
+        (Level::Raid10, ParityLayout::Near2, 3),
+    ];
+    for layout in [
+        ParityLayout::LeftAsymmetric,
+        ParityLayout::LeftSymmetric,
+        ParityLayout::RightAsymmetric,
+        ParityLayout::RightSymmetric,
+    ] {
         shapes.push((Level::Raid5, layout, 4));
         shapes.push((Level::Raid6, layout, 5));
     }
     shapes
 }
 
-pub fn geometry(level: Level, layout: ParityLayout, members: usize, member_chunks: u64) -> Geometry {
-    Geometry::new(level, layout, members, CHUNK, METADATA_BYTES + member_chunks * CHUNK).unwrap()
+pub fn geometry(
+    level: Level,
+    layout: ParityLayout,
+    members: usize,
+    member_chunks: u64,
+) -> Geometry {
+    Geometry::new(
+        level,
+        layout,
+        members,
+        CHUNK,
+        METADATA_BYTES + member_chunks * CHUNK,
+    )
+    .unwrap()
 }
 
 pub fn options() -> ArrayOptions {
-    ArrayOptions { bitmap_clean_delay_ms: 50, scrub_window_stripes: 4, resync_on_open: true }
+    ArrayOptions {
+        bitmap_clean_delay_ms: 50,
+        scrub_window_stripes: 4,
+        resync_on_open: true,
+    }
 }
 
 /// Assembles and opens the array on the harness members, running until open.
@@ -34,7 +59,12 @@ pub fn open(h: &mut MemHarness) -> Array {
 }
 
 /// Submits and runs to completion; returns the reply's result.
-pub fn call(h: &mut MemHarness, array: &mut Array, id: u64, op: UserOp) -> Result<Option<Vec<u8>>, UserError> {
+pub fn call(
+    h: &mut MemHarness,
+    array: &mut Array,
+    id: u64,
+    op: UserOp,
+) -> Result<Option<Vec<u8>>, UserError> {
     h.submit(array, id, op);
     h.run(array);
     h.take_reply(id).expect("request answered").result
@@ -54,5 +84,8 @@ pub fn check(h: &mut MemHarness, array: &mut Array, repair: bool) -> (u64, u64) 
     let status = array.status_json();
     let activity = &status["activity"];
     assert_eq!(activity["state"], "done", "{status}");
-    (activity["mismatches"].as_u64().unwrap(), activity["skipped_degraded_stripes"].as_u64().unwrap())
+    (
+        activity["mismatches"].as_u64().unwrap(),
+        activity["skipped_degraded_stripes"].as_u64().unwrap(),
+    )
 }

@@ -1,0 +1,173 @@
+//! `eraid create`: write a new array's metadata onto its members.
+
+use crate::members::check_distinct;
+use crate::size::parse_size_bytes;
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use eraid_core::geometry::{Geometry, Level, ParityLayout, METADATA_BYTES};
+use eraid_core::metadata::create::{initial_writes, new_superblock, NewMember};
+use eraid_core::metadata::superblock::Superblock;
+use eraid_driver::{read_metadata_area, write_at_sync, MemberFile};
+use std::path::PathBuf;
+
+/// Create a new array. Member files that do not exist are created (sparse)
+/// with --size. Nothing is written until every check has passed.
+#[derive(Args, Debug)]
+pub struct CreateArgs {
+    /// RAID level: 0 (striping), 5 (single parity), 6 (P+Q), 10 (mirrored pairs, near layout).
+    #[arg(long)]
+    level: String,
+    /// Chunk size, a power of two from 4K to 4M.
+    #[arg(long, default_value = "64K")]
+    chunk: String,
+    /// Parity layout for RAID-5/6: left-symmetric (default, as Linux MD),
+    /// left-asymmetric, right-asymmetric, right-symmetric.
+    #[arg(long)]
+    layout: Option<String>,
+    /// Size of each member; creates missing member files (sparse) of this
+    /// size, and uses only this much of larger members.
+    #[arg(long)]
+    size: Option<String>,
+    /// Overwrite members that already belong to an eraid array.
+    #[arg(long)]
+    force: bool,
+    /// Member files or block devices, in slot order.
+    #[arg(required = true)]
+    members: Vec<PathBuf>,
+}
+
+impl CreateArgs {
+    pub fn run(self) -> Result<i32> {
+        let level = Level::parse(&self.level)?;
+        let layout = match &self.layout {
+            Some(name) => ParityLayout::parse(name)?,
+            None => ParityLayout::default_for(level),
+        };
+        let chunk_bytes = parse_size_bytes(&self.chunk)
+            .map_err(anyhow::Error::msg)
+            .context("--chunk")?;
+        let size_bytes = match &self.size {
+            Some(s) => Some(
+                parse_size_bytes(s)
+                    .map_err(anyhow::Error::msg)
+                    .context("--size")?,
+            ),
+            None => None,
+        };
+        check_distinct(&self.members)?;
+        // Inspect every member before touching any.
+        let mut existing_sizes = Vec::new();
+        let mut any_existing = false;
+        for path in &self.members {
+            if !path.exists() {
+                if size_bytes.is_none() {
+                    bail!(
+                        "{} does not exist; give --size to create it",
+                        path.display()
+                    );
+                }
+                existing_sizes.push(None);
+                continue;
+            }
+            any_existing = true;
+            let file = MemberFile::open(path)
+                .with_context(|| format!("cannot open {}", path.display()))?;
+            let area = read_metadata_area(&file, METADATA_BYTES as usize)
+                .with_context(|| format!("cannot read {}", path.display()))?;
+            if let Ok(sb) = Superblock::decode_newest(&area) {
+                if !self.force {
+                    bail!(
+                        "{} already belongs to array {} (member {} of a RAID-{}); use --force to overwrite it",
+                        path.display(),
+                        sb.array_uuid,
+                        sb.this_member,
+                        sb.geometry.level.number()
+                    );
+                }
+            }
+            if let Some(size) = size_bytes {
+                if file.size_bytes() < size {
+                    bail!(
+                        "{} has {} bytes, less than --size {}",
+                        path.display(),
+                        file.size_bytes(),
+                        size
+                    );
+                }
+            }
+            existing_sizes.push(Some(file.size_bytes()));
+        }
+        let member_bytes =
+            match size_bytes {
+                Some(size) => size,
+                None => {
+                    let sizes: Vec<u64> = existing_sizes.iter().flatten().copied().collect();
+                    let smallest = *sizes.iter().min().expect("at least one member");
+                    if sizes.iter().any(|&s| s != smallest) {
+                        bail!(
+                        "members have unequal sizes ({}); give --size to use the same size on each",
+                        sizes.iter().map(|s| s.to_string()).collect::<Vec<_>>().join(", ")
+                    );
+                    }
+                    smallest
+                }
+            };
+        let geometry = Geometry::new(level, layout, self.members.len(), chunk_bytes, member_bytes)?;
+        // All checks passed: create missing files, then write metadata.
+        for (path, existing) in self.members.iter().zip(&existing_sizes) {
+            if existing.is_none() {
+                let file = std::fs::OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .open(path)
+                    .with_context(|| format!("cannot create {}", path.display()))?;
+                file.set_len(member_bytes)
+                    .with_context(|| format!("cannot size {}", path.display()))?;
+            }
+        }
+        let array_uuid = uuid::Uuid::new_v4().to_string();
+        let members = self
+            .members
+            .iter()
+            .map(|p| NewMember {
+                uuid: uuid::Uuid::new_v4().to_string(),
+                path_hint: std::fs::canonicalize(p)
+                    .unwrap_or_else(|_| p.clone())
+                    .display()
+                    .to_string(),
+            })
+            .collect();
+        let created_unix_s = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0);
+        let superblock = new_superblock(geometry, array_uuid.clone(), members, created_unix_s);
+        let files: Vec<MemberFile> = self
+            .members
+            .iter()
+            .map(|p| MemberFile::open(p).with_context(|| format!("cannot open {}", p.display())))
+            .collect::<Result<_>>()?;
+        for (member, offset, bytes) in initial_writes(&superblock, any_existing) {
+            write_at_sync(&files[member], offset, &bytes).with_context(|| {
+                format!(
+                    "cannot write metadata to {}",
+                    self.members[member].display()
+                )
+            })?;
+        }
+        println!(
+            "created RAID-{} {} array {}: {} members, chunk {} KiB, capacity {} bytes ({:.1} MiB)",
+            level.number(),
+            layout.name(),
+            array_uuid,
+            geometry.member_count,
+            chunk_bytes >> 10,
+            geometry.capacity_bytes(),
+            geometry.capacity_bytes() as f64 / (1 << 20) as f64
+        );
+        if any_existing && level != Level::Raid0 {
+            println!("members held data before: the first start resynchronises parity over the whole array");
+        }
+        Ok(0)
+    }
+}

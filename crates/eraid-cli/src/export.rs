@@ -1,0 +1,97 @@
+//! The array as an NBD export: NBD commands become user requests on the
+//! engine. Flush covers every connection's completed writes, because the
+//! array flushes every member (which is what makes CAN_MULTI_CONN safe).
+
+use eraid_core::io::{UserError, UserOp};
+use eraid_driver::EngineHandle;
+use eraid_nbd::{Done, Export, ExportCommand, ExportError};
+
+pub struct ArrayExport {
+    pub handle: EngineHandle,
+    pub size_bytes: u64,
+    pub preferred_block_bytes: u32,
+    pub description: String,
+}
+
+fn to_export_error(error: UserError, is_write: bool) -> ExportError {
+    match error {
+        UserError::OutOfRange { .. } if is_write => ExportError::NoSpace,
+        UserError::OutOfRange { .. } | UserError::Unaligned { .. } => {
+            ExportError::Invalid(error.to_string())
+        }
+        UserError::Unavailable(_) => ExportError::Io(error.to_string()),
+        UserError::ShuttingDown => ExportError::ShuttingDown,
+    }
+}
+
+impl Export for ArrayExport {
+    fn name(&self) -> &str {
+        "eraid"
+    }
+
+    fn description(&self) -> String {
+        self.description.clone()
+    }
+
+    fn size_bytes(&self) -> u64 {
+        self.size_bytes
+    }
+
+    fn preferred_block_bytes(&self) -> u32 {
+        self.preferred_block_bytes
+    }
+
+    fn submit(&self, command: ExportCommand, done: Done) {
+        let (op, is_write) = match command {
+            ExportCommand::Read {
+                offset_bytes,
+                len_bytes,
+            } => (
+                UserOp::Read {
+                    offset_bytes,
+                    len_bytes: len_bytes as usize,
+                },
+                false,
+            ),
+            ExportCommand::Write {
+                offset_bytes,
+                data,
+                fua,
+            } => (
+                UserOp::Write {
+                    offset_bytes,
+                    data,
+                    fua,
+                },
+                true,
+            ),
+            ExportCommand::Flush => (UserOp::Flush, false),
+            ExportCommand::Trim {
+                offset_bytes,
+                len_bytes,
+            } => (
+                UserOp::Trim {
+                    offset_bytes,
+                    len_bytes: len_bytes as u64,
+                },
+                true,
+            ),
+            ExportCommand::WriteZeroes {
+                offset_bytes,
+                len_bytes,
+                fua,
+            } => (
+                UserOp::WriteZeroes {
+                    offset_bytes,
+                    len_bytes: len_bytes as u64,
+                    fua,
+                },
+                true,
+            ),
+        };
+        self.handle.submit(
+            op,
+            Box::new(move |result| done(result.map_err(|e| to_export_error(e, is_write)))),
+        );
+    }
+}

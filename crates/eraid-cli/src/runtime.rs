@@ -1,0 +1,98 @@
+//! A running array: assembled members, the core engine and its driver.
+
+use crate::members::{assemble_members, Assembled};
+use anyhow::{Context, Result};
+use eraid_core::io::ArrayEvent;
+use eraid_core::{Array, ArrayOptions};
+use eraid_driver::{CloseOutcome, Engine, EngineConfig, EngineHandle};
+use std::path::PathBuf;
+use std::time::Instant;
+
+pub struct Running {
+    pub engine: Engine,
+    pub paths: Vec<PathBuf>,
+    pub capacity_bytes: u64,
+    pub stripe_data_bytes: u64,
+    pub report: Vec<String>,
+    pub events: crossbeam_channel::Receiver<ArrayEvent>,
+}
+
+impl Running {
+    pub fn handle(&self) -> EngineHandle {
+        self.engine.handle()
+    }
+
+    /// Flushes, marks the members clean and stops the engine.
+    pub fn close(self) -> Result<()> {
+        match self.engine.close() {
+            CloseOutcome::Closed => Ok(()),
+            other => anyhow::bail!(
+                "the array did not close cleanly ({other:?}); it will resync on next start"
+            ),
+        }
+    }
+}
+
+/// Assembles the members and starts serving requests on them.
+pub fn start(paths: &[PathBuf], options: ArrayOptions) -> Result<Running> {
+    let Assembled {
+        assembly,
+        paths,
+        devices,
+        direct,
+    } = assemble_members(paths)?;
+    for (path, direct) in paths.iter().zip(&direct) {
+        tracing::info!(
+            "{}: {}",
+            path.display(),
+            if *direct { "O_DIRECT" } else { "buffered I/O" }
+        );
+    }
+    let report = assembly.report.clone();
+    let geometry = assembly.superblock.geometry;
+    let array = Array::open(assembly, options, eraid_core::io::TimeNs(0));
+    let (sender, events) = crossbeam_channel::unbounded();
+    let engine = Engine::start_with_devices(
+        Box::new(array),
+        devices,
+        EngineConfig {
+            io_threads: None,
+            event_sink: Some(sender),
+        },
+    )
+    .context("cannot start the array engine")?;
+    Ok(Running {
+        engine,
+        paths,
+        capacity_bytes: geometry.capacity_bytes(),
+        stripe_data_bytes: geometry.stripe_data_bytes(),
+        report,
+        events,
+    })
+}
+
+/// Blocks until a resync that started at open has finished (or none runs),
+/// reporting progress; used by offline commands so they work on a settled array.
+pub fn wait_for_resync(running: &Running, quiet: bool) -> Result<()> {
+    let started = Instant::now();
+    loop {
+        let status = running
+            .handle()
+            .admin(eraid_core::io::AdminCommand::Status)?;
+        let activity = &status["activity"];
+        if status["phase"] == "opening" {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+            continue;
+        }
+        if activity.is_null() || activity["kind"] != "resync" || activity["state"] == "done" {
+            if !quiet && !activity.is_null() && activity["kind"] == "resync" {
+                eprintln!(
+                    "resync finished in {:.1} s",
+                    started.elapsed().as_secs_f64()
+                );
+            }
+            return Ok(());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
