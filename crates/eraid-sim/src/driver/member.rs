@@ -22,7 +22,6 @@ use crate::disk::{Device, DiskCompletion, DiskRequest};
 
 pub struct DeviceInflight {
     pub io: IoId,
-    pub cause: IoCause,
     pub submit_ns: u64,
     pub kind: InflightKind,
 }
@@ -134,7 +133,6 @@ impl Member {
             id,
             DeviceInflight {
                 io,
-                cause,
                 submit_ns: now_ns,
                 kind,
             },

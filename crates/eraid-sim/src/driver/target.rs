@@ -12,7 +12,7 @@ use super::passthrough::Passthrough;
 use super::store::SparseStore;
 
 /// What the simulated members are assembled into.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub enum Target {
     /// An eraid array over all members.
     Array {
@@ -95,7 +95,7 @@ pub fn build(
             );
             let mut areas = vec![vec![0u8; METADATA_BYTES as usize]; members];
             let mut contents = vec![SparseStore::default(); members];
-            for (member, offset, bytes) in initial_writes(&superblock) {
+            for (member, offset, bytes) in initial_writes(&superblock, false) {
                 let at = offset as usize;
                 areas[member][at..at + bytes.len()].copy_from_slice(&bytes);
                 contents[member].write(offset, &bytes);
@@ -109,6 +109,8 @@ pub fn build(
                     size_bytes: member_bytes,
                 })
                 .collect();
+            // Simulated members start zeroed, so parity is consistent and no
+            // initial resync is needed.
             let assembly = assemble(&probes).map_err(|e| e.to_string())?;
             let array = Array::open(assembly, options.clone(), eraid_core::io::TimeNs(0));
             let info = TargetInfo {
