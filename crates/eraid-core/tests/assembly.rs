@@ -15,14 +15,38 @@ fn member_that_missed_writes_is_stale_and_not_used() {
     // Run degraded without member 1, write data, close.
     let saved = h.members[1].take();
     let mut array = open(&mut h);
-    call(&mut h, &mut array, 1, UserOp::Write { offset_bytes: 0, data: vec![7; 8192], fua: false }).unwrap();
+    call(
+        &mut h,
+        &mut array,
+        1,
+        UserOp::Write {
+            offset_bytes: 0,
+            data: vec![7; 8192],
+            fua: false,
+        },
+    )
+    .unwrap();
     close(&mut h, &mut array);
     // Member 1 comes back with old data: it must be stale, not trusted.
     h.members[1] = saved;
     let assembly = h.assemble().unwrap();
-    assert!(matches!(assembly.slots[1], SlotState::Stale { .. }), "{:?}", assembly.slots);
+    assert!(
+        matches!(assembly.slots[1], SlotState::Stale { .. }),
+        "{:?}",
+        assembly.slots
+    );
     let mut array = open(&mut h);
-    let data = call(&mut h, &mut array, 2, UserOp::Read { offset_bytes: 0, len_bytes: 8192 }).unwrap().unwrap();
+    let data = call(
+        &mut h,
+        &mut array,
+        2,
+        UserOp::Read {
+            offset_bytes: 0,
+            len_bytes: 8192,
+        },
+    )
+    .unwrap()
+    .unwrap();
     assert_eq!(data, vec![7; 8192]);
     close(&mut h, &mut array);
     assert!(array.status_json()["degraded"].as_bool().unwrap());
@@ -46,7 +70,10 @@ fn raid0_without_a_member_names_it() {
     let mut h = MemHarness::create(g, 3);
     h.members[1] = None;
     let error = h.assemble().unwrap_err();
-    assert!(matches!(error, AssemblyError::MissingMember { slot: 1, .. }), "{error}");
+    assert!(
+        matches!(error, AssemblyError::MissingMember { slot: 1, .. }),
+        "{error}"
+    );
     assert!(error.to_string().contains("mem1"), "{error}");
 }
 
@@ -56,14 +83,20 @@ fn too_many_missing_is_refused() {
     let mut h = MemHarness::create(g, 4);
     h.members[0] = None;
     h.members[3] = None;
-    assert!(matches!(h.assemble(), Err(AssemblyError::TooManyMissing { missing: 2, .. })));
+    assert!(matches!(
+        h.assemble(),
+        Err(AssemblyError::TooManyMissing { missing: 2, .. })
+    ));
     let g = geometry(Level::Raid10, ParityLayout::Near2, 4, 16);
     let mut h = MemHarness::create(g, 5);
     h.members[0] = None;
     h.members[2] = None;
     assert!(h.assemble().is_ok(), "one copy of each pair is left");
     h.members[1] = None;
-    assert!(matches!(h.assemble(), Err(AssemblyError::MirrorLost { .. })));
+    assert!(matches!(
+        h.assemble(),
+        Err(AssemblyError::MirrorLost { .. })
+    ));
 }
 
 #[test]
@@ -74,7 +107,8 @@ fn torn_superblock_falls_back_to_the_other_slot() {
     close(&mut h, &mut array);
     let events_before = array.status_json()["events"].as_u64().unwrap();
     // Damage the newest slot on every member: the older copy still assembles.
-    let newest_slot = eraid_core::metadata::superblock::Superblock::slot_offset_bytes(events_before) as usize;
+    let newest_slot =
+        eraid_core::metadata::superblock::Superblock::slot_offset_bytes(events_before) as usize;
     for m in h.members.iter_mut().flatten() {
         m.current[newest_slot + 100] ^= 0xff;
     }
@@ -86,5 +120,8 @@ fn torn_superblock_falls_back_to_the_other_slot() {
         *byte = 0x5a;
     }
     let probes = h.probes();
-    assert!(matches!(assemble(&probes), Err(AssemblyError::NotAMember { .. })));
+    assert!(matches!(
+        assemble(&probes),
+        Err(AssemblyError::NotAMember { .. })
+    ));
 }

@@ -136,6 +136,7 @@ fn crash_once(
     )
     .unwrap()
     .unwrap();
+    #[allow(clippy::needless_range_loop)] // s indexes three buffers
     for s in 0..sectors {
         if !touched[s] {
             let range = s * SECTOR_BYTES as usize..(s + 1) * SECTOR_BYTES as usize;

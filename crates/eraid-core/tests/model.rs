@@ -80,14 +80,12 @@ fn run_model(seed: u64, level: Level, layout: eraid_core::geometry::ParityLayout
             h.submit(&mut array, *id, op.clone());
         }
         // Fail a member while the batch is in flight, if the level allows.
-        if round == 20 || (round == 40 && level == Level::Raid6) {
-            if failed_members < tolerated {
-                let victim = rng.gen_range(0..members);
-                if let Some(m) = h.members[victim].as_mut() {
-                    if !m.failed && !(level == Level::Raid10 && failed_members > 0) {
-                        m.failed = true;
-                        failed_members += 1;
-                    }
+        if (round == 20 || (round == 40 && level == Level::Raid6)) && failed_members < tolerated {
+            let victim = rng.gen_range(0..members);
+            if let Some(m) = h.members[victim].as_mut() {
+                if !(m.failed || level == Level::Raid10 && failed_members > 0) {
+                    m.failed = true;
+                    failed_members += 1;
                 }
             }
         }

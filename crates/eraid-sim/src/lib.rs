@@ -12,4 +12,7 @@
 pub mod disk;
 pub mod diskspec;
 pub mod driver;
+pub mod experiment;
+pub mod report;
+pub mod sim_command;
 pub mod units;

@@ -365,11 +365,9 @@ impl Array {
                     self.flush_members(FlushPurpose::Close);
                 }
             }
-            Phase::Closing(CloseStage::WritingMetadata) => {
-                if self.metadata.is_idle() {
-                    self.phase = Phase::Closed;
-                    self.outbox_event.push_back(ArrayEvent::Closed);
-                }
+            Phase::Closing(CloseStage::WritingMetadata) if self.metadata.is_idle() => {
+                self.phase = Phase::Closed;
+                self.outbox_event.push_back(ArrayEvent::Closed);
             }
             _ => {}
         }

@@ -84,7 +84,7 @@ impl Array {
         let stripes = self.geometry.stripe_count();
         self.scrub = Some(Scrub {
             mode: ScrubMode::Check { repair },
-            ranges: VecDeque::from([0..stripes]),
+            ranges: std::iter::once(0..stripes).collect(),
             inflight: 0,
             stripes_total: stripes,
             stripes_done: 0,

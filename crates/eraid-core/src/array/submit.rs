@@ -95,7 +95,7 @@ impl Array {
     }
 
     fn validate(&self, offset_bytes: u64, len_bytes: u64) -> Result<(), UserError> {
-        if offset_bytes % SECTOR_BYTES != 0 || len_bytes % SECTOR_BYTES != 0 {
+        if !offset_bytes.is_multiple_of(SECTOR_BYTES) || !len_bytes.is_multiple_of(SECTOR_BYTES) {
             return Err(UserError::Unaligned {
                 offset_bytes,
                 len_bytes,

@@ -124,7 +124,13 @@ pub fn assemble(probes: &[MemberProbe]) -> Result<Assembly, AssemblyError> {
     // array is the odd one out); within it, the newest copy is authoritative.
     let count = |uuid: &str| decoded.iter().filter(|d| d.array_uuid == uuid).count();
     let newest_index = (0..decoded.len())
-        .max_by_key(|&i| (count(&decoded[i].array_uuid), decoded[i].events, std::cmp::Reverse(i)))
+        .max_by_key(|&i| {
+            (
+                count(&decoded[i].array_uuid),
+                decoded[i].events,
+                std::cmp::Reverse(i),
+            )
+        })
         .expect("non-empty");
     let newest = decoded[newest_index].clone();
     let mut report = vec![format!(

@@ -1,0 +1,284 @@
+//! The experiment file format (TOML). Every table rejects unknown keys, so
+//! a misspelt setting is an error naming the file, line and key rather than
+//! a silently ignored default.
+//!
+//! ```toml
+//! name = "raid-levels"          # required
+//! description = "..."
+//! seed = 7                      # default 1
+//!
+//! [array]                       # what is simulated
+//! level = 5                     # 0, 5, 6, 10 or "disk" (one bare drive)
+//! disks = 4
+//! chunk = "64K"
+//! layout = "left-symmetric"     # default: the level's
+//! member_size = "4G"            # use only this much of each drive
+//!
+//! [disk]
+//! model = "cheetah-15k5"        # preset, or .diskspecs file/folder (relative to this file)
+//! scheduler = "sptf"            # fcfs | clook | sptf
+//! queue_depth = 32
+//! write_cache = "off"           # off | sequential | always
+//! read_ahead = "segment"        # none | track | cylinder | segment | next-track
+//! cache = true
+//!
+//! [engine]                      # eraid_core::ArrayOptions
+//! bitmap_clean_delay_ms = 5000
+//! scrub_window_stripes = 16
+//! resync_on_open = true
+//!
+//! [workload]                    # exactly one of trace, preset, spec, stride
+//! trace = "../../shared/traces/wsrch-small.trace"
+//! format = "mqsim"              # default: detected
+//! time_scale = 1.0
+//! rebase_time = true            # default true
+//! devices = [0, 1]              # default: every device, all on the one array
+//! # preset = "financial1"       # or spec = "workload.toml"
+//! # outstanding = 8             # closed loop for preset/spec
+//! # stride = { op = "write", block = "4K", stride_blocks = 1, span_blocks = 8192, outstanding = 32 }
+//!
+//! [run]
+//! max_requests = 20000
+//! window_requests = 200         # or window_ms = 1000
+//! data_mode = "discard"         # or "store"
+//!
+//! [outputs]
+//! plots = true
+//!
+//! [[variant]]                   # each may override any table above
+//! name = "raid0"
+//! array.level = 0
+//!
+//! [sweep]                       # optional: every variant at every value
+//! field = "workload.stride.stride_blocks"
+//! values = [1, 2, 4]            # or from = 1, to = 64 (integers)
+//! labels = ["a", "b", "c"]      # optional names for the values
+//! name = "{variant}-stride-{value}"
+//! normalize = { metric = "turnaround_ms", at = 1, output = "normalized_turnaround" }
+//! ```
+
+use serde::{Deserialize, Serialize};
+
+/// A whole number or a text (levels, sizes).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum IntOrText {
+    Int(u64),
+    Text(String),
+}
+
+impl std::fmt::Display for IntOrText {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            IntOrText::Int(n) => write!(f, "{n}"),
+            IntOrText::Text(t) => f.write_str(t),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ArrayTable {
+    pub level: Option<IntOrText>,
+    pub disks: Option<usize>,
+    pub chunk: Option<IntOrText>,
+    pub layout: Option<String>,
+    pub member_size: Option<IntOrText>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DiskTable {
+    pub model: Option<String>,
+    pub scheduler: Option<String>,
+    pub queue_depth: Option<usize>,
+    pub write_cache: Option<String>,
+    pub read_ahead: Option<String>,
+    pub cache: Option<bool>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EngineTable {
+    pub bitmap_clean_delay_ms: Option<u64>,
+    pub scrub_window_stripes: Option<usize>,
+    pub resync_on_open: Option<bool>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StrideTable {
+    /// "read" or "write".
+    pub op: Option<String>,
+    pub block: Option<IntOrText>,
+    pub stride_blocks: Option<u64>,
+    pub span_blocks: Option<u64>,
+    pub start: Option<IntOrText>,
+    pub outstanding: Option<u32>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkloadTable {
+    pub trace: Option<String>,
+    pub format: Option<String>,
+    pub time_scale: Option<f64>,
+    pub rebase_time: Option<bool>,
+    pub devices: Option<Vec<u32>>,
+    pub preset: Option<String>,
+    pub spec: Option<String>,
+    pub outstanding: Option<u32>,
+    pub stride: Option<StrideTable>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunTable {
+    pub max_requests: Option<u64>,
+    pub window_requests: Option<u64>,
+    pub window_ms: Option<u64>,
+    pub data_mode: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OutputsTable {
+    /// Write SVG plots (default true).
+    pub plots: Option<bool>,
+    /// Points of each response-time CDF kept (default 200).
+    pub cdf_points: Option<usize>,
+}
+
+/// The settings a variant may override: all of them.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Settings {
+    pub array: Option<ArrayTable>,
+    pub disk: Option<DiskTable>,
+    pub engine: Option<EngineTable>,
+    pub workload: Option<WorkloadTable>,
+    pub run: Option<RunTable>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VariantTable {
+    pub name: String,
+    pub array: Option<ArrayTable>,
+    pub disk: Option<DiskTable>,
+    pub engine: Option<EngineTable>,
+    pub workload: Option<WorkloadTable>,
+    pub run: Option<RunTable>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NormalizeTable {
+    /// The metric divided, e.g. "turnaround_ms".
+    pub metric: String,
+    /// The sweep value whose run is the denominator (of the same variant).
+    pub at: toml::Value,
+    /// The name of the new metric, e.g. "normalized_turnaround".
+    pub output: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SweepTable {
+    /// Dotted path of the setting swept, e.g. "workload.stride.stride_blocks".
+    pub field: String,
+    pub values: Option<Vec<toml::Value>>,
+    pub from: Option<i64>,
+    pub to: Option<i64>,
+    pub labels: Option<Vec<String>>,
+    /// Run names; `{variant}` and `{value}` are replaced.
+    pub name: Option<String>,
+    pub normalize: Option<NormalizeTable>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExperimentFile {
+    pub name: String,
+    pub description: Option<String>,
+    pub seed: Option<u64>,
+    pub array: Option<ArrayTable>,
+    pub disk: Option<DiskTable>,
+    pub engine: Option<EngineTable>,
+    pub workload: Option<WorkloadTable>,
+    pub run: Option<RunTable>,
+    pub outputs: Option<OutputsTable>,
+    pub variant: Option<Vec<VariantTable>>,
+    pub sweep: Option<SweepTable>,
+}
+
+/// `over`'s fields where set, else `base`'s.
+pub trait Overlay: Sized {
+    fn overlay(base: Option<Self>, over: Option<Self>) -> Option<Self>;
+}
+
+macro_rules! overlay_fields {
+    ($t:ty { $($f:ident),* } nested { $($n:ident),* }) => {
+        impl Overlay for $t {
+            fn overlay(base: Option<Self>, over: Option<Self>) -> Option<Self> {
+                match (base, over) {
+                    (None, x) | (x, None) => x,
+                    (Some(b), Some(o)) => Some(Self {
+                        $($f: o.$f.or(b.$f),)*
+                        $($n: Overlay::overlay(b.$n, o.$n),)*
+                    }),
+                }
+            }
+        }
+    };
+}
+
+overlay_fields!(ArrayTable { level, disks, chunk, layout, member_size } nested {});
+overlay_fields!(DiskTable { model, scheduler, queue_depth, write_cache, read_ahead, cache } nested {});
+overlay_fields!(EngineTable { bitmap_clean_delay_ms, scrub_window_stripes, resync_on_open } nested {});
+overlay_fields!(StrideTable { op, block, stride_blocks, span_blocks, start, outstanding } nested {});
+overlay_fields!(RunTable { max_requests, window_requests, window_ms, data_mode } nested {});
+
+/// As the macro, except that a variant naming a workload source (trace,
+/// preset, spec or stride) replaces the base's source instead of adding a
+/// second one.
+impl Overlay for WorkloadTable {
+    fn overlay(base: Option<Self>, over: Option<Self>) -> Option<Self> {
+        let (mut b, o) = match (base, over) {
+            (None, x) | (x, None) => return x,
+            (Some(b), Some(o)) => (b, o),
+        };
+        let names_source =
+            o.trace.is_some() || o.preset.is_some() || o.spec.is_some() || o.stride.is_some();
+        if names_source && !(o.stride.is_some() && b.stride.is_some()) {
+            b.trace = None;
+            b.format = None;
+            b.preset = None;
+            b.spec = None;
+            b.stride = None;
+        }
+        Some(WorkloadTable {
+            trace: o.trace.or(b.trace),
+            format: o.format.or(b.format),
+            time_scale: o.time_scale.or(b.time_scale),
+            rebase_time: o.rebase_time.or(b.rebase_time),
+            devices: o.devices.or(b.devices),
+            preset: o.preset.or(b.preset),
+            spec: o.spec.or(b.spec),
+            outstanding: o.outstanding.or(b.outstanding),
+            stride: Overlay::overlay(b.stride, o.stride),
+        })
+    }
+}
+impl Settings {
+    /// The file-level settings with `variant`'s on top.
+    pub fn of_variant(file: &ExperimentFile, variant: &VariantTable) -> Settings {
+        Settings {
+            array: Overlay::overlay(file.array.clone(), variant.array.clone()),
+            disk: Overlay::overlay(file.disk.clone(), variant.disk.clone()),
+            engine: Overlay::overlay(file.engine.clone(), variant.engine.clone()),
+            workload: Overlay::overlay(file.workload.clone(), variant.workload.clone()),
+            run: Overlay::overlay(file.run.clone(), variant.run.clone()),
+        }
+    }
+}

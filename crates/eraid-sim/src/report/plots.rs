@@ -1,0 +1,296 @@
+//! SVG plots in the papers' style: local average response time over time
+//! per run (ALV, FastScale), response-time CDFs, bar charts of totals, and
+//! a sweep curve (MSC-CT Fig. 9: normalised turnaround vs stride).
+//!
+//! SVG needs no fonts at build or run time (text is left to the viewer).
+//! Plots with one line per run are only drawn for up to `LINES_MAX` runs;
+//! beyond that they are unreadable and the CSV files hold the data.
+
+use std::path::Path;
+
+use plotters::prelude::*;
+use serde_json::Value;
+
+use crate::experiment::{ExperimentResult, RunResult};
+
+const LINES_MAX: usize = 12;
+const BARS_MAX: usize = 32;
+const SIZE: (u32, u32) = (960, 560);
+
+type PlotResult = Result<(), String>;
+
+fn err<E: std::fmt::Display>(e: E) -> String {
+    format!("plot: {e}")
+}
+
+fn colour(i: usize) -> RGBColor {
+    // A fixed palette: identical colours across runs of the experiment.
+    const COLOURS: [(u8, u8, u8); 10] = [
+        (31, 119, 180),
+        (255, 127, 14),
+        (44, 160, 44),
+        (214, 39, 40),
+        (148, 103, 189),
+        (140, 86, 75),
+        (227, 119, 194),
+        (127, 127, 127),
+        (188, 189, 34),
+        (23, 190, 207),
+    ];
+    let (r, g, b) = COLOURS[i % COLOURS.len()];
+    RGBColor(r, g, b)
+}
+
+fn upper(max: f64) -> f64 {
+    if max > 0.0 && max.is_finite() {
+        max * 1.05
+    } else {
+        1.0
+    }
+}
+
+/// Writes every plot that applies; returns the file names written.
+pub fn write_plots(
+    result: &ExperimentResult,
+    dir: &Path,
+    sweep_metric: Option<&str>,
+) -> Result<Vec<String>, String> {
+    let mut written = Vec::new();
+    let runs = &result.runs;
+    let swept = runs.iter().any(|r| r.sweep.is_some());
+    if !runs.is_empty() && runs.len() <= LINES_MAX {
+        latency_over_time(runs, &dir.join("latency-over-time.svg"))?;
+        written.push("latency-over-time.svg".to_string());
+        latency_cdf(runs, &dir.join("latency-cdf.svg"))?;
+        written.push("latency-cdf.svg".to_string());
+    }
+    if !runs.is_empty() && runs.len() <= BARS_MAX {
+        for (key, title) in [
+            ("mean_response_ms", "mean response time (ms)"),
+            ("p99_response_ms", "99th percentile response time (ms)"),
+            ("throughput_iops", "throughput (IOPS)"),
+        ] {
+            let name = format!("bars-{key}.svg");
+            bars(runs, key, title, &dir.join(&name))?;
+            written.push(name);
+        }
+    }
+    if swept {
+        let metric = sweep_metric.unwrap_or("mean_response_ms");
+        let name = format!("sweep-{metric}.svg");
+        if sweep_curve(runs, metric, &dir.join(&name))? {
+            written.push(name);
+        }
+    }
+    Ok(written)
+}
+
+fn latency_over_time(runs: &[RunResult], path: &Path) -> PlotResult {
+    let x_max = runs
+        .iter()
+        .flat_map(|r| r.report.windows.iter().map(|w| w.end_ns as f64 / 1e9))
+        .fold(0.0, f64::max);
+    let y_max = runs
+        .iter()
+        .flat_map(|r| r.report.windows.iter().map(|w| w.latency_mean_ns / 1e6))
+        .fold(0.0, f64::max);
+    let root = SVGBackend::new(path, SIZE).into_drawing_area();
+    root.fill(&WHITE).map_err(err)?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption("local average response time", ("sans-serif", 22))
+        .margin(12)
+        .x_label_area_size(44)
+        .y_label_area_size(64)
+        .build_cartesian_2d(0f64..upper(x_max), 0f64..upper(y_max))
+        .map_err(err)?;
+    chart
+        .configure_mesh()
+        .x_desc("time (s)")
+        .y_desc("response time (ms)")
+        .draw()
+        .map_err(err)?;
+    for (i, r) in runs.iter().enumerate() {
+        let c = colour(i);
+        let points = r.report.windows.iter().map(|w| {
+            (
+                (w.start_ns + w.end_ns) as f64 / 2e9,
+                w.latency_mean_ns / 1e6,
+            )
+        });
+        chart
+            .draw_series(LineSeries::new(points, c.stroke_width(2)))
+            .map_err(err)?
+            .label(r.name.clone())
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2)));
+    }
+    legend(&mut chart)?;
+    root.present().map_err(err)
+}
+
+fn latency_cdf(runs: &[RunResult], path: &Path) -> PlotResult {
+    let x_max = runs
+        .iter()
+        .map(|r| r.report.summary.p99_response_ms)
+        .fold(0.0, f64::max);
+    let root = SVGBackend::new(path, SIZE).into_drawing_area();
+    root.fill(&WHITE).map_err(err)?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption("response-time CDF (to the largest p99)", ("sans-serif", 22))
+        .margin(12)
+        .x_label_area_size(44)
+        .y_label_area_size(64)
+        .build_cartesian_2d(0f64..upper(x_max), 0f64..1.0)
+        .map_err(err)?;
+    chart
+        .configure_mesh()
+        .x_desc("response time (ms)")
+        .y_desc("fraction of requests")
+        .draw()
+        .map_err(err)?;
+    for (i, r) in runs.iter().enumerate() {
+        let c = colour(i);
+        let points = r
+            .report
+            .cdf
+            .iter()
+            .map(|p| (p.latency_ns as f64 / 1e6, p.cumulative_fraction));
+        chart
+            .draw_series(LineSeries::new(points, c.stroke_width(2)))
+            .map_err(err)?
+            .label(r.name.clone())
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2)));
+    }
+    legend(&mut chart)?;
+    root.present().map_err(err)
+}
+
+fn legend<'a, DB: DrawingBackend + 'a>(
+    chart: &mut ChartContext<
+        'a,
+        DB,
+        Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>,
+    >,
+) -> PlotResult {
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .position(SeriesLabelPosition::UpperLeft)
+        .draw()
+        .map_err(|e| format!("plot: {e:?}"))
+}
+
+fn metric(run: &RunResult, key: &str) -> f64 {
+    run.metrics.get(key).and_then(Value::as_f64).unwrap_or(0.0)
+}
+
+fn bars(runs: &[RunResult], key: &str, title: &str, path: &Path) -> PlotResult {
+    let y_max = runs.iter().map(|r| metric(r, key)).fold(0.0, f64::max);
+    let n = runs.len();
+    let root = SVGBackend::new(path, SIZE).into_drawing_area();
+    root.fill(&WHITE).map_err(err)?;
+    let names: Vec<String> = runs.iter().map(|r| r.name.clone()).collect();
+    let mut chart = ChartBuilder::on(&root)
+        .caption(title, ("sans-serif", 22))
+        .margin(12)
+        .x_label_area_size(90)
+        .y_label_area_size(72)
+        .build_cartesian_2d(-0.5f64..n as f64 - 0.5, 0f64..upper(y_max))
+        .map_err(err)?;
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .x_labels(n)
+        .x_label_formatter(&|x| {
+            let i = x.round();
+            if (x - i).abs() < 1e-6 && i >= 0.0 {
+                names.get(i as usize).cloned().unwrap_or_default()
+            } else {
+                String::new()
+            }
+        })
+        .x_label_style(
+            ("sans-serif", 13)
+                .into_font()
+                .transform(FontTransform::Rotate90),
+        )
+        .y_desc(title)
+        .draw()
+        .map_err(err)?;
+    chart
+        .draw_series(runs.iter().enumerate().map(|(i, r)| {
+            let x = i as f64;
+            Rectangle::new(
+                [(x - 0.35, 0.0), (x + 0.35, metric(r, key))],
+                colour(i).filled(),
+            )
+        }))
+        .map_err(err)?;
+    root.present().map_err(err)
+}
+
+/// One line per variant: `metric` against the numeric sweep value. Returns
+/// false (and draws nothing) when the sweep values are not numbers.
+fn sweep_curve(runs: &[RunResult], metric_key: &str, path: &Path) -> Result<bool, String> {
+    let numeric = |v: &toml::Value| match v {
+        toml::Value::Integer(i) => Some(*i as f64),
+        toml::Value::Float(f) => Some(*f),
+        _ => None,
+    };
+    let mut variants: Vec<&str> = Vec::new();
+    for r in runs {
+        if !variants.contains(&r.variant.as_str()) {
+            variants.push(&r.variant);
+        }
+    }
+    let mut series: Vec<Vec<(f64, f64)>> = Vec::new();
+    for v in &variants {
+        let mut points = Vec::new();
+        for r in runs.iter().filter(|r| r.variant == *v) {
+            let Some(x) = r.sweep.as_ref().and_then(|(_, value)| numeric(value)) else {
+                return Ok(false);
+            };
+            points.push((x, metric(r, metric_key)));
+        }
+        points.sort_by(|a, b| a.0.total_cmp(&b.0));
+        series.push(points);
+    }
+    let all = series.iter().flatten();
+    let x_min = all.clone().map(|p| p.0).fold(f64::INFINITY, f64::min);
+    let x_max = all.clone().map(|p| p.0).fold(f64::NEG_INFINITY, f64::max);
+    let y_max = all.map(|p| p.1).fold(0.0, f64::max);
+    let root = SVGBackend::new(path, SIZE).into_drawing_area();
+    root.fill(&WHITE).map_err(err)?;
+    let x_range = if x_max > x_min {
+        x_min..x_max
+    } else {
+        x_min - 1.0..x_min + 1.0
+    };
+    let mut chart = ChartBuilder::on(&root)
+        .caption(format!("{metric_key} by sweep value"), ("sans-serif", 22))
+        .margin(12)
+        .x_label_area_size(44)
+        .y_label_area_size(64)
+        .build_cartesian_2d(x_range, 0f64..upper(y_max))
+        .map_err(err)?;
+    chart
+        .configure_mesh()
+        .x_desc("sweep value")
+        .y_desc(metric_key)
+        .draw()
+        .map_err(err)?;
+    for (i, (v, points)) in variants.iter().zip(series).enumerate() {
+        let c = colour(i);
+        chart
+            .draw_series(LineSeries::new(points.clone(), c.stroke_width(2)))
+            .map_err(err)?
+            .label(v.to_string())
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2)));
+        chart
+            .draw_series(points.into_iter().map(|p| Circle::new(p, 3, c.filled())))
+            .map_err(err)?;
+    }
+    legend(&mut chart)?;
+    root.present().map_err(err)?;
+    Ok(true)
+}

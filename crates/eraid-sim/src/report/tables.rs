@@ -1,0 +1,162 @@
+//! Machine-readable results: `summary.json`, `results.json`, and CSV files.
+//! Nothing here writes a time stamp or a wall-clock figure, so two runs of
+//! the same experiment write identical files.
+
+use std::collections::BTreeSet;
+use std::fmt::Write as _;
+
+use serde_json::{json, Value};
+
+use crate::experiment::ExperimentResult;
+
+/// `{"experiment": NAME, "seed": N, "variants": [{"name", "metrics"}]}`.
+pub fn summary_json(result: &ExperimentResult) -> String {
+    let variants: Vec<Value> = result
+        .runs
+        .iter()
+        .map(|r| json!({ "name": r.name, "metrics": r.metrics }))
+        .collect();
+    let summary = json!({
+        "experiment": result.name,
+        "seed": result.seed,
+        "variants": variants,
+    });
+    pretty(&summary)
+}
+
+/// Every run's full report (disks, causes, windows, CDF).
+pub fn results_json(result: &ExperimentResult) -> String {
+    let runs: Vec<Value> = result
+        .runs
+        .iter()
+        .map(|r| {
+            json!({
+                "name": r.name,
+                "variant": r.variant,
+                "sweep": r.sweep.as_ref().map(|(label, _)| label),
+                "metrics": r.metrics,
+                "report": r.report,
+            })
+        })
+        .collect();
+    pretty(&json!({ "experiment": result.name, "seed": result.seed, "runs": runs }))
+}
+
+fn pretty(value: &Value) -> String {
+    let mut text = serde_json::to_string_pretty(value).unwrap_or_else(|_| "{}".to_string());
+    text.push('\n');
+    text
+}
+
+/// Quotes a CSV field when it needs it.
+fn field(text: &str) -> String {
+    if text.contains([',', '"', '\n']) {
+        format!("\"{}\"", text.replace('"', "\"\""))
+    } else {
+        text.to_string()
+    }
+}
+
+fn cell(value: Option<&Value>) -> String {
+    match value {
+        None | Some(Value::Null) => String::new(),
+        Some(Value::String(s)) => field(s),
+        Some(other) => other.to_string(),
+    }
+}
+
+/// One row per run, one column per metric (the union over runs, sorted).
+pub fn results_csv(result: &ExperimentResult) -> String {
+    let keys: BTreeSet<&String> = result.runs.iter().flat_map(|r| r.metrics.keys()).collect();
+    let mut out = String::from("name,variant,sweep");
+    for k in &keys {
+        out.push(',');
+        out.push_str(&field(k));
+    }
+    out.push('\n');
+    for r in &result.runs {
+        let sweep = r
+            .sweep
+            .as_ref()
+            .map(|(label, _)| label.as_str())
+            .unwrap_or("");
+        let _ = write!(
+            out,
+            "{},{},{}",
+            field(&r.name),
+            field(&r.variant),
+            field(sweep)
+        );
+        for k in &keys {
+            out.push(',');
+            out.push_str(&cell(r.metrics.get(*k)));
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// Local average and maximum response time per window, per run.
+pub fn windows_csv(result: &ExperimentResult) -> String {
+    let mut out =
+        String::from("name,window,start_s,end_s,requests,mean_response_ms,max_response_ms\n");
+    for r in &result.runs {
+        for w in &r.report.windows {
+            let _ = writeln!(
+                out,
+                "{},{},{},{},{},{},{}",
+                field(&r.name),
+                w.index,
+                w.start_ns as f64 / 1e9,
+                w.end_ns as f64 / 1e9,
+                w.requests,
+                w.latency_mean_ns / 1e6,
+                w.latency_max_ns as f64 / 1e6
+            );
+        }
+    }
+    out
+}
+
+/// The response-time CDF of each run.
+pub fn cdf_csv(result: &ExperimentResult) -> String {
+    let mut out = String::from("name,response_ms,cumulative_fraction\n");
+    for r in &result.runs {
+        for p in &r.report.cdf {
+            let _ = writeln!(
+                out,
+                "{},{},{}",
+                field(&r.name),
+                p.latency_ns as f64 / 1e6,
+                p.cumulative_fraction
+            );
+        }
+    }
+    out
+}
+
+/// Per-disk figures of each run.
+pub fn disks_csv(result: &ExperimentResult) -> String {
+    let mut out = String::from(
+        "name,member,ios,utilisation,mean_queue_length,max_queue_length,mean_service_ms,seeks,mean_seek_cylinders,cache_hits\n",
+    );
+    for r in &result.runs {
+        for d in &r.report.disks {
+            let _ = writeln!(
+                out,
+                "{},{},{},{},{},{},{},{},{},{}",
+                field(&r.name),
+                d.member,
+                d.ios,
+                d.utilisation,
+                d.mean_queue_length,
+                d.max_queue_length,
+                d.mean_service_ms,
+                d.seeks,
+                d.mean_seek_cylinders,
+                d.cache_hits
+            );
+        }
+    }
+    out
+}
