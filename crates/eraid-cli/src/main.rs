@@ -11,7 +11,7 @@ mod size;
 use clap::{Parser, Subcommand};
 
 #[derive(Parser, Debug)]
-#[command(name = "eraid", version, about = "Userspace software RAID (0/5/6/10) served over NBD", long_about = None)]
+#[command(name = "eraid", version, about = "Userspace software RAID (0/5/6/10) served over NBD, and a simulator running the same engine on modelled disks", long_about = None)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -29,6 +29,18 @@ enum Command {
     Check(commands::check::CheckArgs),
     /// Run the demo: RAID-5 on sparse files, NBD, nbdcopy, a lost member.
     Demo(commands::demo::DemoArgs),
+    /// Simulate an array of modelled drives replaying a trace or workload.
+    Sim(commands::sim::SimArgs),
+    /// Run a simulator experiment file (variants side by side, reports, plots).
+    Experiment {
+        #[command(subcommand)]
+        command: commands::experiment::ExperimentCommand,
+    },
+    /// Disk-model tools (validate a model against a measured drive).
+    Disk {
+        #[command(subcommand)]
+        command: commands::disk::DiskCommand,
+    },
 }
 
 fn main() {
@@ -46,6 +58,9 @@ fn main() {
         Command::Serve(args) => args.run(),
         Command::Check(args) => args.run(),
         Command::Demo(args) => args.run(),
+        Command::Sim(args) => args.run(),
+        Command::Experiment { command } => command.run(),
+        Command::Disk { command } => command.run(),
     };
     match result {
         Ok(code) => std::process::exit(code),

@@ -46,10 +46,12 @@ impl ValidateArgs {
         let spec = load_diskspecs_path(&self.model).map_err(|e| anyhow!(e))?;
         let text = std::fs::read_to_string(&self.trace)
             .with_context(|| format!("{}: cannot read", self.trace.display()))?;
-        let records =
-            parse_validate_trace(&self.trace.display().to_string(), &text).map_err(|e| anyhow!(e))?;
-        let mut disk = DiskModel::new(spec).map_err(|e| anyhow!("{}: {e}", self.model.display()))?;
-        let report = replay(&mut disk, &records).map_err(|e| anyhow!("{}: {e}", self.trace.display()))?;
+        let records = parse_validate_trace(&self.trace.display().to_string(), &text)
+            .map_err(|e| anyhow!(e))?;
+        let mut disk =
+            DiskModel::new(spec).map_err(|e| anyhow!("{}: {e}", self.model.display()))?;
+        let report =
+            replay(&mut disk, &records).map_err(|e| anyhow!("{}: {e}", self.trace.display()))?;
         if self.json {
             let value = serde_json::json!({
                 "demerit_ms": report.demerit_ms,
@@ -59,14 +61,18 @@ impl ValidateArgs {
             });
             println!("{value}");
         } else {
-            let error_pct = 100.0 * (report.mean_service_ms_simulated - report.mean_service_ms_measured)
+            let error_pct = 100.0
+                * (report.mean_service_ms_simulated - report.mean_service_ms_measured)
                 / report.mean_service_ms_measured;
             println!("requests                   {}", report.requests);
             println!(
                 "demerit                    {:.3} ms (DiskSim 4.0: {DISKSIM_DEMERIT_MS} ms)",
                 report.demerit_ms
             );
-            println!("mean service, measured     {:.3} ms", report.mean_service_ms_measured);
+            println!(
+                "mean service, measured     {:.3} ms",
+                report.mean_service_ms_measured
+            );
             println!(
                 "mean service, simulated    {:.3} ms ({error_pct:+.1}%)",
                 report.mean_service_ms_simulated

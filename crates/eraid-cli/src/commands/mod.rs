@@ -3,4 +3,7 @@ pub mod check;
 pub mod create;
 pub mod demo;
 pub mod detail;
+pub mod disk;
+pub mod experiment;
 pub mod serve;
+pub mod sim;

@@ -424,6 +424,9 @@ impl Array {
             .filter(|(_, op)| matches!(op.state, OpState::WaitingRecord { generation } if generation <= durable))
             .map(|(&id, _)| id)
             .collect();
+        let mut ready = ready;
+        // HashMap order varies between runs; keep the simulator deterministic.
+        ready.sort_unstable();
         for op_id in ready {
             self.op_finish(op_id, None);
         }

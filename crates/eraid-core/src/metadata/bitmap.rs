@@ -51,8 +51,19 @@ impl IntentBitmap {
         }
     }
 
+    /// Set regions in order; skips empty words, so it costs O(regions/64 + set).
     pub fn dirty_regions(&self) -> impl Iterator<Item = u64> + '_ {
-        (0..self.region_count).filter(|&r| self.get(r))
+        self.bits.iter().enumerate().flat_map(|(index, &word)| {
+            let mut rest = word;
+            std::iter::from_fn(move || {
+                if rest == 0 {
+                    return None;
+                }
+                let bit = rest.trailing_zeros() as u64;
+                rest &= rest - 1;
+                Some(index as u64 * 64 + bit)
+            })
+        })
     }
 
     pub fn union_with(&mut self, other: &IntentBitmap) {

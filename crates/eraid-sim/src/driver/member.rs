@@ -8,9 +8,10 @@
 //! drive's write cache off (`FastWrite::Off`, the Cheetah presets, DiskSim
 //! models without fast write, the SSD), a completed write is on the media,
 //! so a flush completes at once. With write-back on, a flush completes once
-//! every command submitted before it has completed and the drive has no
-//! media work left to schedule (its buffered writes have been destaged or
-//! are being written).
+//! the drive's queue has drained of every command submitted before it.
+//! Limitation: the model does not say when its buffered (write-back) data
+//! has been destaged, so that last step is not waited for; waiting for the
+//! drive to go idle instead would starve flushes under sustained load.
 
 use std::collections::BTreeMap;
 
@@ -155,15 +156,9 @@ impl Member {
             return Vec::new();
         }
         let oldest = self.inflight.keys().next().copied().unwrap_or(u64::MAX);
-        let drained = !self.write_back || self.device.next_event_ns().is_none();
         let mut ready = Vec::new();
         self.flush_waiters.retain(|&(io, watermark)| {
-            let earlier_done = oldest >= watermark;
-            let done = if self.write_back {
-                earlier_done && drained
-            } else {
-                true
-            };
+            let done = !self.write_back || oldest >= watermark;
             if done {
                 ready.push(io);
             }

@@ -107,3 +107,32 @@ impl Oracle {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_wrong_byte_is_caught_and_racing_reads_are_skipped() {
+        let mut o = Oracle::default();
+        o.submitted(1, 0, 1024, true);
+        o.write_done(1, &[7u8; 1024]);
+        o.submitted(2, 512, 512, false);
+        o.read_done(2, Some(&[7u8; 512]));
+        assert_eq!((o.checked_reads, o.mismatches), (1, 0));
+        let mut bad = vec![7u8; 512];
+        bad[100] = 0;
+        o.submitted(3, 512, 512, false);
+        o.read_done(3, Some(&bad));
+        assert_eq!((o.checked_reads, o.mismatches), (2, 1));
+        assert!(o
+            .first_mismatch
+            .as_deref()
+            .is_some_and(|m| m.contains("byte 612")));
+        // A read overlapping a write in flight may see either version.
+        o.submitted(4, 0, 512, false);
+        o.submitted(5, 0, 512, true);
+        o.read_done(4, Some(&[9u8; 512]));
+        assert_eq!(o.checked_reads, 2);
+    }
+}

@@ -43,7 +43,7 @@ impl Passthrough {
     }
 
     fn check(&self, offset_bytes: u64, len_bytes: u64) -> Result<(), UserError> {
-        if offset_bytes % 512 != 0 || len_bytes % 512 != 0 {
+        if !offset_bytes.is_multiple_of(512) || !len_bytes.is_multiple_of(512) {
             return Err(UserError::Unaligned {
                 offset_bytes,
                 len_bytes,

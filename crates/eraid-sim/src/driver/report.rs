@@ -37,6 +37,9 @@ pub struct SimReport {
     /// `DataMode::Store`: user reads compared with what was written.
     pub data_checked_reads: u64,
     pub data_mismatches: u64,
+    /// The first mismatch, described.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_first_mismatch: Option<String>,
 }
 
 impl SimReport {

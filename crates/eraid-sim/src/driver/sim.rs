@@ -429,6 +429,7 @@ impl Simulation {
             cdf: self.metrics.latency().cdf(self.config.cdf_points),
             data_checked_reads: checked,
             data_mismatches: mismatches,
+            data_first_mismatch: self.oracle.as_ref().and_then(|o| o.first_mismatch.clone()),
         }
     }
 }

@@ -49,7 +49,15 @@ fn upper(max: f64) -> f64 {
     }
 }
 
+/// Most sweep points given plots of their own (see [`write_plots`]).
+const GROUPS_MAX: usize = 8;
+
 /// Writes every plot that applies; returns the file names written.
+///
+/// Runs of different sweep points (say, two traces) are not comparable on
+/// one axis, so with up to `GROUPS_MAX` sweep points each point gets its own
+/// time, CDF and bar plots (`latency-cdf-wsrch.svg`); without a sweep there
+/// is one set for all runs.
 pub fn write_plots(
     result: &ExperimentResult,
     dir: &Path,
@@ -57,12 +65,57 @@ pub fn write_plots(
 ) -> Result<Vec<String>, String> {
     let mut written = Vec::new();
     let runs = &result.runs;
-    let swept = runs.iter().any(|r| r.sweep.is_some());
+    let mut groups: Vec<(String, Vec<RunResult>)> = Vec::new();
+    for r in runs {
+        let label = r.sweep.as_ref().map(|s| s.0.clone()).unwrap_or_default();
+        match groups.iter_mut().find(|g| g.0 == label) {
+            Some(g) => g.1.push(r.clone()),
+            None => groups.push((label, vec![r.clone()])),
+        }
+    }
+    if groups.len() <= GROUPS_MAX {
+        for (label, members) in &groups {
+            let suffix = if label.is_empty() {
+                String::new()
+            } else {
+                format!("-{}", file_safe(label))
+            };
+            written.extend(group_plots(members, dir, &suffix)?);
+        }
+    }
+    if runs.iter().any(|r| r.sweep.is_some()) {
+        let metric = sweep_metric.unwrap_or("mean_response_ms");
+        let name = format!("sweep-{metric}.svg");
+        if sweep_curve(runs, metric, &dir.join(&name))? {
+            written.push(name);
+        }
+    }
+    Ok(written)
+}
+
+/// Letters, digits, '-' and '_' only, so a label makes a safe file name.
+fn file_safe(label: &str) -> String {
+    label
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+fn group_plots(runs: &[RunResult], dir: &Path, suffix: &str) -> Result<Vec<String>, String> {
+    let mut written = Vec::new();
     if !runs.is_empty() && runs.len() <= LINES_MAX {
-        latency_over_time(runs, &dir.join("latency-over-time.svg"))?;
-        written.push("latency-over-time.svg".to_string());
-        latency_cdf(runs, &dir.join("latency-cdf.svg"))?;
-        written.push("latency-cdf.svg".to_string());
+        let name = format!("latency-over-time{suffix}.svg");
+        latency_over_time(runs, &dir.join(&name))?;
+        written.push(name);
+        let name = format!("latency-cdf{suffix}.svg");
+        latency_cdf(runs, &dir.join(&name))?;
+        written.push(name);
     }
     if !runs.is_empty() && runs.len() <= BARS_MAX {
         for (key, title) in [
@@ -70,15 +123,8 @@ pub fn write_plots(
             ("p99_response_ms", "99th percentile response time (ms)"),
             ("throughput_iops", "throughput (IOPS)"),
         ] {
-            let name = format!("bars-{key}.svg");
+            let name = format!("bars-{key}{suffix}.svg");
             bars(runs, key, title, &dir.join(&name))?;
-            written.push(name);
-        }
-    }
-    if swept {
-        let metric = sweep_metric.unwrap_or("mean_response_ms");
-        let name = format!("sweep-{metric}.svg");
-        if sweep_curve(runs, metric, &dir.join(&name))? {
             written.push(name);
         }
     }
@@ -209,11 +255,14 @@ fn bars(runs: &[RunResult], key: &str, title: &str, path: &Path) -> PlotResult {
                 String::new()
             }
         })
-        .x_label_style(
-            ("sans-serif", 13)
+        .x_label_style(if n <= 8 {
+            ("sans-serif", 14).into_font()
+        } else {
+            // Many bars: vertical names, each below its bar.
+            ("sans-serif", 12)
                 .into_font()
-                .transform(FontTransform::Rotate90),
-        )
+                .transform(FontTransform::Rotate90)
+        })
         .y_desc(title)
         .draw()
         .map_err(err)?;

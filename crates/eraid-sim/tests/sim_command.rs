@@ -1,0 +1,67 @@
+//! `eraid sim` (its library half): a tiny trace on a small RAID-5 prints the
+//! mean and p99 response times, as text and as JSON.
+
+mod sim_common;
+
+use eraid_sim::driver::run;
+use eraid_sim::sim_command::{report_json, report_text, SimOptions};
+use sim_common::tiny_trace;
+
+fn options(trace: std::path::PathBuf) -> SimOptions {
+    SimOptions {
+        level: "5".into(),
+        disks: 4,
+        chunk: "64K".into(),
+        disk_model: "cheetah-15k5".into(),
+        trace: Some(trace),
+        trace_format: Some("mqsim".into()),
+        workload: None,
+        outstanding: None,
+        seed: 1,
+        max_requests: None,
+        time_scale: None,
+        member_size: Some("1G".into()),
+    }
+}
+
+#[test]
+fn sim_on_a_tiny_trace_prints_mean_and_p99() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (config, feed) = options(tiny_trace(dir.path(), 60)).plan().expect("plan");
+    let report = run(&config, &feed).expect("run");
+    let text = report_text(&report);
+    assert!(text.contains("mean ") && text.contains("p99 "), "{text}");
+    assert!(text.contains("requests        60"), "{text}");
+    let json = report_json(&report);
+    assert!(json["mean_response_ms"].as_f64().expect("mean") > 0.0);
+    assert!(
+        json["p99_response_ms"].as_f64().expect("p99")
+            >= json["p50_response_ms"].as_f64().expect("p50")
+    );
+    assert_eq!(json["disks"].as_array().expect("disks").len(), 4);
+}
+
+#[test]
+fn sim_rejects_bad_options_with_the_option_named() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let trace = tiny_trace(dir.path(), 5);
+    let mut bad_level = options(trace.clone());
+    bad_level.level = "7".into();
+    assert!(bad_level.plan().unwrap_err().contains("--level"));
+    let mut bad_model = options(trace.clone());
+    bad_model.disk_model = "floppy".into();
+    assert!(bad_model.plan().unwrap_err().contains("--disk-model"));
+    let mut both = options(trace);
+    both.workload = Some("financial1".into());
+    assert!(both.plan().is_err());
+}
+
+#[test]
+fn a_malformed_trace_line_is_reported_with_file_and_line() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("bad.trace");
+    std::fs::write(&path, "1000 0 8 8 1\n2000 0 x 8 1\n").expect("write");
+    let (config, feed) = options(path).plan().expect("plan");
+    let error = run(&config, &feed).unwrap_err();
+    assert!(error.contains("bad.trace:2"), "{error}");
+}

@@ -1,0 +1,102 @@
+//! A bad experiment file is an error naming the file and the setting.
+
+mod sim_common;
+
+use eraid_sim::experiment::{load, parse};
+use sim_common::experiments_dir;
+
+const GOOD: &str = r#"
+name = "t"
+[array]
+level = 5
+disks = 4
+[disk]
+model = "cheetah-15k5"
+[workload]
+preset = "financial1"
+"#;
+
+fn error(text: &str) -> String {
+    parse("exp/t.toml", text, std::path::Path::new(".")).expect_err("should fail")
+}
+
+#[test]
+fn the_good_file_parses() {
+    let e = parse("exp/t.toml", GOOD, std::path::Path::new(".")).expect("parse");
+    assert_eq!(e.runs.len(), 1);
+    assert_eq!(e.runs[0].config.max_requests, Some(10_000));
+}
+
+#[test]
+fn unknown_key_names_file_and_field() {
+    let e = error(&GOOD.replace("disks = 4", "diskz = 4"));
+    assert!(e.starts_with("exp/t.toml:"), "{e}");
+    assert!(e.contains("diskz"), "{e}");
+}
+
+#[test]
+fn wrong_type_names_file_and_field() {
+    let e = error(&GOOD.replace("disks = 4", "disks = \"four\""));
+    assert!(e.starts_with("exp/t.toml:") && e.contains("disks"), "{e}");
+}
+
+#[test]
+fn bad_values_name_file_run_and_setting() {
+    let e = error(&GOOD.replace("level = 5", "level = 7"));
+    assert!(
+        e.contains("exp/t.toml") && e.contains("[array] level"),
+        "{e}"
+    );
+    let e = error(&GOOD.replace("cheetah-15k5", "floppy"));
+    assert!(
+        e.contains("exp/t.toml") && e.contains("[disk] model"),
+        "{e}"
+    );
+    let e = error(&GOOD.replace(
+        "preset = \"financial1\"",
+        "preset = \"financial1\"\ntrace = \"x\"",
+    ));
+    assert!(e.contains("[workload]"), "{e}");
+    let e = error(&format!("{GOOD}\n[run]\ndata_mode = \"keep\"\n"));
+    assert!(e.contains("[run] data_mode"), "{e}");
+}
+
+#[test]
+fn variant_and_sweep_mistakes_are_named() {
+    let e = error(&format!(
+        "{GOOD}\n[[variant]]\nname = \"a\"\narray.levle = 0\n"
+    ));
+    assert!(e.starts_with("exp/t.toml:") && e.contains("levle"), "{e}");
+    let e = error(&format!(
+        "{GOOD}\n[[variant]]\nname = \"a\"\n[[variant]]\nname = \"a\"\n"
+    ));
+    assert!(e.contains("two runs are named 'a'"), "{e}");
+    let e = error(&format!(
+        "{GOOD}\n[sweep]\nfield = \"array.disks\"\nvalues = [\"x\"]\n"
+    ));
+    assert!(e.contains("sweep field 'array.disks'"), "{e}");
+}
+
+#[test]
+fn a_missing_file_is_named() {
+    let e = load(std::path::Path::new("/nonexistent/exp.toml")).unwrap_err();
+    assert!(e.contains("/nonexistent/exp.toml"), "{e}");
+}
+
+#[test]
+fn shipped_experiments_load() {
+    let levels = load(&experiments_dir().join("raid-levels.toml")).expect("raid-levels.toml");
+    let names: Vec<&str> = levels.runs.iter().map(|r| r.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "raid0-wsrch",
+            "raid0-tpcc",
+            "raid5-wsrch",
+            "raid5-tpcc",
+            "raid6-wsrch",
+            "raid6-tpcc"
+        ]
+    );
+    load(&experiments_dir().join("stride.toml")).expect("stride.toml");
+}
