@@ -255,6 +255,11 @@ impl Array {
         let members: Vec<usize> = (0..self.geometry.member_count)
             .filter(|&m| self.present[m])
             .collect();
+        // Flushes for bitmap clearing and close are metadata work, not the user's.
+        let cause = match purpose {
+            FlushPurpose::Reply(_) => IoCause::User,
+            FlushPurpose::Clean(_) | FlushPurpose::Close => IoCause::Metadata,
+        };
         self.flushes.insert(
             id,
             FlushWait {
@@ -266,7 +271,7 @@ impl Array {
             self.issue(
                 *member,
                 DeviceOp::Flush,
-                IoCause::User,
+                cause,
                 Owner::Flush {
                     id,
                     member: *member,
