@@ -5,9 +5,12 @@
 use eraid_core::io::{UserError, UserOp};
 use eraid_driver::EngineHandle;
 use eraid_nbd::{Done, Export, ExportCommand, ExportError};
+use std::sync::{Arc, OnceLock};
 
 pub struct ArrayExport {
-    pub handle: EngineHandle,
+    /// Set once the engine runs; the server binds before that so a failure
+    /// to listen leaves the members untouched.
+    pub handle: Arc<OnceLock<EngineHandle>>,
     pub size_bytes: u64,
     pub preferred_block_bytes: u32,
     pub description: String,
@@ -89,9 +92,12 @@ impl Export for ArrayExport {
                 true,
             ),
         };
-        self.handle.submit(
-            op,
-            Box::new(move |result| done(result.map_err(|e| to_export_error(e, is_write)))),
-        );
+        match self.handle.get() {
+            Some(handle) => handle.submit(
+                op,
+                Box::new(move |result| done(result.map_err(|e| to_export_error(e, is_write)))),
+            ),
+            None => done(Err(ExportError::ShuttingDown)),
+        }
     }
 }

@@ -17,17 +17,14 @@ struct Cli {
     command: Command,
 }
 
+// Each verb's help comes from its Args struct's doc comment (first line:
+// the summary listed by `eraid --help`; the rest: the verb's explanation).
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// Create a new array on member files or block devices.
     Create(commands::create::CreateArgs),
-    /// Show an array's geometry, state and members (reads metadata only).
     Detail(commands::detail::DetailArgs),
-    /// Serve the array over NBD (Unix socket or TCP) until SIGINT/SIGTERM.
     Serve(commands::serve::ServeArgs),
-    /// Verify (and with --repair, fix) parity or mirror copies of every stripe.
     Check(commands::check::CheckArgs),
-    /// Run the demo: RAID-5 on sparse files, NBD, nbdcopy, a lost member.
     Demo(commands::demo::DemoArgs),
     /// Simulate an array of modelled drives replaying a trace or workload.
     Sim(commands::sim::SimArgs),

@@ -45,6 +45,36 @@ impl MemberIo for AbsentMember {
     }
 }
 
+/// Holds an exclusive advisory lock on every member for this process's
+/// lifetime, so two eraid processes never drive the same members.
+pub struct MemberLocks {
+    _files: Vec<std::fs::File>,
+}
+
+pub fn lock_members(paths: &[PathBuf]) -> Result<MemberLocks> {
+    use std::os::fd::AsRawFd;
+    check_distinct(paths)?;
+    let mut files = Vec::new();
+    for path in paths {
+        let file = std::fs::File::open(path)
+            .with_context(|| format!("cannot open member {}", path.display()))?;
+        // SAFETY: flock on a file descriptor we own; no memory is shared.
+        let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+        if rc != 0 {
+            let error = io::Error::last_os_error();
+            if error.raw_os_error() == Some(libc::EWOULDBLOCK) {
+                bail!(
+                    "{} is in use by another eraid process (serve or check); stop it first",
+                    path.display()
+                );
+            }
+            return Err(error).with_context(|| format!("cannot lock {}", path.display()));
+        }
+        files.push(file);
+    }
+    Ok(MemberLocks { _files: files })
+}
+
 pub fn check_distinct(paths: &[PathBuf]) -> Result<()> {
     for (i, a) in paths.iter().enumerate() {
         for b in &paths[i + 1..] {

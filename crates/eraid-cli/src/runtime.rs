@@ -10,9 +10,6 @@ use std::time::Instant;
 
 pub struct Running {
     pub engine: Engine,
-    pub paths: Vec<PathBuf>,
-    pub capacity_bytes: u64,
-    pub stripe_data_bytes: u64,
     pub report: Vec<String>,
     pub events: crossbeam_channel::Receiver<ArrayEvent>,
 }
@@ -35,12 +32,18 @@ impl Running {
 
 /// Assembles the members and starts serving requests on them.
 pub fn start(paths: &[PathBuf], options: ArrayOptions) -> Result<Running> {
+    start_assembled(assemble_members(paths)?, options)
+}
+
+/// Starts the engine on members already assembled (which wrote nothing):
+/// from here on the array marks its members dirty.
+pub fn start_assembled(assembled: Assembled, options: ArrayOptions) -> Result<Running> {
     let Assembled {
         assembly,
         paths,
         devices,
         direct,
-    } = assemble_members(paths)?;
+    } = assembled;
     for (path, direct) in paths.iter().zip(&direct) {
         tracing::info!(
             "{}: {}",
@@ -49,7 +52,6 @@ pub fn start(paths: &[PathBuf], options: ArrayOptions) -> Result<Running> {
         );
     }
     let report = assembly.report.clone();
-    let geometry = assembly.superblock.geometry;
     let array = Array::open(assembly, options, eraid_core::io::TimeNs(0));
     let (sender, events) = crossbeam_channel::unbounded();
     let engine = Engine::start_with_devices(
@@ -63,9 +65,6 @@ pub fn start(paths: &[PathBuf], options: ArrayOptions) -> Result<Running> {
     .context("cannot start the array engine")?;
     Ok(Running {
         engine,
-        paths,
-        capacity_bytes: geometry.capacity_bytes(),
-        stripe_data_bytes: geometry.stripe_data_bytes(),
         report,
         events,
     })

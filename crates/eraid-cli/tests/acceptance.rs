@@ -33,7 +33,9 @@ fn acceptance(level: u32, member_count: usize, moved: &[usize], seed: u64) {
     let level_s = level.to_string();
 
     // $E create --level L --chunk 64K --size 256M d0 d1 d2 d3
-    let mut args = vec!["create", "--level", &level_s, "--chunk", "64K", "--size", "256M"];
+    let mut args = vec![
+        "create", "--level", &level_s, "--chunk", "64K", "--size", "256M",
+    ];
     args.extend_from_slice(&members);
     eraid(dir, &args).expect_ok();
 
@@ -41,7 +43,9 @@ fn acceptance(level: u32, member_count: usize, moved: &[usize], seed: u64) {
     let server = Server::start(dir, &members);
     assert!(
         server.printed_uri.starts_with("nbd+unix://")
-            && server.printed_uri.contains(&server.socket.display().to_string()),
+            && server
+                .printed_uri
+                .contains(&server.socket.display().to_string()),
         "serve should print the NBD URI of its socket, printed {:?}",
         server.printed_uri
     );
@@ -72,7 +76,10 @@ fn acceptance(level: u32, member_count: usize, moved: &[usize], seed: u64) {
     assert_eq!(listed.len(), member_count, "{test}: members in {detail:#}");
     for (i, m) in listed.iter().enumerate() {
         assert_eq!(m["index"], i, "{test}: member index in {detail:#}");
-        assert_eq!(m["state"], "active", "{test}: member {i} state in {detail:#}");
+        assert_eq!(
+            m["state"], "active",
+            "{test}: member {i} state in {detail:#}"
+        );
         assert!(
             m["path"].as_str().unwrap_or("").ends_with(&format!("d{i}")),
             "{test}: member {i} path in {detail:#}"

@@ -31,7 +31,8 @@ fn rejected(dir: &Path, args: &[&str], names: &[&str]) -> Out {
         "eraid panicked instead of reporting an error: {out}"
     );
     assert_eq!(
-        before, after,
+        before,
+        after,
         "`eraid {}` failed but changed the directory (files: name -> (len, hash)): {out}",
         args.join(" ")
     );
@@ -55,51 +56,164 @@ fn truncate(dir: &Path, name: &str, len: u64) {
 #[test]
 fn unknown_level() {
     let s = scratch();
-    rejected(s.path(), &["create", "--level", "7", "--size", "8M", "a", "b", "c"], &["level", "7"]);
-    rejected(s.path(), &["create", "--level", "five", "--size", "8M", "a", "b", "c"], &["level", "five"]);
-    rejected(s.path(), &["create", "--level", "1", "--size", "8M", "a", "b"], &["level", "'1'"]);
+    rejected(
+        s.path(),
+        &["create", "--level", "7", "--size", "8M", "a", "b", "c"],
+        &["level", "7"],
+    );
+    rejected(
+        s.path(),
+        &["create", "--level", "five", "--size", "8M", "a", "b", "c"],
+        &["level", "five"],
+    );
+    rejected(
+        s.path(),
+        &["create", "--level", "1", "--size", "8M", "a", "b"],
+        &["level", "'1'"],
+    );
 }
 
 #[test]
 fn chunk_not_a_power_of_two_too_small_or_too_big() {
     let s = scratch();
     let d = s.path();
-    rejected(d, &["create", "--level", "5", "--chunk", "48K", "--size", "8M", "a", "b", "c"], &["chunk", "49152"]);
-    rejected(d, &["create", "--level", "5", "--chunk", "2K", "--size", "8M", "a", "b", "c"], &["chunk", "2048"]);
-    rejected(d, &["create", "--level", "5", "--chunk", "8M", "--size", "32M", "a", "b", "c"], &["chunk", "8388608"]);
-    rejected(d, &["create", "--level", "0", "--chunk", "banana", "--size", "8M", "a", "b"], &["chunk", "banana"]);
+    rejected(
+        d,
+        &[
+            "create", "--level", "5", "--chunk", "48K", "--size", "8M", "a", "b", "c",
+        ],
+        &["chunk", "49152"],
+    );
+    rejected(
+        d,
+        &[
+            "create", "--level", "5", "--chunk", "2K", "--size", "8M", "a", "b", "c",
+        ],
+        &["chunk", "2048"],
+    );
+    rejected(
+        d,
+        &[
+            "create", "--level", "5", "--chunk", "8M", "--size", "32M", "a", "b", "c",
+        ],
+        &["chunk", "8388608"],
+    );
+    rejected(
+        d,
+        &[
+            "create", "--level", "0", "--chunk", "banana", "--size", "8M", "a", "b",
+        ],
+        &["chunk", "banana"],
+    );
     // A legal chunk that does not fit a member's data area (4 MiB member,
     // 1 MiB of metadata, 4 MiB chunk).
-    rejected(d, &["create", "--level", "5", "--chunk", "4M", "--size", "4M", "a", "b", "c"], &["size"]);
+    rejected(
+        d,
+        &[
+            "create", "--level", "5", "--chunk", "4M", "--size", "4M", "a", "b", "c",
+        ],
+        &["size"],
+    );
     // A member too small for its metadata.
-    rejected(d, &["create", "--level", "5", "--size", "1M", "a", "b", "c"], &["size"]);
+    rejected(
+        d,
+        &["create", "--level", "5", "--size", "1M", "a", "b", "c"],
+        &["size"],
+    );
 }
 
 #[test]
 fn too_few_members() {
     let s = scratch();
     let d = s.path();
-    rejected(d, &["create", "--level", "0", "--size", "8M", "a"], &["RAID-0", "member"]);
-    rejected(d, &["create", "--level", "5", "--size", "8M", "a", "b"], &["RAID-5", "member"]);
-    rejected(d, &["create", "--level", "6", "--size", "8M", "a", "b", "c"], &["RAID-6", "member"]);
-    rejected(d, &["create", "--level", "10", "--size", "8M", "a"], &["RAID-10", "member"]);
+    rejected(
+        d,
+        &["create", "--level", "0", "--size", "8M", "a"],
+        &["RAID-0", "member"],
+    );
+    rejected(
+        d,
+        &["create", "--level", "5", "--size", "8M", "a", "b"],
+        &["RAID-5", "member"],
+    );
+    rejected(
+        d,
+        &["create", "--level", "6", "--size", "8M", "a", "b", "c"],
+        &["RAID-6", "member"],
+    );
+    rejected(
+        d,
+        &["create", "--level", "10", "--size", "8M", "a"],
+        &["RAID-10", "member"],
+    );
 }
 
 #[test]
 fn unknown_layout_and_layout_for_another_level() {
     let s = scratch();
     let d = s.path();
-    rejected(d, &["create", "--level", "5", "--layout", "diagonal", "--size", "8M", "a", "b", "c"], &["layout", "diagonal"]);
-    rejected(d, &["create", "--level", "10", "--layout", "left-asymmetric", "--size", "8M", "a", "b", "c", "d"], &["left-asymmetric", "RAID-10"]);
-    rejected(d, &["create", "--level", "0", "--layout", "left-symmetric", "--size", "8M", "a", "b", "c"], &["left-symmetric", "RAID-0"]);
-    rejected(d, &["create", "--level", "5", "--layout", "near2", "--size", "8M", "a", "b", "c"], &["near2", "RAID-5"]);
+    rejected(
+        d,
+        &[
+            "create", "--level", "5", "--layout", "diagonal", "--size", "8M", "a", "b", "c",
+        ],
+        &["layout", "diagonal"],
+    );
+    rejected(
+        d,
+        &[
+            "create",
+            "--level",
+            "10",
+            "--layout",
+            "left-asymmetric",
+            "--size",
+            "8M",
+            "a",
+            "b",
+            "c",
+            "d",
+        ],
+        &["left-asymmetric", "RAID-10"],
+    );
+    rejected(
+        d,
+        &[
+            "create",
+            "--level",
+            "0",
+            "--layout",
+            "left-symmetric",
+            "--size",
+            "8M",
+            "a",
+            "b",
+            "c",
+        ],
+        &["left-symmetric", "RAID-0"],
+    );
+    rejected(
+        d,
+        &[
+            "create", "--level", "5", "--layout", "near2", "--size", "8M", "a", "b", "c",
+        ],
+        &["near2", "RAID-5"],
+    );
 }
 
 #[test]
 fn bad_size_argument() {
     let s = scratch();
-    rejected(s.path(), &["create", "--level", "5", "--size", "1X", "a", "b", "c"], &["--size", "1X"]);
-    rejected(s.path(), &["create", "--level", "5", "--size", "-8M", "a", "b", "c"], &[]);
+    rejected(
+        s.path(),
+        &["create", "--level", "5", "--size", "1X", "a", "b", "c"],
+        &["--size", "1X"],
+    );
+    rejected(
+        s.path(),
+        &["create", "--level", "5", "--size", "-8M", "a", "b", "c"],
+        &[],
+    );
 }
 
 #[test]
@@ -108,10 +222,24 @@ fn member_of_another_array_needs_force() {
     let d = s.path();
     create(d, &["--level", "5", "--size", "8M", "a", "b", "c"]);
     // d does not exist yet: it must not be created when the command fails.
-    rejected(d, &["create", "--level", "6", "--size", "8M", "a", "b", "c", "d"], &["a", "already belongs", "--force"]);
-    rejected(d, &["create", "--level", "5", "--size", "8M", "x", "c"], &["c", "already belongs"]);
+    rejected(
+        d,
+        &["create", "--level", "6", "--size", "8M", "a", "b", "c", "d"],
+        &["a", "already belongs", "--force"],
+    );
+    rejected(
+        d,
+        &["create", "--level", "5", "--size", "8M", "x", "c"],
+        &["c", "already belongs"],
+    );
     // With --force it works, and the members now hold the new array.
-    eraid(d, &["create", "--level", "6", "--size", "8M", "--force", "a", "b", "c", "d"]).expect_ok();
+    eraid(
+        d,
+        &[
+            "create", "--level", "6", "--size", "8M", "--force", "a", "b", "c", "d",
+        ],
+    )
+    .expect_ok();
     let detail = detail_json(d, &["a", "b", "c", "d"]);
     assert_eq!(detail["level"], 6, "{detail:#}");
     assert_eq!(detail["member_count"], 4, "{detail:#}");
@@ -123,7 +251,11 @@ fn missing_member_without_size() {
     let d = s.path();
     truncate(d, "x", 8 * MIB);
     truncate(d, "y", 8 * MIB);
-    rejected(d, &["create", "--level", "5", "x", "y", "nonexistent"], &["nonexistent", "--size"]);
+    rejected(
+        d,
+        &["create", "--level", "5", "x", "y", "nonexistent"],
+        &["nonexistent", "--size"],
+    );
 }
 
 #[test]
@@ -133,7 +265,11 @@ fn unequal_sizes_without_size() {
     truncate(d, "x", 8 * MIB);
     truncate(d, "y", 8 * MIB);
     truncate(d, "z", 9 * MIB);
-    rejected(d, &["create", "--level", "5", "x", "y", "z"], &["size", "9437184"]);
+    rejected(
+        d,
+        &["create", "--level", "5", "x", "y", "z"],
+        &["size", "9437184"],
+    );
 }
 
 #[test]
@@ -142,7 +278,11 @@ fn existing_member_smaller_than_size() {
     let d = s.path();
     truncate(d, "x", 8 * MIB);
     truncate(d, "y", 16 * MIB);
-    rejected(d, &["create", "--level", "5", "--size", "16M", "y", "x", "new"], &["x", "--size"]);
+    rejected(
+        d,
+        &["create", "--level", "5", "--size", "16M", "y", "x", "new"],
+        &["x", "--size"],
+    );
 }
 
 #[test]
@@ -151,13 +291,29 @@ fn duplicate_member_path() {
     let d = s.path();
     truncate(d, "x", 8 * MIB);
     truncate(d, "y", 8 * MIB);
-    rejected(d, &["create", "--level", "5", "x", "y", "x"], &["x", "twice"]);
-    rejected(d, &["create", "--level", "5", "x", "y", "./x"], &["x", "twice"]);
+    rejected(
+        d,
+        &["create", "--level", "5", "x", "y", "x"],
+        &["x", "twice"],
+    );
+    rejected(
+        d,
+        &["create", "--level", "5", "x", "y", "./x"],
+        &["x", "twice"],
+    );
     // Not yet existing, named twice.
-    rejected(d, &["create", "--level", "5", "--size", "8M", "x", "n", "n"], &["n", "twice"]);
+    rejected(
+        d,
+        &["create", "--level", "5", "--size", "8M", "x", "n", "n"],
+        &["n", "twice"],
+    );
     create(d, &["--level", "5", "x", "y", "z0", "--size", "8M"]);
     rejected(d, &["detail", "x", "y", "x"], &["x", "twice"]);
-    rejected(d, &["serve", "--socket", "s.sock", "x", "y", "./x"], &["x", "twice"]);
+    rejected(
+        d,
+        &["serve", "--socket", "s.sock", "x", "y", "./x"],
+        &["x", "twice"],
+    );
 }
 
 #[test]
@@ -173,14 +329,30 @@ fn not_an_eraid_member() {
         rejected(d, &[verb, "tiny"], &["tiny"]);
         rejected(d, &[verb, "nonexistent"], &["nonexistent"]);
     }
-    rejected(d, &["serve", "--socket", "s.sock", "random"], &["random", "not an eraid member"]);
-    rejected(d, &["serve", "--socket", "s.sock", "nonexistent"], &["nonexistent"]);
+    rejected(
+        d,
+        &["serve", "--socket", "s.sock", "random"],
+        &["random", "not an eraid member"],
+    );
+    rejected(
+        d,
+        &["serve", "--socket", "s.sock", "nonexistent"],
+        &["nonexistent"],
+    );
     // A blank file among real members.
     create(d, &["--level", "5", "--size", "8M", "a", "b", "c"]);
     for verb in ["detail", "check"] {
-        rejected(d, &[verb, "a", "b", "zeros"], &["zeros", "not an eraid member"]);
+        rejected(
+            d,
+            &[verb, "a", "b", "zeros"],
+            &["zeros", "not an eraid member"],
+        );
     }
-    rejected(d, &["serve", "--socket", "s.sock", "a", "zeros", "c"], &["zeros", "not an eraid member"]);
+    rejected(
+        d,
+        &["serve", "--socket", "s.sock", "a", "zeros", "c"],
+        &["zeros", "not an eraid member"],
+    );
 }
 
 #[test]
@@ -218,7 +390,11 @@ fn raid0_with_a_member_missing_names_it() {
     for verb in ["detail", "check"] {
         rejected(d, &[verb, "z0", "z2"], &["RAID-0", "member 1", "z1"]);
     }
-    rejected(d, &["serve", "--socket", "s.sock", "z0", "z2"], &["member 1", "z1"]);
+    rejected(
+        d,
+        &["serve", "--socket", "s.sock", "z0", "z2"],
+        &["member 1", "z1"],
+    );
 }
 
 #[test]
@@ -231,11 +407,21 @@ fn raid5_with_two_members_missing() {
     }
     rejected(d, &["serve", "--socket", "s.sock", "a", "e"], &["/b", "/c"]);
     // RAID-6 with three missing, RAID-10 with both copies of a pair missing.
-    create(d, &["--level", "6", "--size", "8M", "s0", "s1", "s2", "s3", "s4"]);
+    create(
+        d,
+        &["--level", "6", "--size", "8M", "s0", "s1", "s2", "s3", "s4"],
+    );
     rejected(d, &["detail", "s0", "s4"], &["RAID-6", "/s1", "/s2", "/s3"]);
-    create(d, &["--level", "10", "--size", "8M", "t0", "t1", "t2", "t3"]);
+    create(
+        d,
+        &["--level", "10", "--size", "8M", "t0", "t1", "t2", "t3"],
+    );
     rejected(d, &["detail", "t2", "t3"], &["RAID-10", "0", "1"]);
-    rejected(d, &["serve", "--socket", "s.sock", "t2", "t3"], &["RAID-10"]);
+    rejected(
+        d,
+        &["serve", "--socket", "s.sock", "t2", "t3"],
+        &["RAID-10"],
+    );
 }
 
 #[test]
@@ -250,7 +436,11 @@ fn member_truncated_below_the_array_size() {
         .set_len(4 * MIB)
         .unwrap();
     rejected(d, &["detail", "a", "b", "c"], &["b", "smaller"]);
-    rejected(d, &["serve", "--socket", "s.sock", "a", "b", "c"], &["b", "smaller"]);
+    rejected(
+        d,
+        &["serve", "--socket", "s.sock", "a", "b", "c"],
+        &["b", "smaller"],
+    );
 }
 
 /// Superblock slots are at 0 and 64 KiB of each member; after one serve the
@@ -270,7 +460,10 @@ fn damaged_superblock_slots() {
     run_tool(d, "nbdcopy", &["data.bin", &server.uri]).expect_ok();
     server.stop();
     let events = detail_json(d, &["a", "b", "c"])["events"].as_u64().unwrap();
-    assert!(events >= 2, "serve then stop should have written both slots (events {events})");
+    assert!(
+        events >= 2,
+        "serve then stop should have written both slots (events {events})"
+    );
 
     let read_back = |name: &str, members: &[&str]| {
         let server = Server::start(d, members);
@@ -282,14 +475,20 @@ fn damaged_superblock_slots() {
     // Slot 0 of b damaged (offset 100): the other slot assembles.
     flip_bytes(&d.join("b"), 100, 16);
     let detail = detail_json(d, &["a", "b", "c"]);
-    assert_eq!(detail["members"][1]["state"], "active", "slot 0 of b damaged: {detail:#}");
+    assert_eq!(
+        detail["members"][1]["state"], "active",
+        "slot 0 of b damaged: {detail:#}"
+    );
     read_back("rb1.bin", &["a", "b", "c"]);
 
     // Slot 1 (at 64 KiB) of c damaged: the older slot 0 assembles (c may be
     // taken as in sync or stale, but the array runs and the data is there).
     flip_bytes(&d.join("c"), (64 << 10) + 100, 16);
     let out = eraid(d, &["detail", "--json", "a", "b", "c"]);
-    assert!(out.ok(), "one damaged slot on each of two members must still assemble: {out}");
+    assert!(
+        out.ok(),
+        "one damaged slot on each of two members must still assemble: {out}"
+    );
     read_back("rb2.bin", &["a", "b", "c"]);
 
     // Both slots of a damaged: a is not an eraid member (named in the error).
@@ -298,7 +497,11 @@ fn damaged_superblock_slots() {
     for verb in ["detail", "check"] {
         rejected(d, &[verb, "a", "b", "c"], &["a", "not an eraid member"]);
     }
-    rejected(d, &["serve", "--socket", "s.sock", "a", "b", "c"], &["a", "not an eraid member"]);
+    rejected(
+        d,
+        &["serve", "--socket", "s.sock", "a", "b", "c"],
+        &["a", "not an eraid member"],
+    );
 }
 
 /// A `serve` that cannot listen must fail before it touches the members
@@ -308,9 +511,37 @@ fn serve_that_cannot_listen_changes_nothing() {
     let s = scratch();
     let d = s.path();
     create(d, &["--level", "5", "--size", "8M", "a", "b", "c"]);
-    rejected(d, &["serve", "--socket", "/nonexistent-dir/x.sock", "a", "b", "c"], &["/nonexistent-dir/x.sock"]);
-    rejected(d, &["serve", "--listen", "256.0.0.1:10809", "a", "b", "c"], &["256.0.0.1"]);
-    rejected(d, &["serve", "--socket", "s.sock", "--listen", "127.0.0.1:10809", "a", "b", "c"], &["--socket", "--listen"]);
+    rejected(
+        d,
+        &[
+            "serve",
+            "--socket",
+            "/nonexistent-dir/x.sock",
+            "a",
+            "b",
+            "c",
+        ],
+        &["/nonexistent-dir/x.sock"],
+    );
+    rejected(
+        d,
+        &["serve", "--listen", "256.0.0.1:10809", "a", "b", "c"],
+        &["256.0.0.1"],
+    );
+    rejected(
+        d,
+        &[
+            "serve",
+            "--socket",
+            "s.sock",
+            "--listen",
+            "127.0.0.1:10809",
+            "a",
+            "b",
+            "c",
+        ],
+        &["--socket", "--listen"],
+    );
 }
 
 /// A second server (or `check`) on members another `eraid serve` is
@@ -326,8 +557,14 @@ fn members_in_use_are_refused() {
     let socket = server.socket.display().to_string();
     // Another array on the same socket path: refused, first server unharmed.
     let out = eraid(d, &["serve", "--socket", &socket, "p", "q", "r"]);
-    assert!(!out.ok(), "a second server on a socket in use must fail: {out}");
-    assert!(server.running() && server.socket.exists(), "the first server lost its socket");
+    assert!(
+        !out.ok(),
+        "a second server on a socket in use must fail: {out}"
+    );
+    assert!(
+        server.running() && server.socket.exists(),
+        "the first server lost its socket"
+    );
     // The same members again, on another socket.
     let mut second = std::process::Command::new(eraid_bin())
         .args(["serve", "--socket", "other.sock", "a", "b", "c"])
@@ -347,7 +584,10 @@ fn members_in_use_are_refused() {
          (it was still running after 5 s, or exited 0: {status:?})"
     );
     let check = eraid(d, &["check", "a", "b", "c"]);
-    assert!(!check.ok(), "`check` of members being served must be refused: {check}");
+    assert!(
+        !check.ok(),
+        "`check` of members being served must be refused: {check}"
+    );
     server.stop();
 }
 
@@ -357,10 +597,18 @@ fn help_for_each_verb() {
     let d = s.path();
     let top = eraid(d, &["--help"]).expect_ok();
     for verb in ["create", "detail", "serve", "check", "demo"] {
-        assert!(top.stdout.contains(verb), "`eraid --help` should list {verb}: {top}");
+        assert!(
+            top.stdout.contains(verb),
+            "`eraid --help` should list {verb}: {top}"
+        );
     }
     let cases: [(&str, &[&str]); 5] = [
-        ("create", &["--level", "--chunk", "--layout", "--size", "--force", "MEMBERS"]),
+        (
+            "create",
+            &[
+                "--level", "--chunk", "--layout", "--size", "--force", "MEMBERS",
+            ],
+        ),
         ("detail", &["--json", "MEMBERS"]),
         ("serve", &["--socket", "--listen", "MEMBERS", "NBD"]),
         ("check", &["--repair", "mismatch", "MEMBERS"]),
@@ -368,9 +616,15 @@ fn help_for_each_verb() {
     ];
     for (verb, words) in cases {
         let out = eraid(d, &[verb, "--help"]).expect_ok();
-        assert!(out.stdout.len() > 200, "`eraid {verb} --help` is too short to explain the verb: {out}");
+        assert!(
+            out.stdout.len() > 200,
+            "`eraid {verb} --help` is too short to explain the verb: {out}"
+        );
         for w in words {
-            assert!(out.stdout.contains(w), "`eraid {verb} --help` should mention {w}: {out}");
+            assert!(
+                out.stdout.contains(w),
+                "`eraid {verb} --help` should mention {w}: {out}"
+            );
         }
     }
     // No verb at all, or an unknown one: usage error, non-zero.

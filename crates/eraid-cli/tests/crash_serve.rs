@@ -33,8 +33,13 @@ fn crash_during_write(level: u32, member_count: usize, seed: u64) {
     let mut args = vec!["create", "--level", &level_s, "--size", "160M"];
     args.extend_from_slice(&members);
     eraid(dir, &args).expect_ok();
-    let capacity = detail_json(dir, &members)["capacity_bytes"].as_u64().unwrap();
-    assert!(capacity >= B_OFFSET + B_BYTES, "capacity {capacity} too small");
+    let capacity = detail_json(dir, &members)["capacity_bytes"]
+        .as_u64()
+        .unwrap();
+    assert!(
+        capacity >= B_OFFSET + B_BYTES,
+        "capacity {capacity} too small"
+    );
 
     write_random(&dir.join("a.bin"), A_BYTES, seed);
     write_random(&dir.join("b.bin"), B_BYTES, seed + 1);
@@ -50,7 +55,15 @@ fn crash_during_write(level: u32, member_count: usize, seed: u64) {
     let offset = format!("offset={B_OFFSET}");
     let range = format!("range={B_BYTES}");
     let mut writer = Command::new(tool("nbdcopy"))
-        .args(["b.bin", "--", "[", "nbdkit", "--exit-with-parent", "--filter=offset", "nbd"])
+        .args([
+            "b.bin",
+            "--",
+            "[",
+            "nbdkit",
+            "--exit-with-parent",
+            "--filter=offset",
+            "nbd",
+        ])
         .arg(format!("socket={socket}"))
         .args([offset.as_str(), range.as_str(), "]"])
         .current_dir(dir)
@@ -94,7 +107,10 @@ fn crash_during_write(level: u32, member_count: usize, seed: u64) {
 
     // The array was in use when it died: detail says dirty.
     let detail = detail_json(dir, &members);
-    assert_eq!(detail["state"], "dirty", "{test}: after SIGKILL: {detail:#}");
+    assert_eq!(
+        detail["state"], "dirty",
+        "{test}: after SIGKILL: {detail:#}"
+    );
     assert_eq!(detail["clean"], false, "{test}: after SIGKILL: {detail:#}");
 
     // Serve again: the dirty regions resync. Reads of A are served (and
@@ -113,13 +129,23 @@ fn crash_during_write(level: u32, member_count: usize, seed: u64) {
     run_tool(dir, "nbdcopy", &[&server.uri, "healthy.bin"]).expect_ok();
     server.stop();
     let detail = detail_json(dir, &members);
-    assert_eq!(detail["state"], "clean", "{test}: after resync and SIGTERM: {detail:#}");
-    assert_eq!(detail["dirty_regions"], 0, "{test}: after resync: {detail:#}");
+    assert_eq!(
+        detail["state"], "clean",
+        "{test}: after resync and SIGTERM: {detail:#}"
+    );
+    assert_eq!(
+        detail["dirty_regions"], 0,
+        "{test}: after resync: {detail:#}"
+    );
 
     let mut args = vec!["check"];
     args.extend_from_slice(&members);
     let check = eraid(dir, &args);
-    assert_eq!(check.code(), Some(0), "{test}: check after the crash: {check}");
+    assert_eq!(
+        check.code(),
+        Some(0),
+        "{test}: check after the crash: {check}"
+    );
     assert!(check.stdout.contains("0 mismatches"), "{test}: {check}");
 
     // Redundancy really is consistent: with member 0 gone the whole array

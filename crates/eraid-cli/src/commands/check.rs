@@ -8,9 +8,13 @@ use indicatif::{ProgressBar, ProgressStyle};
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// Verify the parity (RAID-5/6) or mirror copies (RAID-10) of every stripe
-/// and print the number of mismatches. Exits 0 when there are none, 1 when
-/// there are. The array must not be served by another process meanwhile.
+/// Verify (and with --repair, fix) parity or mirror copies of every stripe
+///
+/// Reads every stripe, compares its parity (RAID-5/6) or second copy
+/// (RAID-10) with its data and prints the number of mismatches. Exits 0
+/// when there are none and 1 when there are (also with --repair, which
+/// rewrites them from the data). The members are locked while checking, so
+/// a served array is refused.
 #[derive(Args, Debug)]
 pub struct CheckArgs {
     /// Rewrite parity / second copies that do not match their data.
@@ -23,6 +27,7 @@ pub struct CheckArgs {
 
 impl CheckArgs {
     pub fn run(self) -> Result<i32> {
+        let _locks = crate::members::lock_members(&self.members)?;
         let running = crate::runtime::start(&self.members, ArrayOptions::default())?;
         crate::runtime::wait_for_resync(&running, false)?;
         let handle = running.handle();

@@ -10,8 +10,14 @@ use eraid_core::metadata::superblock::Superblock;
 use eraid_driver::{read_metadata_area, write_at_sync, MemberFile};
 use std::path::PathBuf;
 
-/// Create a new array. Member files that do not exist are created (sparse)
-/// with --size. Nothing is written until every check has passed.
+/// Create a new array on member files or block devices
+///
+/// Member files that do not exist are created (sparse) with --size. A member
+/// that already belongs to an eraid array is refused unless --force; so are
+/// impossible geometries (too few members, a chunk that is not a power of two
+/// from 4K to 4M, members of unequal size without --size). Nothing is written
+/// until every check has passed. Members that held data before are fully
+/// resynchronised on the first start.
 #[derive(Args, Debug)]
 pub struct CreateArgs {
     /// RAID level: 0 (striping), 5 (single parity), 6 (P+Q), 10 (mirrored pairs, near layout).

@@ -11,7 +11,13 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// Run the demo: RAID-5 on four sparse files, NBD, nbdcopy, a member lost.
+/// Run the demo: RAID-5 on sparse files, NBD, nbdcopy, a lost member
+///
+/// Creates a RAID-5 on four sparse files in a temporary directory, serves
+/// it over NBD, writes random data with nbdcopy (a real NBD client) and
+/// reads it back, stops the server, checks parity, removes one member and
+/// shows that degraded reads still return every byte. Needs nbdcopy
+/// (Debian package libnbd-bin; scripts/demo.sh installs it).
 #[derive(Args, Debug)]
 pub struct DemoArgs {
     /// Keep the demo's files in this directory instead of a temporary one.

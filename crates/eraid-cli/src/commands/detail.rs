@@ -7,8 +7,12 @@ use eraid_core::metadata::superblock::ArrayState;
 use serde_json::json;
 use std::path::PathBuf;
 
-/// Show an array's level, layout, chunk, capacity, state and members.
-/// Reads the members' metadata only; nothing is written.
+/// Show an array's geometry, state and members (reads metadata only)
+///
+/// Prints level, layout, chunk size, capacity, clean/dirty and degraded
+/// state, each member's state (active, stale: out of date and needing a
+/// rebuild, or missing) and any pending resync. Reads the members' metadata
+/// only; nothing is written, so it is safe while the array is served.
 #[derive(Args, Debug)]
 pub struct DetailArgs {
     /// Print JSON (fields: level, layout, chunk_bytes, capacity_bytes, state,

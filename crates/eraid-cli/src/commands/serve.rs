@@ -8,12 +8,17 @@ use eraid_nbd::{Listener, Server, ServerConfig};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
-/// Assemble the array and serve it over NBD. Prints the NBD URI. On SIGINT
-/// or SIGTERM: finishes in-flight requests, flushes, marks the members
-/// clean and exits 0. After an unclean stop, dirty regions are resynced
-/// while serving.
+/// Serve the array over NBD (Unix socket or TCP) until SIGINT/SIGTERM
+///
+/// Assembles the array from its members (one missing member is fine for
+/// RAID-5 and RAID-10, two for RAID-6), listens, and prints the NBD URI to
+/// connect to (e.g. with nbdcopy, qemu-img, nbdfuse or fio). On SIGINT or
+/// SIGTERM it finishes in-flight requests, flushes every member, marks the
+/// members clean and exits 0. After an unclean stop, parity of the regions
+/// the write-intent bitmap marks dirty is resynced while serving. The
+/// members are locked: a second serve or check of them is refused.
 #[derive(Args, Debug)]
 pub struct ServeArgs {
     /// Listen on this Unix socket (default: ./eraid.sock when --listen is not given).
@@ -39,23 +44,31 @@ impl ServeArgs {
             (None, Some(path)) => Listener::Unix(path),
             (None, None) => Listener::Unix(PathBuf::from("eraid.sock")),
         };
-        let running = crate::runtime::start(&self.members, ArrayOptions::default())?;
+        let _locks = crate::members::lock_members(&self.members)?;
+        // Assemble (reads only) and bind before the array writes anything, so
+        // a failure to listen changes nothing on disk.
+        let assembled = crate::members::assemble_members(&self.members)?;
+        let geometry = assembled.assembly.superblock.geometry;
+        let handle = Arc::new(OnceLock::new());
+        let export = ArrayExport {
+            handle: Arc::clone(&handle),
+            size_bytes: geometry.capacity_bytes(),
+            preferred_block_bytes: geometry.stripe_data_bytes().min(32 << 20) as u32,
+            description: format!(
+                "eraid RAID-{} on {} members",
+                geometry.level.number(),
+                geometry.member_count
+            ),
+        };
+        let server = Server::bind(listener, Arc::new(export), ServerConfig::default())
+            .context("cannot listen")?;
+        let running = crate::runtime::start_assembled(assembled, ArrayOptions::default())?;
         for line in &running.report {
             eprintln!("{line}");
         }
-        let export = ArrayExport {
-            handle: running.handle(),
-            size_bytes: running.capacity_bytes,
-            preferred_block_bytes: running.stripe_data_bytes.min(32 << 20) as u32,
-            description: format!("eraid array on {} members", running.paths.len()),
-        };
-        let server = match Server::bind(listener, Arc::new(export), ServerConfig::default()) {
-            Ok(server) => server,
-            Err(e) => {
-                running.close()?;
-                return Err(e).context("cannot listen");
-            }
-        };
+        handle
+            .set(running.handle())
+            .map_err(|_| anyhow::anyhow!("engine handle set twice"))?;
         println!("{}", server.uri());
         let events = running.events.clone();
         let logger = std::thread::spawn(move || {
