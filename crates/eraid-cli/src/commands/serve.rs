@@ -41,8 +41,11 @@ impl ServeArgs {
         }
         let listener = match (self.listen, self.socket) {
             (Some(addr), _) => Listener::Tcp(addr),
-            (None, Some(path)) => Listener::Unix(path),
-            (None, None) => Listener::Unix(PathBuf::from("eraid.sock")),
+            // Absolute, so the printed URI works from any directory.
+            (None, Some(path)) => Listener::Unix(std::path::absolute(&path).unwrap_or(path)),
+            (None, None) => Listener::Unix(
+                std::path::absolute("eraid.sock").unwrap_or_else(|_| "eraid.sock".into()),
+            ),
         };
         let _locks = crate::members::lock_members(&self.members)?;
         // Assemble (reads only) and bind before the array writes anything, so
