@@ -289,7 +289,7 @@ pub fn ec_encode_data_update(
 }
 
 fn is_aligned(ptr: *const u8) -> bool {
-    (ptr as usize) % RAID_ALIGN_BYTES == 0
+    (ptr as usize).is_multiple_of(RAID_ALIGN_BYTES)
 }
 
 /// `dst = XOR of data` with ISA-L's `xor_gen`, if its rules are met: at
@@ -326,7 +326,7 @@ pub fn pq_gen(data: &[&[u8]], p: &mut [u8], q: &mut [u8]) -> bool {
     let len = p.len();
     if data.len() < 2
         || data.len() + 2 > MAX_VECTORS
-        || len % RAID_ALIGN_BYTES != 0
+        || !len.is_multiple_of(RAID_ALIGN_BYTES)
         || len > c_int::MAX as usize
         || q.len() != len
         || data

@@ -64,7 +64,7 @@ impl WorkloadSpec {
     /// Checks every setting so the generators cannot misbehave.
     pub fn validate(&self) -> Result<(), TraceError> {
         let invalid = |message: String| Err(TraceError::InvalidSetting(message));
-        if self.alignment_bytes == 0 || self.alignment_bytes % SECTOR_BYTES != 0 {
+        if self.alignment_bytes == 0 || !self.alignment_bytes.is_multiple_of(SECTOR_BYTES) {
             return invalid(format!(
                 "alignment_bytes must be a positive multiple of {SECTOR_BYTES}, got {}",
                 self.alignment_bytes
