@@ -24,11 +24,17 @@ fn crash_once(
     layout: ParityLayout,
     members: usize,
     resync: bool,
+    bitmap: bool,
 ) -> Outcome {
     let g = geometry(level, layout, members, 32);
     let mut h = MemHarness::create(g, seed);
     let mut rng = ChaCha8Rng::seed_from_u64(seed.wrapping_mul(0x9e37_79b9));
-    let mut array = open(&mut h);
+    let first = ArrayOptions {
+        write_intent_bitmap: bitmap,
+        ..options()
+    };
+    let mut array = Array::open(h.assemble().expect("assembles"), first, h.now);
+    h.run(&mut array);
     let capacity = array.capacity_bytes();
     let sectors = (capacity / SECTOR_BYTES) as usize;
     let mut acked = vec![0u8; capacity as usize];
@@ -117,6 +123,7 @@ fn crash_once(
         .unwrap_or_else(|e| panic!("seed {seed}: reassembly failed: {e}"));
     let options = ArrayOptions {
         resync_on_open: resync,
+        write_intent_bitmap: bitmap,
         ..options()
     };
     let mut array = Array::open(assembly, options, h.now);
@@ -175,7 +182,7 @@ fn flushed_writes_survive_crashes_and_resync_restores_parity() {
         (Level::Raid0, ParityLayout::None, 3),
     ] {
         for seed in 0..seeds() {
-            let outcome = crash_once(seed, level, layout, members, true);
+            let outcome = crash_once(seed, level, layout, members, true, true);
             if level != Level::Raid0 {
                 assert_eq!(
                     outcome.mismatches, 0,
@@ -193,7 +200,14 @@ fn without_resync_crashes_leave_mismatches() {
     let mut total = 0;
     let mut resynced = 0;
     for seed in 0..seeds() {
-        let outcome = crash_once(seed, Level::Raid5, ParityLayout::LeftSymmetric, 4, false);
+        let outcome = crash_once(
+            seed,
+            Level::Raid5,
+            ParityLayout::LeftSymmetric,
+            4,
+            false,
+            true,
+        );
         total += outcome.mismatches;
         resynced += outcome.resync_started as u64;
     }
@@ -202,4 +216,26 @@ fn without_resync_crashes_leave_mismatches() {
         total > 0,
         "no crash left a stripe inconsistent: the fault injection is too weak"
     );
+}
+
+/// Without a write-intent bitmap, an unclean shutdown resyncs everything:
+/// flushed data survives and parity is consistent again.
+#[test]
+fn without_a_bitmap_an_unclean_shutdown_resyncs_the_whole_array() {
+    for seed in 0..seeds() / 2 {
+        for (level, layout, members) in [
+            (Level::Raid5, ParityLayout::LeftSymmetric, 4),
+            (Level::Raid6, ParityLayout::LeftSymmetric, 5),
+        ] {
+            let outcome = crash_once(seed, level, layout, members, true, false);
+            assert_eq!(
+                outcome.mismatches, 0,
+                "seed {seed} {level:?}: mismatches without bitmap"
+            );
+            assert!(
+                outcome.resync_started,
+                "seed {seed}: an unclean shutdown must start a resync"
+            );
+        }
+    }
 }

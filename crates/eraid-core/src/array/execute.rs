@@ -34,7 +34,11 @@ impl Array {
     pub(super) fn op_locked(&mut self, op_id: u64) {
         let now = self.now;
         let op = self.ops.get_mut(&op_id).expect("op exists");
-        if op.writes_data() && self.geometry.parity_per_stripe() > 0 && !op.intent_taken {
+        if op.writes_data()
+            && self.options.write_intent_bitmap
+            && self.geometry.parity_per_stripe() > 0
+            && !op.intent_taken
+        {
             // Counted as in flight from now on, so a clean cycle cannot clear
             // the region while this op waits for its bit to reach the disks.
             op.intent_taken = true;

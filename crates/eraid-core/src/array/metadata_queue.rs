@@ -183,6 +183,16 @@ impl Array {
 
     fn finish_open(&mut self) {
         self.phase = Phase::Running;
+        // Without a bitmap nothing says where writes were in flight: after an
+        // unclean shutdown every region is suspect.
+        if !self.options.write_intent_bitmap
+            && self.opened_unclean
+            && self.geometry.parity_per_stripe() > 0
+        {
+            for region in 0..self.intent.desired.region_count() {
+                self.intent.desired.set(region, true);
+            }
+        }
         let dirty: Vec<u64> = self.intent.desired.dirty_regions().collect();
         if !dirty.is_empty() && self.options.resync_on_open {
             if self.is_degraded() {

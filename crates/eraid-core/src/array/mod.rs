@@ -35,6 +35,11 @@ pub struct ArrayOptions {
     pub scrub_window_stripes: usize,
     /// Start resyncing dirty regions as soon as the array opens.
     pub resync_on_open: bool,
+    /// Keep a write-intent bitmap (set and flushed before writes land). Off,
+    /// writes carry no metadata cost (as Linux MD without an internal
+    /// bitmap, the papers' baseline), and an unclean shutdown resyncs the
+    /// whole array.
+    pub write_intent_bitmap: bool,
 }
 
 impl Default for ArrayOptions {
@@ -43,6 +48,7 @@ impl Default for ArrayOptions {
             bitmap_clean_delay_ms: 5_000,
             scrub_window_stripes: 16,
             resync_on_open: true,
+            write_intent_bitmap: true,
         }
     }
 }
@@ -133,6 +139,8 @@ pub struct Array {
     scrub: Option<Scrub>,
     /// Dirty regions that could not be resynced (degraded at open).
     unresynced_regions: Vec<u64>,
+    /// The superblocks said the last run did not close cleanly.
+    opened_unclean: bool,
 }
 
 impl Array {
@@ -159,6 +167,7 @@ impl Array {
                 superblock.members[slot].state = MemberState::Faulty;
             }
         }
+        let opened_unclean = superblock.state == ArrayState::Dirty;
         superblock.state = ArrayState::Dirty;
         let intent = Intent::new(
             assembly.bitmap,
@@ -191,6 +200,7 @@ impl Array {
             clean_cycle_active: false,
             scrub: None,
             unresynced_regions: Vec::new(),
+            opened_unclean,
         };
         array.request_superblock_write();
         array

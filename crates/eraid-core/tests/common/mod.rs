@@ -47,6 +47,7 @@ pub fn options() -> ArrayOptions {
         bitmap_clean_delay_ms: 50,
         scrub_window_stripes: 4,
         resync_on_open: true,
+        write_intent_bitmap: true,
     }
 }
 

@@ -103,6 +103,8 @@ pub struct EngineTable {
     pub bitmap_clean_delay_ms: Option<u64>,
     pub scrub_window_stripes: Option<usize>,
     pub resync_on_open: Option<bool>,
+    /// Keep a write-intent bitmap (default true; MD 2.6.18 ran without).
+    pub write_intent_bitmap: Option<bool>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -235,7 +237,7 @@ macro_rules! overlay_fields {
 
 overlay_fields!(ArrayTable { level, disks, chunk, layout, member_size } nested {});
 overlay_fields!(DiskTable { model, scheduler, queue_depth, write_cache, read_ahead, cache } nested {});
-overlay_fields!(EngineTable { bitmap_clean_delay_ms, scrub_window_stripes, resync_on_open } nested {});
+overlay_fields!(EngineTable { bitmap_clean_delay_ms, scrub_window_stripes, resync_on_open, write_intent_bitmap } nested {});
 overlay_fields!(StrideTable { op, block, stride_blocks, span_blocks, start, outstanding } nested {});
 overlay_fields!(RunTable { max_requests, window_requests, window_ms, data_mode } nested {});
 

@@ -303,6 +303,9 @@ fn resolve_target(array: &ArrayTable, engine: &EngineTable) -> Result<Target, St
             .scrub_window_stripes
             .unwrap_or(defaults.scrub_window_stripes),
         resync_on_open: engine.resync_on_open.unwrap_or(defaults.resync_on_open),
+        write_intent_bitmap: engine
+            .write_intent_bitmap
+            .unwrap_or(defaults.write_intent_bitmap),
     };
     Ok(Target::Array {
         level,
