@@ -4,5 +4,6 @@
 #[cfg(test)]
 mod addressing_tests;
 pub mod fastscale;
+pub mod reorder_window;
 pub mod round_robin;
 pub mod semi_rr;
