@@ -102,6 +102,31 @@ pub enum UserOp {
     },
 }
 
+impl UserOp {
+    /// The (offset, length) in bytes the op addresses; None for a flush.
+    pub fn byte_range(&self) -> Option<(u64, u64)> {
+        match self {
+            UserOp::Read {
+                offset_bytes,
+                len_bytes,
+            } => Some((*offset_bytes, *len_bytes as u64)),
+            UserOp::Write {
+                offset_bytes, data, ..
+            } => Some((*offset_bytes, data.len() as u64)),
+            UserOp::Trim {
+                offset_bytes,
+                len_bytes,
+            }
+            | UserOp::WriteZeroes {
+                offset_bytes,
+                len_bytes,
+                ..
+            } => Some((*offset_bytes, *len_bytes)),
+            UserOp::Flush => None,
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct UserRequest {
     pub id: RequestId,

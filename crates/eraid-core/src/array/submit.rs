@@ -13,27 +13,9 @@ const ZERO_PIECE_BYTES: u64 = 4 << 20;
 impl Array {
     pub(super) fn submit(&mut self, request: UserRequest) {
         let id = request.id;
-        let (offset_bytes, len_bytes) = match &request.op {
-            UserOp::Read {
-                offset_bytes,
-                len_bytes,
-            } => (*offset_bytes, *len_bytes as u64),
-            UserOp::Write {
-                offset_bytes, data, ..
-            } => (*offset_bytes, data.len() as u64),
-            UserOp::Trim {
-                offset_bytes,
-                len_bytes,
-            }
-            | UserOp::WriteZeroes {
-                offset_bytes,
-                len_bytes,
-                ..
-            } => (*offset_bytes, *len_bytes),
-            UserOp::Flush => {
-                self.flush_members(FlushPurpose::Reply(id));
-                return;
-            }
+        let Some((offset_bytes, len_bytes)) = request.op.byte_range() else {
+            self.flush_members(FlushPurpose::Reply(id));
+            return;
         };
         if let Err(error) = self.validate(offset_bytes, len_bytes) {
             self.outbox_reply.push_back(UserReply {

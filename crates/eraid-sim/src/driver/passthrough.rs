@@ -65,25 +65,7 @@ impl Passthrough {
 
 impl Machine for Passthrough {
     fn handle_request(&mut self, _now: TimeNs, request: UserRequest) {
-        let (offset_bytes, len_bytes) = match &request.op {
-            UserOp::Read {
-                offset_bytes,
-                len_bytes,
-            } => (*offset_bytes, *len_bytes as u64),
-            UserOp::Write {
-                offset_bytes, data, ..
-            } => (*offset_bytes, data.len() as u64),
-            UserOp::Trim {
-                offset_bytes,
-                len_bytes,
-            }
-            | UserOp::WriteZeroes {
-                offset_bytes,
-                len_bytes,
-                ..
-            } => (*offset_bytes, *len_bytes),
-            UserOp::Flush => (0, 0),
-        };
+        let (offset_bytes, len_bytes) = request.op.byte_range().unwrap_or((0, 0));
         if let Err(error) = self.check(offset_bytes, len_bytes) {
             self.outbox_reply.push_back(UserReply {
                 id: request.id,
