@@ -2,7 +2,7 @@
 # Installs what eraid needs on a fresh Debian machine: ISA-L (parity and
 # Reed-Solomon), NBD clients and tools used by the demo and the tests.
 set -euo pipefail
-packages=(libisal-dev libnbd-bin nbdfuse nbdkit fio fuse3 qemu-utils e2fsprogs util-linux)
+packages=(libisal-dev libnbd-bin nbdfuse nbdkit fio fuse3 qemu-utils e2fsprogs util-linux jq)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
