@@ -171,19 +171,30 @@ pub enum ArrayEvent {
     ResyncFinished {
         regions: u64,
     },
+    /// A growth checkpointed its last window: the array has its new shape.
+    ReshapeFinished { member_count: usize, capacity_bytes: u64 },
+    /// A growth stopped before the end; user I/O is still served.
+    ReshapePaused { reason: String },
     /// Every member is marked clean on disk; safe to stop the driver.
     Closed,
 }
 
 /// Administrative commands a driver relays from its operator (CLI, control
 /// socket). Answered at once; long work they start shows up in `Status`.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum AdminCommand {
     /// Report the array's state as JSON (level, members, activities...).
     Status,
     /// Start verifying parity / mirror copies of every stripe; with
     /// `repair`, rewrite what does not match.
     StartCheck { repair: bool },
+    /// Grow the array onto `members` (which the driver has opened and will
+    /// serve as slots `member_count..`). Refused, changing nothing, if the
+    /// array cannot grow now; the driver then drops the members again.
+    StartGrow {
+        members: Vec<crate::reshape::config::NewMember>,
+        config: crate::reshape::config::ReshapeConfig,
+    },
 }
 
 /// The sans-IO interface every array engine offers to its drivers.

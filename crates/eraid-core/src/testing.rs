@@ -90,6 +90,31 @@ impl MemHarness {
         }
     }
 
+    /// Appends `count` blank members of `size_bytes` (for growth) and
+    /// describes them as a driver would to `AdminCommand::StartGrow`.
+    pub fn add_blank_members(
+        &mut self,
+        count: usize,
+        size_bytes: u64,
+    ) -> Vec<crate::reshape::config::NewMember> {
+        (0..count)
+            .map(|_| {
+                let index = self.members.len();
+                self.members.push(Some(MemMember {
+                    durable: vec![0; size_bytes as usize],
+                    current: vec![0; size_bytes as usize],
+                    unflushed: Vec::new(),
+                    failed: false,
+                }));
+                crate::reshape::config::NewMember {
+                    uuid: format!("added-{index}-{}", self.rng.gen::<u32>()),
+                    path_hint: format!("mem{index}"),
+                    size_bytes,
+                }
+            })
+            .collect()
+    }
+
     pub fn probes(&self) -> Vec<MemberProbe> {
         self.members
             .iter()

@@ -409,6 +409,11 @@ impl Runner {
             }
             ArrayEvent::ResyncStarted { regions } => tracing::info!(regions, "resync started"),
             ArrayEvent::ResyncFinished { regions } => tracing::info!(regions, "resync finished"),
+            ArrayEvent::ReshapeFinished {
+                member_count,
+                capacity_bytes,
+            } => tracing::info!(member_count, capacity_bytes, "growth finished"),
+            ArrayEvent::ReshapePaused { reason } => tracing::warn!("growth paused: {reason}"),
             ArrayEvent::Closed => {
                 tracing::info!("array closed cleanly");
                 self.closed_event = true;

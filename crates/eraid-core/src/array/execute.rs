@@ -73,9 +73,10 @@ impl Array {
 
     /// Plans the op for the members present now and issues its reads.
     fn op_start(&mut self, op_id: u64) {
-        let k = self.geometry.data_per_stripe();
-        let m = self.geometry.parity_per_stripe();
         let op = self.ops.get_mut(&op_id).expect("op exists");
+        // The op's own stripe shape: during a growth old and new stripes differ.
+        let k = op.map.data.len();
+        let m = op.map.parity.len();
         let present: Vec<bool> = op.map.shards().map(|p| self.present[p.member]).collect();
         op.reads = vec![None; k + m];
         op.read_failed = false;
@@ -211,9 +212,10 @@ impl Array {
 
     /// All reads are in: compute, then write (or finish a read).
     fn op_compute(&mut self, op_id: u64) {
-        let k = self.geometry.data_per_stripe();
-        let m = self.geometry.parity_per_stripe();
         let mut op = self.ops.remove(&op_id).expect("op");
+        let k = op.map.data.len();
+        let m = op.map.parity.len();
+        let code = self.code_for(k);
         let row = op.row.clone();
         let row_len = (row.end - row.start) as usize;
         // Full shards over the row, where the method needs them.
@@ -258,7 +260,7 @@ impl Array {
                 let shards = if direct {
                     None
                 } else {
-                    Some(rebuild_row(&op, self.code.as_ref(), &vec![false; k]))
+                    Some(rebuild_row(&op, code.as_deref(), &vec![false; k]))
                 };
                 let pending = self.requests.get_mut(&parent).expect("parent request");
                 let buf = pending.read_buf.as_mut().expect("read buffer");
@@ -283,7 +285,7 @@ impl Array {
                 match method {
                     WriteMethod::DataOnly => {}
                     WriteMethod::ReadModifyWrite => {
-                        let code = self.code.as_ref().expect("parity code");
+                        let code = code.as_deref().expect("parity code");
                         let mut parity: Vec<Vec<u8>> = (k..k + m)
                             .map(|i| op.reads[i].as_ref().expect("parity read").1.clone())
                             .collect();
@@ -311,7 +313,7 @@ impl Array {
                                 overwritten[s.data_index] = s.intra == row;
                             }
                         }
-                        match rebuild_row(&op, self.code.as_ref(), &overwritten) {
+                        match rebuild_row(&op, code.as_deref(), &overwritten) {
                             Ok(mut shards) => {
                                 for s in &op.segments {
                                     shards[s.data_index][sub(&s.intra, &row)]
@@ -322,8 +324,7 @@ impl Array {
                                     data.iter().map(|d| d.as_slice()).collect();
                                 let mut parity_refs: Vec<&mut [u8]> =
                                     parity.iter_mut().map(|p| p.as_mut_slice()).collect();
-                                self.code
-                                    .as_ref()
+                                code.as_deref()
                                     .expect("parity code")
                                     .encode(&data_refs, &mut parity_refs)
                                     .expect("shapes match");
@@ -354,8 +355,7 @@ impl Array {
                     let mut expected: Vec<Vec<u8>> = vec![vec![0u8; row_len]; m];
                     let mut refs: Vec<&mut [u8]> =
                         expected.iter_mut().map(|p| p.as_mut_slice()).collect();
-                    self.code
-                        .as_ref()
+                    code.as_deref()
                         .expect("scrub needs redundancy")
                         .encode(&data, &mut refs)
                         .expect("shapes match");
@@ -445,7 +445,7 @@ impl Array {
         if op.intent_taken {
             self.intent.end_write(op.region);
         }
-        for granted in self.locks.release(op.stripe, op.lock) {
+        for granted in self.locks.release(op.lock_key, op.lock) {
             self.op_locked(granted);
         }
         match op.parent {

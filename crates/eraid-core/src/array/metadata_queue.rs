@@ -171,6 +171,7 @@ impl Array {
                     self.finish_open();
                 }
                 self.wake_record_waiters();
+                self.reshape_superblock_durable();
             }
             Job::Bitmap { .. } => {
                 self.intent.durable = active.bitmap_snapshot.expect("bitmap snapshot");
@@ -199,6 +200,10 @@ impl Array {
                 // Parity cannot be made consistent without all members; the
                 // regions stay marked until a rebuild resyncs them.
                 self.unresynced_regions = dirty;
+            } else if self.reshape_backup_pending() {
+                // Rows under a backed-up window are rewritten from the backup
+                // first; resyncing them before would mix two layouts.
+                self.defer_resync(dirty);
             } else {
                 self.start_resync(dirty);
             }

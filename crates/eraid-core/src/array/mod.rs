@@ -9,22 +9,26 @@ mod locks;
 mod metadata_queue;
 mod op;
 pub mod plan;
+mod reshape;
 mod scrub;
 mod status;
 mod submit;
 
 use crate::geometry::{Geometry, Level};
 use crate::io::*;
-use crate::layout::{layout_for, Layout};
+use crate::layout::{layout_with, Layout};
 use crate::metadata::assemble::{Assembly, SlotState};
 use crate::metadata::superblock::{ArrayState, MemberState, Superblock};
+use crate::reshape::config as reshape_config;
 use eraid_codes::MatrixCode;
 use intent::Intent;
 use locks::StripeLocks;
 use metadata_queue::MetadataQueue;
 use op::StripeOp;
 use scrub::Scrub;
+use reshape::{Reshape, ReshapeIo};
 use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
 
 /// Tunables with sensible defaults.
 #[derive(Clone, Debug)]
@@ -85,6 +89,7 @@ enum Owner {
         id: u64,
         member: usize,
     },
+    Reshape(ReshapeIo),
 }
 
 /// Why a set of member flushes was issued.
@@ -95,6 +100,10 @@ enum FlushPurpose {
     /// Lazy bitmap clearing: clear these regions if unwritten meanwhile.
     Clean(Vec<(u64, u64)>),
     Close,
+    /// A growth window's backup copy must be durable before it is recorded.
+    ReshapeBackup,
+    /// Copied data must be durable before a checkpoint says so.
+    ReshapeCheckpoint,
 }
 
 struct FlushWait {
@@ -108,12 +117,14 @@ struct Pending {
     read_buf: Option<Vec<u8>>,
     error: Option<UserError>,
     fua: bool,
+    /// Logical chunks the request touches (a growth window waits for these).
+    chunks: std::ops::Range<u64>,
 }
 
 pub struct Array {
     geometry: Geometry,
     layout: Box<dyn Layout>,
-    code: Option<MatrixCode>,
+    code: Option<Arc<MatrixCode>>,
     superblock: Superblock,
     /// Whether each member slot can be used now.
     present: Vec<bool>,
@@ -141,6 +152,10 @@ pub struct Array {
     unresynced_regions: Vec<u64>,
     /// The superblocks said the last run did not close cleanly.
     opened_unclean: bool,
+    /// The growth in progress, if any.
+    reshape: Option<Reshape>,
+    /// When each user request in flight arrived (for latency-aware pacing).
+    arrivals: HashMap<RequestId, TimeNs>,
 }
 
 impl Array {
@@ -148,14 +163,15 @@ impl Array {
     /// superblocks dirty (and recording missing or stale members as faulty).
     pub fn open(assembly: Assembly, options: ArrayOptions, now: TimeNs) -> Array {
         let geometry = assembly.superblock.geometry;
-        let layout = layout_for(&geometry);
+        let layout = layout_with(&geometry, assembly.superblock.placement.as_ref());
         let code = match geometry.level {
             Level::Raid0 => None,
             Level::Raid5 => Some(MatrixCode::raid5(geometry.data_per_stripe())),
             Level::Raid6 => Some(MatrixCode::raid6_pq(geometry.data_per_stripe())),
             // A mirror is a one-data-shard code whose "parity" is a copy.
             Level::Raid10 => Some(MatrixCode::raid5(1)),
-        };
+        }
+        .map(Arc::new);
         let present: Vec<bool> = assembly
             .slots
             .iter()
@@ -201,7 +217,10 @@ impl Array {
             scrub: None,
             unresynced_regions: Vec::new(),
             opened_unclean,
+            reshape: None,
+            arrivals: HashMap::new(),
         };
+        array.resume_reshape();
         array.request_superblock_write();
         array
     }
@@ -210,8 +229,14 @@ impl Array {
         &self.geometry
     }
 
+    /// The capacity users see (the old one while a growth runs).
     pub fn capacity_bytes(&self) -> u64 {
-        self.geometry.capacity_bytes()
+        self.visible_capacity_bytes()
+    }
+
+    /// True while a growth is running or paused.
+    pub fn reshape_in_progress(&self) -> bool {
+        self.reshape.is_some()
     }
 
     pub fn is_degraded(&self) -> bool {
@@ -268,7 +293,10 @@ impl Array {
         // Flushes for bitmap clearing and close are metadata work, not the user's.
         let cause = match purpose {
             FlushPurpose::Reply(_) => IoCause::User,
-            FlushPurpose::Clean(_) | FlushPurpose::Close => IoCause::Metadata,
+            FlushPurpose::Clean(_) | FlushPurpose::Close | FlushPurpose::ReshapeCheckpoint => {
+                IoCause::Metadata
+            }
+            FlushPurpose::ReshapeBackup => IoCause::Redistribution,
         };
         self.flushes.insert(
             id,
@@ -335,6 +363,8 @@ impl Array {
                 self.request_superblock_write();
                 self.phase = Phase::Closing(CloseStage::WritingMetadata);
             }
+            FlushPurpose::ReshapeBackup => self.reshape_backup_flushed(),
+            FlushPurpose::ReshapeCheckpoint => self.reshape_checkpoint_flushed(),
         }
         self.advance_close();
     }
@@ -371,9 +401,13 @@ impl Array {
         match self.phase {
             Phase::Closing(CloseStage::Draining) => {
                 let scrub_idle = self.scrub.as_ref().is_none_or(|s| s.inflight == 0);
+                let reshape_idle = self.reshape.as_ref().is_none_or(|r| {
+                    r.window.is_none() && r.checkpoint_stage.is_none() && r.blocked.is_empty()
+                });
                 if self.ops.is_empty()
                     && self.requests.is_empty()
                     && scrub_idle
+                    && reshape_idle
                     && self.flushes.is_empty()
                 {
                     self.phase = Phase::Closing(CloseStage::Flushing);
@@ -392,6 +426,10 @@ impl Array {
 impl Machine for Array {
     fn handle_request(&mut self, now: TimeNs, request: UserRequest) {
         self.now = now;
+        self.arrivals.insert(request.id, now);
+        if let Some(reshape) = &mut self.reshape {
+            reshape.pacing.user_arrived(now);
+        }
         match self.phase {
             Phase::Opening => self.held.push_back(request),
             Phase::Running => self.submit(request),
@@ -421,12 +459,21 @@ impl Machine for Array {
                     self.finish_flush(id);
                 }
             }
+            Owner::Reshape(io) => self.reshape_io_done(io, completion),
         }
+        self.pump_reshape();
         self.advance_close();
     }
 
     fn handle_tick(&mut self, now: TimeNs) {
         self.now = now;
+        if self.reshape_strategy() == Some(reshape_config::ReshapeStrategy::Alv) {
+            let config = self.reshape_config().clone();
+            if let Some(reshape) = &mut self.reshape {
+                reshape.pacing.advance_valve(now, &config);
+            }
+        }
+        self.pump_reshape();
         if self.phase != Phase::Running || self.clean_cycle_active {
             return;
         }
@@ -453,6 +500,7 @@ impl Machine for Array {
                 if let Some(scrub) = &mut self.scrub {
                     scrub.stop();
                 }
+                self.pump_reshape();
                 self.advance_close();
             }
         }
@@ -466,6 +514,15 @@ impl Machine for Array {
                 Ok(()) => self.status_json(),
                 Err(reason) => serde_json::json!({ "error": reason }),
             },
+            AdminCommand::StartGrow { members, config } => {
+                match self.start_grow(members, config) {
+                    Ok(()) => {
+                        self.pump_reshape();
+                        self.status_json()
+                    }
+                    Err(reason) => serde_json::json!({ "error": reason }),
+                }
+            }
         }
     }
 
@@ -474,7 +531,16 @@ impl Machine for Array {
     }
 
     fn poll_reply(&mut self) -> Option<UserReply> {
-        self.outbox_reply.pop_front()
+        let reply = self.outbox_reply.pop_front()?;
+        if let Some(arrived) = self.arrivals.remove(&reply.id) {
+            if self.reshape.is_some() {
+                let config = self.reshape_config().clone();
+                let latency_ns = self.now.0.saturating_sub(arrived.0);
+                let reshape = self.reshape.as_mut().expect("growth");
+                reshape.pacing.user_finished(latency_ns, &config);
+            }
+        }
+        Some(reply)
     }
 
     fn poll_event(&mut self) -> Option<ArrayEvent> {
@@ -482,11 +548,19 @@ impl Machine for Array {
     }
 
     fn poll_timeout(&self) -> Option<TimeNs> {
-        if self.phase != Phase::Running || self.clean_cycle_active {
+        if self.phase != Phase::Running {
             return None;
         }
-        self.intent
-            .next_clear_at(self.options.bitmap_clean_delay_ms * 1_000_000)
+        let clean = if self.clean_cycle_active {
+            None
+        } else {
+            self.intent
+                .next_clear_at(self.options.bitmap_clean_delay_ms * 1_000_000)
+        };
+        [clean, self.reshape_timeout()]
+            .into_iter()
+            .flatten()
+            .min()
             .map(|t| t.max(self.now))
     }
 }

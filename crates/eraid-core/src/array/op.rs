@@ -7,6 +7,42 @@ use crate::io::RequestId;
 use crate::layout::StripeMap;
 use std::ops::Range;
 
+/// Which layout a stripe op addresses: the array's (new) layout, or while a
+/// growth runs, the layout data not yet moved still lives in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Epoch {
+    Current,
+    Old,
+}
+
+/// A stripe of one layout.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OpTarget {
+    pub epoch: Epoch,
+    pub stripe: u64,
+}
+
+/// Old-layout stripes lock under keys of their own, so the two layouts'
+/// stripe numbers never share a lock.
+const OLD_LOCK_BIT: u64 = 1 << 63;
+
+impl OpTarget {
+    pub fn current(stripe: u64) -> OpTarget {
+        OpTarget {
+            epoch: Epoch::Current,
+            stripe,
+        }
+    }
+
+    pub fn lock_key(self) -> u64 {
+        assert!(self.stripe < OLD_LOCK_BIT, "stripe number out of range");
+        match self.epoch {
+            Epoch::Current => self.stripe,
+            Epoch::Old => self.stripe | OLD_LOCK_BIT,
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Parent {
     User(RequestId),
@@ -51,7 +87,12 @@ pub enum OpState {
 
 pub struct StripeOp {
     pub parent: Parent,
+    /// The stripe's number in its layout (a row of members for parity
+    /// levels, whose intent region it selects).
     pub stripe: u64,
+    /// What the stripe lock is taken on: distinct for old- and new-layout
+    /// stripes while a growth runs.
+    pub lock_key: u64,
     pub region: u64,
     pub map: StripeMap,
     pub kind: OpKind,

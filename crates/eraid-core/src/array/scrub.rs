@@ -81,6 +81,9 @@ impl Array {
         if self.geometry.parity_per_stripe() == 0 {
             return Err("RAID-0 has no redundancy to check".into());
         }
+        if self.reshape_active() {
+            return Err("a growth is running; check the array when it is done".into());
+        }
         let stripes = self.geometry.stripe_count();
         self.scrub = Some(Scrub {
             mode: ScrubMode::Check { repair },
@@ -138,14 +141,20 @@ impl Array {
             let Some(stripe) = scrub.next_stripe() else {
                 break;
             };
-            scrub.inflight += 1;
             let repair = match scrub.mode {
                 ScrubMode::Resync => true,
                 ScrubMode::Check { repair } => repair,
             };
+            // Mid-growth, a row holds an old stripe, a new one, or neither
+            // (rows already vacated): only real stripes are visited.
+            let Some(target) = self.scrub_target(stripe) else {
+                self.account_scrub_stripe(stripe);
+                continue;
+            };
+            self.scrub.as_mut().expect("scrub").inflight += 1;
             self.create_op(
                 Parent::Scrub,
-                stripe,
+                target,
                 OpKind::Scrub { repair },
                 LockMode::Exclusive,
                 Vec::new(),
@@ -155,9 +164,15 @@ impl Array {
     }
 
     pub(super) fn scrub_op_done(&mut self, stripe: u64) {
+        self.scrub.as_mut().expect("scrub op without a scrub").inflight -= 1;
+        self.account_scrub_stripe(stripe);
+        self.pump_scrub();
+    }
+
+    /// Counts a visited (or skipped) stripe and unpins its region when done.
+    fn account_scrub_stripe(&mut self, stripe: u64) {
         let region = self.intent.region_of(stripe);
         let scrub = self.scrub.as_mut().expect("scrub op without a scrub");
-        scrub.inflight -= 1;
         scrub.stripes_done += 1;
         if let Some(remaining) = scrub.region_remaining.get_mut(&region) {
             *remaining -= 1;
@@ -167,7 +182,6 @@ impl Array {
                 self.intent.pinned.remove(&region);
             }
         }
-        self.pump_scrub();
     }
 
     fn maybe_finish_scrub(&mut self) {

@@ -60,6 +60,7 @@ impl Array {
             "metadata_writes": self.metadata.writes_total,
             "members": members,
             "activity": activity,
+            "reshape": self.reshape_status_json(),
         })
     }
 }

@@ -1,7 +1,7 @@
 //! Turning user requests into stripe operations.
 
 use super::locks::LockMode;
-use super::op::{OpKind, OpState, Parent, Segment, StripeOp};
+use super::op::{OpKind, OpState, OpTarget, Parent, Segment, StripeOp};
 use super::{Array, FlushPurpose, Pending};
 use crate::geometry::SECTOR_BYTES;
 use crate::io::{UserError, UserOp, UserReply, UserRequest};
@@ -38,11 +38,19 @@ impl Array {
             });
             return;
         }
+        // A growth may hold the request back (its window is being moved, or
+        // a checkpoint must come first); it is submitted again later.
+        let Some(request) = self.reshape_admit(request) else {
+            return;
+        };
+        let chunks = offset_bytes / self.geometry.chunk_bytes
+            ..(offset_bytes + len_bytes).div_ceil(self.geometry.chunk_bytes);
         match request.op {
             UserOp::Read { .. } => {
                 let segments = self.split(offset_bytes, len_bytes, None);
                 self.start_request(
                     id,
+                    chunks,
                     segments,
                     OpKind::Read,
                     Some(vec![0; len_bytes as usize]),
@@ -51,7 +59,7 @@ impl Array {
             }
             UserOp::Write { data, fua, .. } => {
                 let segments = self.split(offset_bytes, len_bytes, Some(&data));
-                self.start_request(id, segments, OpKind::Write, None, fua);
+                self.start_request(id, chunks, segments, OpKind::Write, None, fua);
             }
             // Trim is a hint; eraid keeps parity exact by writing zeroes, so
             // reads of trimmed ranges return zeroes.
@@ -70,7 +78,7 @@ impl Array {
                     }
                     at += piece;
                 }
-                self.start_request(id, segments, OpKind::Write, None, fua);
+                self.start_request(id, chunks, segments, OpKind::Write, None, fua);
             }
             UserOp::Flush => unreachable!("handled above"),
         }
@@ -97,22 +105,23 @@ impl Array {
         Ok(())
     }
 
-    /// Splits a byte range into per-stripe groups of chunk segments.
+    /// Splits a byte range into per-stripe groups of chunk segments, each
+    /// stripe in the layout its chunks live in now.
     fn split(
         &self,
         offset_bytes: u64,
         len_bytes: u64,
         data: Option<&[u8]>,
-    ) -> Vec<(u64, Vec<Segment>)> {
+    ) -> Vec<(OpTarget, Vec<Segment>)> {
         let chunk = self.geometry.chunk_bytes;
-        let mut groups: Vec<(u64, Vec<Segment>)> = Vec::new();
+        let mut groups: Vec<(OpTarget, Vec<Segment>)> = Vec::new();
         let mut at = offset_bytes;
         let end = offset_bytes + len_bytes;
         while at < end {
             let logical_chunk = at / chunk;
             let intra = at % chunk;
             let piece = (chunk - intra).min(end - at);
-            let (stripe, data_index) = self.layout.locate(logical_chunk);
+            let (stripe, data_index) = self.route_chunk(logical_chunk);
             let user_offset = (at - offset_bytes) as usize;
             let segment = Segment {
                 data_index,
@@ -132,7 +141,8 @@ impl Array {
     fn start_request(
         &mut self,
         id: crate::io::RequestId,
-        groups: Vec<(u64, Vec<Segment>)>,
+        chunks: std::ops::Range<u64>,
+        groups: Vec<(OpTarget, Vec<Segment>)>,
         kind: OpKind,
         read_buf: Option<Vec<u8>>,
         fua: bool,
@@ -149,6 +159,7 @@ impl Array {
                 read_buf,
                 error: None,
                 fua,
+                chunks,
             },
         );
         for (stripe, segments) in groups {
@@ -165,14 +176,16 @@ impl Array {
     pub(super) fn create_op(
         &mut self,
         parent: Parent,
-        stripe: u64,
+        target: OpTarget,
         kind: OpKind,
         lock: LockMode,
         segments: Vec<Segment>,
     ) {
         let op_id = self.next_op_id;
         self.next_op_id += 1;
-        let map = self.layout.stripe_map(stripe);
+        let stripe = target.stripe;
+        let lock_key = target.lock_key();
+        let map = self.stripe_map_of(target);
         let shard_count = map.data.len() + map.parity.len();
         let row = if segments.is_empty() {
             0..self.geometry.chunk_bytes
@@ -191,6 +204,7 @@ impl Array {
         let op = StripeOp {
             parent,
             stripe,
+            lock_key,
             region: self.intent.region_of(stripe),
             map,
             kind,
@@ -206,7 +220,7 @@ impl Array {
             intent_taken: false,
         };
         self.ops.insert(op_id, op);
-        if self.locks.acquire(stripe, op_id, lock) {
+        if self.locks.acquire(lock_key, op_id, lock) {
             self.op_locked(op_id);
         }
     }

@@ -5,6 +5,7 @@
 //! the "code" is a copy). A stripe is the unit of parity consistency and of
 //! locking in the array engine; a reshape later swaps one layout for another.
 
+mod history;
 mod raid0;
 mod raid10;
 mod raid5;
@@ -44,6 +45,21 @@ pub trait Layout: Send + Sync + std::fmt::Debug {
     fn locate(&self, logical_chunk: u64) -> (u64, usize) {
         let k = self.geometry().data_per_stripe() as u64;
         (logical_chunk / k, (logical_chunk % k) as usize)
+    }
+}
+
+/// The layout of an array with this geometry and RAID-0 placement (None:
+/// the level's usual layout).
+pub fn layout_with(
+    geometry: &Geometry,
+    placement: Option<&crate::reshape::record::Placement>,
+) -> Box<dyn Layout> {
+    match placement {
+        Some(placement) if geometry.level == Level::Raid0 => Box::new(history::HistoryLayout {
+            geometry: *geometry,
+            placement: placement.clone(),
+        }),
+        _ => layout_for(geometry),
     }
 }
 

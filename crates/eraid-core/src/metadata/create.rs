@@ -45,6 +45,8 @@ pub fn new_superblock(
             .collect(),
         bitmap_stripes_per_region: stripes_per_region(&geometry),
         created_unix_s,
+        placement: None,
+        reshape: None,
     }
 }
 

@@ -5,6 +5,7 @@
 use super::record::{self, RecordError, RecordKind};
 use super::{SUPERBLOCK_SLOTS_BYTES, SUPERBLOCK_SLOT_BYTES};
 use crate::geometry::Geometry;
+use crate::reshape::record::{Placement, ReshapeRecord};
 use serde::{Deserialize, Serialize};
 
 pub const SUPERBLOCK_KIND: RecordKind = RecordKind {
@@ -40,7 +41,7 @@ pub struct MemberRecord {
     pub path_hint: String,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Superblock {
     pub array_uuid: String,
     /// Bumped on every superblock write; the newest copy is authoritative.
@@ -54,6 +55,12 @@ pub struct Superblock {
     pub bitmap_stripes_per_region: u64,
     /// Seconds since the Unix epoch at creation (given by the caller).
     pub created_unix_s: u64,
+    /// RAID-0 placement after semi-rr or fastscale growth (None: round-robin).
+    #[serde(default)]
+    pub placement: Option<Placement>,
+    /// The growth in progress, or the last one.
+    #[serde(default)]
+    pub reshape: Option<ReshapeRecord>,
 }
 
 impl Superblock {
@@ -159,6 +166,8 @@ mod tests {
                 .collect(),
             bitmap_stripes_per_region: 512,
             created_unix_s: 0,
+            placement: None,
+            reshape: None,
         }
     }
 

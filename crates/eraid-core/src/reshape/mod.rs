@@ -1,9 +1,13 @@
-//! Growth (reshape) math: where chunks go when disks are added. Pure
-//! functions, shared by the scaling strategies that a later engine drives.
+//! Growth (reshape) math and records: where chunks go when disks are added
+//! (pure functions), the operator's choices (`config`) and what the
+//! superblock keeps (`record`). The engine that moves data is
+//! `array::reshape`.
 
 #[cfg(test)]
 mod addressing_tests;
+pub mod config;
 pub mod fastscale;
 pub mod reorder_window;
 pub mod round_robin;
+pub mod record;
 pub mod semi_rr;

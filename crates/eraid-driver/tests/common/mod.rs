@@ -270,8 +270,8 @@ impl Machine for MirrorMachine {
                 "requests_in_flight": self.requests.len(),
                 "closing": self.closing,
             }),
-            AdminCommand::StartCheck { .. } => {
-                serde_json::json!({ "error": "no check in a mirror test machine" })
+            AdminCommand::StartCheck { .. } | AdminCommand::StartGrow { .. } => {
+                serde_json::json!({ "error": "no check or growth in a mirror test machine" })
             }
         }
     }

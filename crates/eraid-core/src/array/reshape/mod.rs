@@ -1,0 +1,406 @@
+//! Online growth: one explicit, resumable state object (`Reshape`) per
+//! growth, shared by every strategy.
+//!
+//! Data moves in logical-chunk order. Three boundaries split the old
+//! capacity: chunks below `checkpoint` are durably in the new layout;
+//! chunks in `[checkpoint, copied_end)` are copied but not yet checkpointed
+//! (their old copies are intact, so reads use them, and a user write there
+//! first forces a checkpoint); chunks from `copied_end` on are still in the
+//! old layout. A window being moved blocks user I/O to its chunks only.
+//!
+//! Safety rests on one rule, checked for every window against the old
+//! layout: no redistribution write may land on the old place of a chunk at
+//! or past the checkpoint, nor on old parity that still protects one. After
+//! a crash the growth restarts at the checkpoint and copies again from old
+//! places that are therefore intact. Where even one window cannot obey the
+//! rule (the first stripes), the window's data is first copied aside to a
+//! backup area and recorded (MD's critical section).
+
+mod mover;
+mod pacing;
+mod routing;
+mod window;
+
+use super::{Array, Phase};
+use crate::geometry::{Geometry, Level};
+use crate::io::{ArrayEvent, TimeNs};
+use crate::layout::{layout_with, Layout};
+use crate::metadata::superblock::{MemberRecord, MemberState};
+use crate::reshape::config::{NewMember, ReshapeConfig, ReshapeStrategy};
+use crate::reshape::fastscale::{GrowthStrategy, ScalingHistory};
+use crate::reshape::record::{
+    Placement, ReshapeCounters, ReshapeRecord, ReshapeState,
+};
+use eraid_codes::MatrixCode;
+use mover::Window;
+use pacing::Pacing;
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+pub(super) use mover::ReshapeIo;
+
+/// The runtime state of a growth; its durable part is the superblock's
+/// `ReshapeRecord`.
+pub(super) struct Reshape {
+    pub old_layout: Box<dyn Layout>,
+    pub old_code: Option<Arc<MatrixCode>>,
+    /// Durable: chunks below are in the new layout.
+    pub checkpoint: u64,
+    /// Copied, not yet checkpointed, up to here.
+    pub copied_end: u64,
+    pub window: Option<Window>,
+    pub checkpoint_stage: Option<CheckpointStage>,
+    /// A user write waits for `copied_end` to be checkpointed.
+    pub checkpoint_wanted: bool,
+    /// User requests waiting for a window or a checkpoint.
+    pub blocked: VecDeque<crate::io::UserRequest>,
+    pub pacing: Pacing,
+    /// Data chunks per new-layout row: windows are multiples of it.
+    pub new_row_chunks: u64,
+    /// The resync found at open, run once a pending backup is restored.
+    pub deferred_resync: Option<Vec<u64>>,
+    pub started_at: TimeNs,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum CheckpointStage {
+    Flushing,
+    Recording { generation: u64 },
+}
+
+impl Reshape {
+    fn build(record: &ReshapeRecord, new_geometry: &Geometry, now: TimeNs) -> Reshape {
+        let old_layout = layout_with(&record.old_geometry, record.old_placement.as_ref());
+        let old_code = old_code_for(&record.old_geometry);
+        let new_row_chunks = match new_geometry.level {
+            Level::Raid0 => new_geometry.member_count as u64,
+            _ => new_geometry.data_per_stripe() as u64,
+        };
+        Reshape {
+            old_layout,
+            old_code,
+            checkpoint: record.checkpoint_chunk,
+            copied_end: record.checkpoint_chunk,
+            window: None,
+            checkpoint_stage: None,
+            checkpoint_wanted: false,
+            blocked: VecDeque::new(),
+            pacing: Pacing::default(),
+            new_row_chunks,
+            deferred_resync: None,
+            started_at: now,
+        }
+        .with_valve_started(now)
+    }
+
+    fn with_valve_started(mut self, now: TimeNs) -> Reshape {
+        self.pacing.start_valve(now);
+        self
+    }
+}
+
+fn old_code_for(geometry: &Geometry) -> Option<Arc<MatrixCode>> {
+    match geometry.level {
+        Level::Raid5 => Some(Arc::new(MatrixCode::raid5(geometry.data_per_stripe()))),
+        Level::Raid6 => Some(Arc::new(MatrixCode::raid6_pq(geometry.data_per_stripe()))),
+        Level::Raid0 | Level::Raid10 => None,
+    }
+}
+
+impl Array {
+    /// The growth record, if one is running or paused.
+    pub(super) fn reshape_active(&self) -> bool {
+        self.reshape.is_some()
+    }
+
+    pub(super) fn reshape_record(&self) -> Option<&ReshapeRecord> {
+        self.superblock.reshape.as_ref()
+    }
+
+    fn reshape_record_mut(&mut self) -> &mut ReshapeRecord {
+        self.superblock.reshape.as_mut().expect("growth record")
+    }
+
+    pub(super) fn reshape_config(&self) -> &ReshapeConfig {
+        &self.reshape_record().expect("growth record").config
+    }
+
+    /// The code for stripes of `k` data chunks (old stripes differ mid-growth).
+    pub(super) fn code_for(&self, k: usize) -> Option<Arc<MatrixCode>> {
+        if let Some(reshape) = &self.reshape {
+            let old = self.reshape_record().expect("record").old_geometry;
+            if old.data_per_stripe() == k && self.geometry.data_per_stripe() != k {
+                return reshape.old_code.clone();
+            }
+        }
+        self.code.clone()
+    }
+
+    /// Resumes a growth recorded in the superblock (called at open).
+    pub(super) fn resume_reshape(&mut self) {
+        let Some(record) = &self.superblock.reshape else {
+            return;
+        };
+        if record.state == ReshapeState::Done {
+            return;
+        }
+        self.reshape = Some(Reshape::build(record, &self.geometry, self.now));
+    }
+
+    /// Starts growing onto `members` (admin command).
+    pub(super) fn start_grow(
+        &mut self,
+        members: Vec<NewMember>,
+        config: ReshapeConfig,
+    ) -> Result<(), String> {
+        config.validate()?;
+        if self.phase != Phase::Running {
+            return Err("the array is not running (opening or closing)".into());
+        }
+        if self.reshape.is_some() {
+            return Err("a growth is already in progress".into());
+        }
+        if self.scrub_running() {
+            return Err("a check or resync is running; grow when it is done".into());
+        }
+        if self.is_degraded() {
+            return Err("the array is degraded; rebuild it before growing".into());
+        }
+        if members.is_empty() {
+            return Err("name at least one member to add".into());
+        }
+        let old = self.geometry;
+        let strategy = config.strategy;
+        match (old.level, strategy.raid0_placement()) {
+            (Level::Raid0, Some(_)) => {}
+            (Level::Raid0, None) => {
+                return Err(format!(
+                    "{} grows RAID-5; for RAID-0 use round-robin, semi-rr or fastscale",
+                    strategy.name()
+                ))
+            }
+            (Level::Raid5, None) => {}
+            (Level::Raid5, Some(_)) => {
+                return Err(format!(
+                    "{} grows RAID-0; for RAID-5 use alv or md-reshape",
+                    strategy.name()
+                ))
+            }
+            (level, _) => {
+                return Err(format!(
+                    "growing RAID-{} is not supported yet (RAID-0 and RAID-5 are)",
+                    level.number()
+                ))
+            }
+        }
+        let needed_bytes = old.data_offset_bytes + old.member_data_bytes;
+        for member in &members {
+            if member.size_bytes < needed_bytes {
+                return Err(format!(
+                    "{} is {} bytes; every member of this array needs at least {needed_bytes}",
+                    member.path_hint, member.size_bytes
+                ));
+            }
+            if self.superblock.members.iter().any(|m| m.uuid == member.uuid) {
+                return Err(format!("{} is already a member", member.path_hint));
+            }
+        }
+        let new_count = old.member_count + members.len();
+        let new_geometry = Geometry {
+            member_count: new_count,
+            ..old
+        };
+        if new_count > crate::geometry::MEMBER_COUNT_MAX {
+            return Err(format!(
+                "{new_count} members is more than the {} an array can have",
+                crate::geometry::MEMBER_COUNT_MAX
+            ));
+        }
+        // RAID-0 placement after the growth.
+        let old_placement = self.superblock.placement.clone();
+        let new_placement = match strategy.raid0_placement() {
+            None | Some(GrowthStrategy::RoundRobin) => None,
+            Some(wanted) => {
+                let mut history = match &old_placement {
+                    Some(p) if p.strategy == wanted => p.history.clone(),
+                    Some(p) => {
+                        return Err(format!(
+                            "this array was grown with {}; grow it again with {} or round-robin",
+                            p.strategy.name(),
+                            p.strategy.name()
+                        ))
+                    }
+                    None => ScalingHistory::new(old.member_count as u32, old.member_chunks())
+                        .map_err(|e| e.to_string())?,
+                };
+                history
+                    .add(members.len() as u32)
+                    .map_err(|e| e.to_string())?;
+                Some(Placement {
+                    strategy: wanted,
+                    history,
+                })
+            }
+        };
+        let old_capacity_chunks = old.capacity_bytes() / old.chunk_bytes;
+        let total_chunks = match old.level {
+            Level::Raid0 => old_capacity_chunks,
+            _ => new_geometry.capacity_bytes() / new_geometry.chunk_bytes,
+        };
+        let record = ReshapeRecord {
+            config,
+            old_geometry: old,
+            old_placement,
+            checkpoint_chunk: 0,
+            total_chunks,
+            old_capacity_chunks,
+            backup: None,
+            state: ReshapeState::Running,
+            pause_reason: None,
+            counters: ReshapeCounters::default(),
+        };
+        // The new shape is recorded before any data moves; until the
+        // growth is done the capacity stays the old one.
+        for member in members {
+            self.superblock.members.push(MemberRecord {
+                uuid: member.uuid,
+                state: MemberState::Active,
+                path_hint: member.path_hint,
+            });
+            self.present.push(true);
+        }
+        self.geometry = new_geometry;
+        self.superblock.geometry = new_geometry;
+        self.superblock.placement = new_placement;
+        self.layout = layout_with(&new_geometry, self.superblock.placement.as_ref());
+        self.code = old_code_for(&new_geometry).or_else(|| self.code.clone());
+        self.superblock.reshape = Some(record);
+        let reshape = Reshape::build(
+            self.superblock.reshape.as_ref().expect("record"),
+            &new_geometry,
+            self.now,
+        );
+        self.reshape = Some(reshape);
+        // New members get the bitmap and the superblock; no window starts
+        // until that superblock is durable (see `pump_reshape`).
+        self.request_bitmap_write(true);
+        self.request_superblock_write();
+        self.reshape.as_mut().expect("growth").checkpoint_stage = Some(CheckpointStage::Recording {
+            generation: self.metadata.superblock_requested,
+        });
+        Ok(())
+    }
+
+    /// Array bytes the growth has processed (its progress, for rates).
+    pub(super) fn reshape_processed_bytes(&self) -> u64 {
+        self.reshape
+            .as_ref()
+            .map_or(0, |r| r.copied_end * self.geometry.chunk_bytes)
+    }
+
+    /// Pauses the growth, saying why; user I/O goes on.
+    pub(super) fn pause_reshape(&mut self, reason: String) {
+        let record = self.reshape_record_mut();
+        if record.state == ReshapeState::Paused {
+            return;
+        }
+        record.state = ReshapeState::Paused;
+        record.pause_reason = Some(reason.clone());
+        self.outbox_event
+            .push_back(ArrayEvent::ReshapePaused { reason });
+        self.request_superblock_write();
+    }
+
+    /// The last window is checkpointed: the array has its new shape.
+    fn finish_reshape(&mut self) {
+        let reshape = self.reshape.take().expect("growth");
+        assert!(reshape.blocked.is_empty() && reshape.window.is_none());
+        let record = self.reshape_record_mut();
+        record.state = ReshapeState::Done;
+        record.backup = None;
+        self.request_superblock_write();
+        self.outbox_event.push_back(ArrayEvent::ReshapeFinished {
+            member_count: self.geometry.member_count,
+            capacity_bytes: self.capacity_bytes(),
+        });
+    }
+
+    /// The capacity users see: the old one until a growth is done.
+    pub(super) fn visible_capacity_bytes(&self) -> u64 {
+        match (&self.reshape, self.reshape_record()) {
+            (Some(_), Some(record)) => record.old_capacity_chunks * self.geometry.chunk_bytes,
+            _ => self.geometry.capacity_bytes(),
+        }
+    }
+
+    /// The growth part of the status JSON.
+    pub(super) fn reshape_status_json(&self) -> Option<serde_json::Value> {
+        let record = self.reshape_record()?;
+        let chunk = self.geometry.chunk_bytes;
+        let (copied_end, rate, blocked, valve) = match &self.reshape {
+            Some(r) => (
+                r.copied_end,
+                r.pacing.rate_bytes_s(self.now, r.copied_end * chunk),
+                r.blocked.len(),
+                (r.pacing.valve_periods, r.pacing.valve_closed_periods),
+            ),
+            None => (record.total_chunks, 0.0, 0, (0, 0)),
+        };
+        let progress = if record.total_chunks == 0 {
+            1.0
+        } else {
+            copied_end as f64 / record.total_chunks as f64
+        };
+        let c = record.counters;
+        Some(serde_json::json!({
+            "strategy": record.config.strategy.name(),
+            "state": record.state.name(),
+            "pause_reason": record.pause_reason,
+            "progress": progress,
+            "old_member_count": record.old_geometry.member_count,
+            "new_member_count": self.geometry.member_count,
+            "processed_bytes": copied_end * chunk,
+            "total_bytes": record.total_chunks * chunk,
+            "checkpoint_bytes": record.checkpoint_chunk * chunk,
+            "moved_bytes": c.moved_bytes,
+            "metadata_writes": c.metadata_writes,
+            "redistribution_reads": c.redistribution_reads,
+            "redistribution_writes": c.redistribution_writes,
+            "backup_windows": c.backup_windows,
+            "rate_bytes_s": rate,
+            "blocked_requests": blocked,
+            "valve_periods": valve.0,
+            "valve_closed_periods": valve.1,
+            "elapsed_s": self.reshape.as_ref().map(|r| (self.now.0.saturating_sub(r.started_at.0)) as f64 / 1e9),
+            "config": record.config,
+        }))
+    }
+
+    pub(super) fn reshape_backup_pending(&self) -> bool {
+        self.reshape.is_some() && self.reshape_record().is_some_and(|r| r.backup.is_some())
+    }
+
+    pub(super) fn defer_resync(&mut self, regions: Vec<u64>) {
+        self.reshape.as_mut().expect("growth").deferred_resync = Some(regions);
+    }
+
+    /// When the growth next needs a tick: a paced wait or a valve period.
+    pub(super) fn reshape_timeout(&self) -> Option<TimeNs> {
+        let reshape = self.reshape.as_ref()?;
+        if !self.reshape_runnable() {
+            return None;
+        }
+        let config = self.reshape_config();
+        let idle = reshape.window.is_none() && reshape.checkpoint_stage.is_none();
+        let paced = (idle && reshape.pacing.not_before > self.now).then_some(reshape.pacing.not_before);
+        let valve = (config.strategy == ReshapeStrategy::Alv)
+            .then(|| reshape.pacing.next_valve_boundary(config))
+            .flatten();
+        [paced, valve].into_iter().flatten().min()
+    }
+
+    /// Whether user I/O must be paced against the growth (valve bookkeeping).
+    pub(super) fn reshape_strategy(&self) -> Option<ReshapeStrategy> {
+        self.reshape.as_ref().map(|_| self.reshape_config().strategy)
+    }
+}

@@ -1,0 +1,637 @@
+//! Moving one window: read its data from the old layout (aggregated into
+//! one device I/O per run of successive chunks, or page-sized for
+//! md-reshape), optionally copy it aside first, compute new parity from the
+//! new data alone (the window is whole new stripes), write, and checkpoint.
+
+use super::super::{Array, FlushPurpose, Owner};
+use super::window::PlanOutcome;
+use super::CheckpointStage;
+use crate::io::{DeviceOp, IoCause, IoCompletion};
+use crate::layout::ChunkPlace;
+use crate::reshape::config::ReshapeStrategy;
+use crate::reshape::record::BackupRecord;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WindowStage {
+    /// Waiting for user requests already in its range to finish.
+    Planned,
+    Reading,
+    WritingBackup,
+    FlushingBackup,
+    RecordingBackup { generation: u64 },
+    Writing,
+}
+
+/// Which I/O of the window a device I/O is.
+#[derive(Clone, Copy, Debug)]
+pub struct ReshapeIo {
+    run: usize,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Buf {
+    Data,
+    Parity,
+    /// Read through (a gap between wanted chunks), then dropped.
+    Discard,
+}
+
+#[derive(Clone, Debug)]
+struct Piece {
+    buf: Buf,
+    offset: usize,
+    len: usize,
+}
+
+#[derive(Clone, Debug)]
+struct Run {
+    member: usize,
+    offset_bytes: u64,
+    pieces: Vec<Piece>,
+}
+
+impl Run {
+    fn len_bytes(&self) -> usize {
+        self.pieces.iter().map(|p| p.len).sum()
+    }
+}
+
+pub struct Window {
+    pub start: u64,
+    pub end: u64,
+    pub backup: bool,
+    /// Rewriting a window from its recorded backup (after a crash).
+    pub restore: bool,
+    pub stage: WindowStage,
+    data: Vec<u8>,
+    parity: Vec<u8>,
+    runs: Vec<Run>,
+    pending: usize,
+    failed: Option<String>,
+}
+
+/// One chunk-sized item to transfer.
+struct Item {
+    place: ChunkPlace,
+    buf: Buf,
+    offset: usize,
+}
+
+/// Groups items into runs of successive chunks per member: at most
+/// `max_chunks` per run, reading through gaps of up to `gap_chunks`, or, with
+/// `page_bytes`, one I/O per page (md-reshape's stripe cache).
+fn build_runs(
+    mut items: Vec<Item>,
+    chunk_bytes: u64,
+    data_offset_bytes: u64,
+    max_chunks: u64,
+    gap_chunks: u64,
+    page_bytes: Option<u64>,
+) -> Vec<Run> {
+    items.sort_by_key(|i| (i.place.member, i.place.member_chunk));
+    let chunk = chunk_bytes as usize;
+    let offset_of = |p: ChunkPlace| data_offset_bytes + p.member_chunk * chunk_bytes;
+    let mut runs: Vec<Run> = Vec::new();
+    if let Some(page) = page_bytes {
+        for item in items {
+            let mut at = 0;
+            while at < chunk {
+                let len = (page as usize).min(chunk - at);
+                runs.push(Run {
+                    member: item.place.member,
+                    offset_bytes: offset_of(item.place) + at as u64,
+                    pieces: vec![Piece {
+                        buf: item.buf,
+                        offset: item.offset + at,
+                        len,
+                    }],
+                });
+                at += len;
+            }
+        }
+        return runs;
+    }
+    let mut last: Option<(usize, u64, u64)> = None; // member, next chunk, first chunk
+    for item in items {
+        let extend = match (last, runs.last()) {
+            (Some((member, next, first)), Some(_)) => {
+                member == item.place.member
+                    && item.place.member_chunk >= next
+                    && item.place.member_chunk - next <= gap_chunks
+                    && item.place.member_chunk + 1 - first <= max_chunks
+            }
+            _ => false,
+        };
+        if extend {
+            let (_, next, first) = last.expect("run");
+            let run = runs.last_mut().expect("run");
+            for _ in next..item.place.member_chunk {
+                run.pieces.push(Piece {
+                    buf: Buf::Discard,
+                    offset: 0,
+                    len: chunk,
+                });
+            }
+            run.pieces.push(Piece {
+                buf: item.buf,
+                offset: item.offset,
+                len: chunk,
+            });
+            last = Some((item.place.member, item.place.member_chunk + 1, first));
+        } else {
+            runs.push(Run {
+                member: item.place.member,
+                offset_bytes: offset_of(item.place),
+                pieces: vec![Piece {
+                    buf: item.buf,
+                    offset: item.offset,
+                    len: chunk,
+                }],
+            });
+            last = Some((
+                item.place.member,
+                item.place.member_chunk + 1,
+                item.place.member_chunk,
+            ));
+        }
+    }
+    runs
+}
+
+impl Array {
+    /// Drives the growth: starts windows and checkpoints as they become
+    /// possible. Idempotent; called after every input.
+    pub(in crate::array) fn pump_reshape(&mut self) {
+        loop {
+            let Some(reshape) = &self.reshape else {
+                return;
+            };
+            if reshape.checkpoint_stage.is_some() {
+                return;
+            }
+            if let Some(window) = &reshape.window {
+                if window.stage == WindowStage::Planned
+                    && !self.users_overlap(window.start, window.end)
+                {
+                    self.window_issue_reads();
+                }
+                return;
+            }
+            if reshape.checkpoint_wanted {
+                self.start_checkpoint();
+                return;
+            }
+            if self.phase != super::super::Phase::Running
+                || !self.reshape_runnable()
+                || self.scrub_running()
+            {
+                return;
+            }
+            let record = self.reshape_record().expect("growth record");
+            if let Some(backup) = record.backup.clone() {
+                // A crash interrupted a backed-up window: rewrite it first.
+                self.new_window(backup.start_chunk, backup.end_chunk, true, true);
+                continue;
+            }
+            if reshape.copied_end >= record.total_chunks {
+                if reshape.checkpoint < reshape.copied_end {
+                    self.start_checkpoint();
+                } else {
+                    self.finish_reshape();
+                }
+                return;
+            }
+            let processed = self.reshape_processed_bytes();
+            let config = record.config.clone();
+            let now = self.now;
+            let reshape = self.reshape.as_mut().expect("growth");
+            if let Some(wake) = reshape.pacing.gate(now, processed, &config) {
+                reshape.pacing.not_before = wake;
+                return;
+            }
+            match self.plan_next_window() {
+                PlanOutcome::Window { start, end, backup } => {
+                    self.new_window(start, end, backup, false);
+                }
+                PlanOutcome::CheckpointFirst => {
+                    self.start_checkpoint();
+                    return;
+                }
+                PlanOutcome::Stuck(reason) => {
+                    self.pause_reshape(reason);
+                    return;
+                }
+            }
+        }
+    }
+
+    fn users_overlap(&self, start: u64, end: u64) -> bool {
+        self.requests
+            .values()
+            .any(|p| p.chunks.start < end && start < p.chunks.end)
+    }
+
+    fn new_window(&mut self, start: u64, end: u64, backup: bool, restore: bool) {
+        let chunk = self.geometry.chunk_bytes as usize;
+        let stripes = if self.geometry.parity_per_stripe() > 0 {
+            ((end - start) / self.geometry.data_per_stripe() as u64) as usize
+        } else {
+            0
+        };
+        let parity_len = stripes * self.geometry.parity_per_stripe() * chunk;
+        let reshape = self.reshape.as_mut().expect("growth");
+        assert!(reshape.window.is_none(), "one window at a time");
+        reshape.window = Some(Window {
+            start,
+            end,
+            backup,
+            restore,
+            stage: WindowStage::Planned,
+            data: vec![0; (end - start) as usize * chunk],
+            parity: vec![0; parity_len],
+            runs: Vec::new(),
+            pending: 0,
+            failed: None,
+        });
+    }
+
+    fn window_mut(&mut self) -> &mut Window {
+        self.reshape
+            .as_mut()
+            .and_then(|r| r.window.as_mut())
+            .expect("window")
+    }
+
+    fn issue_runs(&mut self, runs: Vec<Run>, write: bool) {
+        let window = self.window_mut();
+        assert_eq!(window.pending, 0);
+        window.pending = runs.len();
+        window.runs = runs.clone();
+        let counters = &mut self.reshape_record_mut().counters;
+        if write {
+            counters.redistribution_writes += runs.len() as u64;
+        } else {
+            counters.redistribution_reads += runs.len() as u64;
+        }
+        for (index, run) in runs.iter().enumerate() {
+            let op = if write {
+                DeviceOp::Write {
+                    offset_bytes: run.offset_bytes,
+                    data: self.gather(run),
+                }
+            } else {
+                DeviceOp::Read {
+                    offset_bytes: run.offset_bytes,
+                    len_bytes: run.len_bytes(),
+                }
+            };
+            self.issue(
+                run.member,
+                op,
+                IoCause::Redistribution,
+                Owner::Reshape(ReshapeIo { run: index }),
+            );
+        }
+        if runs.is_empty() {
+            self.window_stage_done();
+        }
+    }
+
+    fn gather(&self, run: &Run) -> Vec<u8> {
+        let window = self
+            .reshape
+            .as_ref()
+            .and_then(|r| r.window.as_ref())
+            .expect("window");
+        let mut bytes = Vec::with_capacity(run.len_bytes());
+        for piece in &run.pieces {
+            let source = match piece.buf {
+                Buf::Data => &window.data,
+                Buf::Parity => &window.parity,
+                Buf::Discard => unreachable!("writes have no gaps"),
+            };
+            bytes.extend_from_slice(&source[piece.offset..piece.offset + piece.len]);
+        }
+        bytes
+    }
+
+    fn run_shape(&self) -> (u64, u64, Option<u64>) {
+        let config = self.reshape_config();
+        let max_chunks = (config.aggregation_bytes / self.geometry.chunk_bytes).max(1);
+        let page = (config.strategy == ReshapeStrategy::MdReshape).then_some(config.md_page_bytes);
+        (max_chunks, page.map_or(0, |_| 0), page)
+    }
+
+    fn window_issue_reads(&mut self) {
+        let (start, end, restore) = {
+            let w = self.reshape.as_ref().and_then(|r| r.window.as_ref()).expect("window");
+            (w.start, w.end, w.restore)
+        };
+        self.window_mut().stage = WindowStage::Reading;
+        let chunk = self.geometry.chunk_bytes;
+        if restore {
+            let backup = self
+                .reshape_record()
+                .and_then(|r| r.backup.clone())
+                .expect("backup record");
+            let run = Run {
+                member: backup.member,
+                offset_bytes: backup.offset_bytes,
+                pieces: vec![Piece {
+                    buf: Buf::Data,
+                    offset: 0,
+                    len: backup.len_bytes as usize,
+                }],
+            };
+            self.issue_runs(vec![run], false);
+            return;
+        }
+        let old_capacity = self.reshape_record().expect("record").old_capacity_chunks;
+        let parity_level = self.geometry.parity_per_stripe() > 0;
+        let mut items = Vec::new();
+        for c in start..end.min(old_capacity) {
+            let old = self.old_place(c);
+            if parity_level || old != self.new_place(c) {
+                items.push(Item {
+                    place: old,
+                    buf: Buf::Data,
+                    offset: ((c - start) * chunk) as usize,
+                });
+            }
+        }
+        let (max_chunks, _, page) = self.run_shape();
+        // Old parity sits between data of successive rows: read through it
+        // so each member is one I/O (ALV's m reads), as the paper does.
+        let gap = self.reshape_record().expect("record").old_geometry.parity_per_stripe() as u64;
+        let runs = build_runs(
+            items,
+            chunk,
+            self.geometry.data_offset_bytes,
+            max_chunks,
+            gap,
+            page,
+        );
+        self.issue_runs(runs, false);
+    }
+
+    fn window_issue_writes(&mut self) {
+        let (start, end) = {
+            let w = self.reshape.as_ref().and_then(|r| r.window.as_ref()).expect("window");
+            (w.start, w.end)
+        };
+        self.compute_window_parity(start, end);
+        let chunk = self.geometry.chunk_bytes;
+        let mut items: Vec<Item> = self
+            .window_writes(start, end)
+            .into_iter()
+            .map(|(c, place)| Item {
+                place,
+                buf: Buf::Data,
+                offset: ((c - start) * chunk) as usize,
+            })
+            .collect();
+        let p = self.geometry.parity_per_stripe();
+        let first_stripe = if p > 0 {
+            start / self.geometry.data_per_stripe() as u64
+        } else {
+            0
+        };
+        for (stripe, i, place) in self.window_parity_places(start, end) {
+            items.push(Item {
+                place,
+                buf: Buf::Parity,
+                offset: (((stripe - first_stripe) as usize * p + i) as u64 * chunk) as usize,
+            });
+        }
+        // Moved bytes: data that changes place (not new-space zeroes).
+        let old_capacity = self.reshape_record().expect("record").old_capacity_chunks;
+        let moved = self
+            .window_writes(start, end)
+            .iter()
+            .filter(|(c, _)| *c < old_capacity)
+            .count() as u64;
+        let restore = self.reshape.as_ref().and_then(|r| r.window.as_ref()).expect("w").restore;
+        if !restore {
+            self.reshape_record_mut().counters.moved_bytes += moved * chunk;
+        }
+        let (max_chunks, _, page) = self.run_shape();
+        let runs = build_runs(
+            items,
+            chunk,
+            self.geometry.data_offset_bytes,
+            max_chunks,
+            0,
+            page,
+        );
+        self.window_mut().stage = WindowStage::Writing;
+        self.issue_runs(runs, true);
+    }
+
+    fn compute_window_parity(&mut self, start: u64, end: u64) {
+        let p = self.geometry.parity_per_stripe();
+        if p == 0 {
+            return;
+        }
+        let k = self.geometry.data_per_stripe();
+        let chunk = self.geometry.chunk_bytes as usize;
+        let code = self.code.clone().expect("parity code");
+        let window = self.window_mut();
+        let stripes = ((end - start) / k as u64) as usize;
+        for s in 0..stripes {
+            let data: Vec<&[u8]> = (0..k)
+                .map(|j| &window.data[(s * k + j) * chunk..(s * k + j + 1) * chunk])
+                .collect();
+            let mut parity: Vec<&mut [u8]> = window.parity[s * p * chunk..(s + 1) * p * chunk]
+                .chunks_mut(chunk)
+                .collect();
+            code.encode(&data, &mut parity).expect("shapes match");
+        }
+    }
+
+    pub(in crate::array) fn reshape_io_done(&mut self, io: ReshapeIo, completion: IoCompletion) {
+        let member = self.window_mut().runs[io.run].member;
+        match completion {
+            IoCompletion::Failed(reason) => {
+                self.fail_member(member, reason.clone());
+                let window = self.window_mut();
+                window.failed.get_or_insert(format!(
+                    "member {member} failed during the growth ({reason}); growth paused, \
+                     the array is degraded"
+                ));
+            }
+            IoCompletion::Read(bytes) => {
+                let window = self.window_mut();
+                let run = window.runs[io.run].clone();
+                let mut at = 0;
+                for piece in &run.pieces {
+                    match piece.buf {
+                        Buf::Data => window.data[piece.offset..piece.offset + piece.len]
+                            .copy_from_slice(&bytes[at..at + piece.len]),
+                        Buf::Parity => window.parity[piece.offset..piece.offset + piece.len]
+                            .copy_from_slice(&bytes[at..at + piece.len]),
+                        Buf::Discard => {}
+                    }
+                    at += piece.len;
+                }
+            }
+            IoCompletion::Done => {}
+        }
+        let window = self.window_mut();
+        window.pending -= 1;
+        if window.pending == 0 {
+            self.window_stage_done();
+        }
+    }
+
+    /// The window's current I/O stage finished.
+    fn window_stage_done(&mut self) {
+        let window = self.window_mut();
+        if let Some(reason) = window.failed.take() {
+            self.reshape.as_mut().expect("growth").window = None;
+            self.pause_reshape(reason);
+            self.release_blocked();
+            return;
+        }
+        match window.stage {
+            WindowStage::Reading if window.restore => {
+                let crc = crc32c::crc32c(&window.data);
+                let backup = self.reshape_record().and_then(|r| r.backup.clone()).expect("backup");
+                if crc != backup.crc32c {
+                    self.reshape.as_mut().expect("growth").window = None;
+                    self.pause_reshape(format!(
+                        "the backup of chunks {}..{} on member {} is damaged (crc mismatch); \
+                         the growth cannot resume safely",
+                        backup.start_chunk, backup.end_chunk, backup.member
+                    ));
+                    return;
+                }
+                self.window_issue_writes();
+            }
+            WindowStage::Reading if window.backup => {
+                let (start, end) = (window.start, window.end);
+                let (member, offset_bytes) =
+                    self.backup_area(start, end).expect("planned with a backup area");
+                let data = self.window_mut().data.clone();
+                self.window_mut().stage = WindowStage::WritingBackup;
+                self.reshape_record_mut().counters.backup_windows += 1;
+                let run = Run {
+                    member,
+                    offset_bytes,
+                    pieces: vec![Piece {
+                        buf: Buf::Data,
+                        offset: 0,
+                        len: data.len(),
+                    }],
+                };
+                self.issue_runs(vec![run], true);
+            }
+            WindowStage::Reading => self.window_issue_writes(),
+            WindowStage::WritingBackup => {
+                self.window_mut().stage = WindowStage::FlushingBackup;
+                self.flush_members(FlushPurpose::ReshapeBackup);
+            }
+            WindowStage::FlushingBackup | WindowStage::RecordingBackup { .. } => {
+                unreachable!("no device I/O in this stage")
+            }
+            WindowStage::Writing => self.window_written(),
+            WindowStage::Planned => unreachable!("no I/O before reads"),
+        }
+    }
+
+    /// The backup copy is on disk: record it, then overwrite.
+    pub(in crate::array) fn reshape_backup_flushed(&mut self) {
+        let window = self.window_mut();
+        let record = BackupRecord {
+            start_chunk: window.start,
+            end_chunk: window.end,
+            member: 0,
+            offset_bytes: 0,
+            len_bytes: window.data.len() as u64,
+            crc32c: crc32c::crc32c(&window.data),
+        };
+        let (start, end) = (window.start, window.end);
+        let (member, offset_bytes) = self.backup_area(start, end).expect("backup area");
+        self.reshape_record_mut().backup = Some(BackupRecord {
+            member,
+            offset_bytes,
+            ..record
+        });
+        self.reshape_record_mut().counters.metadata_writes += 1;
+        self.request_superblock_write();
+        let generation = self.metadata.superblock_requested;
+        self.window_mut().stage = WindowStage::RecordingBackup { generation };
+    }
+
+    fn window_written(&mut self) {
+        let reshape = self.reshape.as_mut().expect("growth");
+        let window = reshape.window.take().expect("window");
+        reshape.copied_end = window.end;
+        let md = self.reshape_config().strategy == ReshapeStrategy::MdReshape;
+        let reshape = self.reshape.as_mut().expect("growth");
+        // A backed-up window, and every md-reshape window, is checkpointed
+        // at once; lazy strategies go on until the rule or a user says so.
+        if window.backup || window.restore || md {
+            reshape.checkpoint_wanted = true;
+        }
+        let processed = reshape.copied_end * self.geometry.chunk_bytes;
+        let now = self.now;
+        self.reshape
+            .as_mut()
+            .expect("growth")
+            .pacing
+            .note(now, processed);
+        self.release_blocked();
+    }
+
+    pub(in crate::array) fn start_checkpoint(&mut self) {
+        let reshape = self.reshape.as_mut().expect("growth");
+        assert!(reshape.window.is_none() && reshape.checkpoint_stage.is_none());
+        reshape.checkpoint_stage = Some(CheckpointStage::Flushing);
+        // Copied data must be durable before the checkpoint says so.
+        self.flush_members(FlushPurpose::ReshapeCheckpoint);
+    }
+
+    pub(in crate::array) fn reshape_checkpoint_flushed(&mut self) {
+        let target = self.reshape.as_ref().expect("growth").copied_end;
+        let record = self.reshape_record_mut();
+        record.checkpoint_chunk = target;
+        record.backup = None;
+        record.counters.metadata_writes += 1;
+        self.request_superblock_write();
+        let generation = self.metadata.superblock_requested;
+        self.reshape.as_mut().expect("growth").checkpoint_stage =
+            Some(CheckpointStage::Recording { generation });
+    }
+
+    /// Called whenever a superblock write becomes durable.
+    pub(in crate::array) fn reshape_superblock_durable(&mut self) {
+        let durable = self.metadata.superblock_durable;
+        let Some(reshape) = &mut self.reshape else {
+            return;
+        };
+        if let Some(CheckpointStage::Recording { generation }) = reshape.checkpoint_stage {
+            if generation <= durable {
+                reshape.checkpoint_stage = None;
+                reshape.checkpoint_wanted = false;
+                let target = self.reshape_record().expect("record").checkpoint_chunk;
+                let reshape = self.reshape.as_mut().expect("growth");
+                reshape.checkpoint = target;
+                reshape.copied_end = reshape.copied_end.max(target);
+                if let Some(regions) = reshape.deferred_resync.take() {
+                    self.start_resync(regions);
+                }
+                self.release_blocked();
+            }
+        }
+        let Some(reshape) = &mut self.reshape else {
+            return;
+        };
+        if let Some(window) = &reshape.window {
+            if let WindowStage::RecordingBackup { generation } = window.stage {
+                if generation <= durable {
+                    self.window_issue_writes();
+                }
+            }
+        }
+    }
+}

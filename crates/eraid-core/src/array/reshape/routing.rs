@@ -1,0 +1,114 @@
+//! Serving users mid-growth: which layout each chunk is in, and which
+//! requests must wait (for the window being moved, or for a checkpoint).
+
+use super::super::op::{Epoch, OpTarget};
+use super::super::Array;
+use crate::io::{UserOp, UserRequest};
+use crate::layout::StripeMap;
+use crate::reshape::record::ReshapeState;
+
+impl Array {
+    /// Lets a request through, or holds it (returning None) until the
+    /// growth can serve it.
+    pub(in crate::array) fn reshape_admit(&mut self, request: UserRequest) -> Option<UserRequest> {
+        let chunk_bytes = self.geometry.chunk_bytes;
+        let Some(reshape) = &mut self.reshape else {
+            return Some(request);
+        };
+        let (offset_bytes, len_bytes) = request.op.byte_range().expect("data request");
+        let first = offset_bytes / chunk_bytes;
+        let end = (offset_bytes + len_bytes).div_ceil(chunk_bytes);
+        let in_window = reshape
+            .window
+            .as_ref()
+            .is_some_and(|w| first < w.end && w.start < end);
+        let writes = !matches!(request.op, UserOp::Read { .. });
+        // A write into copied-but-not-checkpointed chunks: the copy it
+        // would update is not yet the one a crash would come back to.
+        let needs_checkpoint = writes && first < reshape.copied_end && reshape.checkpoint < end;
+        if in_window || needs_checkpoint {
+            reshape.pacing.user_congested();
+            if needs_checkpoint {
+                reshape.checkpoint_wanted = true;
+            }
+            reshape.blocked.push_back(request);
+            return None;
+        }
+        Some(request)
+    }
+
+    /// The stripe and data index holding `logical_chunk` now.
+    pub(in crate::array) fn route_chunk(&self, logical_chunk: u64) -> (OpTarget, usize) {
+        match &self.reshape {
+            Some(reshape) if logical_chunk >= reshape.checkpoint => {
+                let (stripe, index) = reshape.old_layout.locate(logical_chunk);
+                (
+                    OpTarget {
+                        epoch: Epoch::Old,
+                        stripe,
+                    },
+                    index,
+                )
+            }
+            _ => {
+                let (stripe, index) = self.layout.locate(logical_chunk);
+                (OpTarget::current(stripe), index)
+            }
+        }
+    }
+
+    pub(in crate::array) fn stripe_map_of(&self, target: OpTarget) -> StripeMap {
+        match target.epoch {
+            Epoch::Current => self.layout.stripe_map(target.stripe),
+            Epoch::Old => self
+                .reshape
+                .as_ref()
+                .expect("old-layout op without a growth")
+                .old_layout
+                .stripe_map(target.stripe),
+        }
+    }
+
+    /// What a check or resync visits at row `stripe`: the new stripe if the
+    /// row is wholly moved, the old one if it still holds unmoved data,
+    /// nothing for rows in between (vacated, rewritten by a later window).
+    pub(in crate::array) fn scrub_target(&self, stripe: u64) -> Option<OpTarget> {
+        let Some(reshape) = &self.reshape else {
+            return Some(OpTarget::current(stripe));
+        };
+        let old_k = self
+            .reshape_record()
+            .expect("record")
+            .old_geometry
+            .data_per_stripe() as u64;
+        let new_k = reshape.new_row_chunks;
+        if (stripe + 1) * new_k <= reshape.checkpoint {
+            Some(OpTarget::current(stripe))
+        } else if stripe >= reshape.checkpoint / old_k {
+            Some(OpTarget {
+                epoch: Epoch::Old,
+                stripe,
+            })
+        } else {
+            None
+        }
+    }
+
+    /// Requests held by the growth try again (after a window or checkpoint).
+    pub(in crate::array) fn release_blocked(&mut self) {
+        let Some(reshape) = &mut self.reshape else {
+            return;
+        };
+        let blocked = std::mem::take(&mut reshape.blocked);
+        for request in blocked {
+            self.submit(request);
+        }
+    }
+
+    /// Whether the growth may move data now (not paused, nothing else in
+    /// the way).
+    pub(in crate::array) fn reshape_runnable(&self) -> bool {
+        self.reshape_record()
+            .is_some_and(|r| r.state == ReshapeState::Running)
+    }
+}

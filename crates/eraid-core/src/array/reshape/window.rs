@@ -1,0 +1,182 @@
+//! Planning the next window: its extent, and whether it can be moved in
+//! place (the reordering-window rule), needs a checkpoint first, or needs a
+//! backup copy (the critical section).
+
+use super::super::Array;
+use crate::geometry::Level;
+use crate::layout::ChunkPlace;
+use crate::reshape::config::ReshapeStrategy;
+use crate::reshape::fastscale::ChunkLocation;
+
+pub(super) enum PlanOutcome {
+    Window { start: u64, end: u64, backup: bool },
+    CheckpointFirst,
+    Stuck(String),
+}
+
+impl Array {
+    pub(super) fn old_place(&self, chunk: u64) -> ChunkPlace {
+        let old = &self.reshape.as_ref().expect("growth").old_layout;
+        let (stripe, index) = old.locate(chunk);
+        old.stripe_map(stripe).data[index]
+    }
+
+    pub(super) fn new_place(&self, chunk: u64) -> ChunkPlace {
+        let (stripe, index) = self.layout.locate(chunk);
+        self.layout.stripe_map(stripe).data[index]
+    }
+
+    /// Whether writing `place` now could destroy what a resumed growth (one
+    /// restarting at chunk `from`) or a user of an unmoved chunk needs: the
+    /// old place of a chunk at or past `from`, or old parity of a stripe
+    /// that still has such a chunk.
+    pub(super) fn protected(&self, place: ChunkPlace, from: u64) -> bool {
+        let record = self.reshape_record().expect("growth record");
+        let old = record.old_geometry;
+        if place.member >= old.member_count {
+            return false;
+        }
+        match old.level {
+            Level::Raid0 => {
+                let chunk = match &record.old_placement {
+                    None => place.member_chunk * old.member_count as u64 + place.member as u64,
+                    Some(p) => p.strategy.chunk_at(
+                        &p.history,
+                        p.history.addition_count(),
+                        ChunkLocation::new(place.member as u32, place.member_chunk),
+                    ),
+                };
+                chunk >= from
+            }
+            _ => {
+                let k = old.data_per_stripe() as u64;
+                let stripe = place.member_chunk;
+                let map = self
+                    .reshape
+                    .as_ref()
+                    .expect("growth")
+                    .old_layout
+                    .stripe_map(stripe);
+                debug_assert!(map.shards().all(|p| p.member_chunk == stripe));
+                if let Some(j) = map.data.iter().position(|&p| p == place) {
+                    stripe * k + j as u64 >= from
+                } else if map.parity.contains(&place) {
+                    (stripe + 1) * k > from
+                } else {
+                    false
+                }
+            }
+        }
+    }
+
+    /// Every place the window `[start, end)` writes (data that changes place,
+    /// new-space zeroes, and new parity).
+    pub(super) fn window_writes(&self, start: u64, end: u64) -> Vec<(u64, ChunkPlace)> {
+        let record = self.reshape_record().expect("growth record");
+        let old_capacity = record.old_capacity_chunks;
+        let mut writes = Vec::new();
+        for chunk in start..end {
+            let new = self.new_place(chunk);
+            if chunk >= old_capacity || self.old_place(chunk) != new {
+                writes.push((chunk, new));
+            }
+        }
+        writes
+    }
+
+    pub(super) fn window_parity_places(&self, start: u64, end: u64) -> Vec<(u64, usize, ChunkPlace)> {
+        if self.geometry.parity_per_stripe() == 0 {
+            return Vec::new();
+        }
+        let k = self.geometry.data_per_stripe() as u64;
+        assert!(start.is_multiple_of(k) && end.is_multiple_of(k), "windows are whole new stripes");
+        let mut places = Vec::new();
+        for stripe in start / k..end / k {
+            for (i, place) in self.layout.stripe_map(stripe).parity.into_iter().enumerate() {
+                places.push((stripe, i, place));
+            }
+        }
+        places
+    }
+
+    fn window_safe(&self, start: u64, end: u64, from: u64) -> bool {
+        self.window_writes(start, end)
+            .into_iter()
+            .map(|(_, p)| p)
+            .chain(self.window_parity_places(start, end).into_iter().map(|(_, _, p)| p))
+            .all(|place| !self.protected(place, from))
+    }
+
+    /// Where a backup of `[start, end)` would go, if it fits: the tail of
+    /// the first new member, which the growth fills last.
+    pub(super) fn backup_area(&self, start: u64, end: u64) -> Option<(usize, u64)> {
+        let record = self.reshape_record().expect("growth record");
+        let member = record.old_geometry.member_count;
+        let rows = end - start;
+        let member_chunks = self.geometry.member_chunks();
+        let first_row = member_chunks.checked_sub(rows)?;
+        let clear = self
+            .window_writes(start, end)
+            .into_iter()
+            .map(|(_, p)| p)
+            .chain(self.window_parity_places(start, end).into_iter().map(|(_, _, p)| p))
+            .filter(|p| p.member == member)
+            .all(|p| p.member_chunk < first_row);
+        clear.then(|| {
+            (
+                member,
+                self.geometry.data_offset_bytes + first_row * self.geometry.chunk_bytes,
+            )
+        })
+    }
+
+    /// The next window from `copied_end`, or what must happen first.
+    pub(super) fn plan_next_window(&self) -> PlanOutcome {
+        let reshape = self.reshape.as_ref().expect("growth");
+        let record = self.reshape_record().expect("growth record");
+        let config = &record.config;
+        let chunk_bytes = self.geometry.chunk_bytes;
+        let row = reshape.new_row_chunks;
+        let start = reshape.copied_end;
+        let size = match config.strategy {
+            ReshapeStrategy::MdReshape => (config.md_window_bytes / chunk_bytes / row).max(1) * row,
+            _ => (config.aggregation_bytes / chunk_bytes).max(1) * row,
+        };
+        let end = (start + size).min(record.total_chunks);
+        let lazy = config.strategy.lazy_checkpoints();
+        let sliding_max = (config.sliding_window_bytes_max / chunk_bytes).max(size);
+        if reshape.copied_end > reshape.checkpoint && end - reshape.checkpoint > sliding_max {
+            return PlanOutcome::CheckpointFirst;
+        }
+        if self.window_safe(start, end, reshape.checkpoint) {
+            return PlanOutcome::Window {
+                start,
+                end,
+                backup: false,
+            };
+        }
+        if lazy && reshape.copied_end > reshape.checkpoint {
+            // The sliding window has reached the reordering window's end.
+            return PlanOutcome::CheckpointFirst;
+        }
+        // Not even one window fits the reordering window: copy it aside.
+        let mut end = end;
+        loop {
+            if self.window_safe(start, end, end) && self.backup_area(start, end).is_some() {
+                return PlanOutcome::Window {
+                    start,
+                    end,
+                    backup: true,
+                };
+            }
+            if end - start <= row {
+                return PlanOutcome::Stuck(format!(
+                    "chunks {start}..{end} cannot be moved safely, even through a backup \
+                     (the members are too small for this growth)"
+                ));
+            }
+            end = start + ((end - start) / 2).div_ceil(row).max(1) * row;
+            end = end.min(record.total_chunks);
+        }
+    }
+}

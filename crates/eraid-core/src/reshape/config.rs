@@ -1,0 +1,178 @@
+//! What an operator chooses when growing an array: the strategy and its
+//! tunables. Recorded in the superblock so a resumed growth behaves the same.
+
+use super::fastscale::GrowthStrategy;
+use serde::{Deserialize, Serialize};
+
+/// How data is redistributed when members are added.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ReshapeStrategy {
+    /// RAID-0: keep round-robin order (every chunk may move), moved in
+    /// reordering-window order with aggregated I/O and lazy checkpoints (SLAS).
+    RoundRobin,
+    /// RAID-0: move a chunk only if its round-robin place is on a new disk.
+    SemiRr,
+    /// RAID-0: FastScale's minimal, uniform migration.
+    #[serde(rename = "fastscale")]
+    FastScale,
+    /// RAID-5: Linux MD 2.6.18's reshape: page-sized I/O through a stripe
+    /// cache, a fixed window that blocks users, a checkpoint every window.
+    MdReshape,
+    /// RAID-5: ALV: reordering window, aligned aggregate I/O, lazy
+    /// checkpoints and the on/off valve.
+    Alv,
+}
+
+impl ReshapeStrategy {
+    pub const ALL: [ReshapeStrategy; 5] = [
+        Self::RoundRobin,
+        Self::SemiRr,
+        Self::FastScale,
+        Self::MdReshape,
+        Self::Alv,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::RoundRobin => "round-robin",
+            Self::SemiRr => "semi-rr",
+            Self::FastScale => "fastscale",
+            Self::MdReshape => "md-reshape",
+            Self::Alv => "alv",
+        }
+    }
+
+    pub fn parse(text: &str) -> Result<ReshapeStrategy, String> {
+        Self::ALL
+            .into_iter()
+            .find(|s| s.name() == text)
+            .ok_or_else(|| {
+                format!(
+                    "unknown growth strategy {text:?}: expected one of {}",
+                    Self::ALL.map(|s| s.name()).join(", ")
+                )
+            })
+    }
+
+    /// The RAID-0 placement this strategy produces, if it is a RAID-0 one.
+    pub fn raid0_placement(self) -> Option<GrowthStrategy> {
+        match self {
+            Self::RoundRobin => Some(GrowthStrategy::RoundRobin),
+            Self::SemiRr => Some(GrowthStrategy::SemiRr),
+            Self::FastScale => Some(GrowthStrategy::FastScale),
+            Self::MdReshape | Self::Alv => None,
+        }
+    }
+
+    /// Whether checkpoints are lazy (ALV, SLAS, FastScale) rather than
+    /// written after every window (MD).
+    pub fn lazy_checkpoints(self) -> bool {
+        self != Self::MdReshape
+    }
+}
+
+/// Tunables of one growth. Defaults follow the papers.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ReshapeConfig {
+    pub strategy: ReshapeStrategy,
+    /// Largest redistribution I/O per member (aggregation window height);
+    /// windows are whole multiples of a new-geometry stripe.
+    pub aggregation_bytes: u64,
+    /// md-reshape: the page size of its stripe-cache I/O.
+    pub md_page_bytes: u64,
+    /// md-reshape: the fixed reshape window (a checkpoint after each).
+    pub md_window_bytes: u64,
+    /// Lazy strategies: most array data copied but not yet checkpointed
+    /// (the sliding window never exceeds the reordering window either).
+    pub sliding_window_bytes_max: u64,
+    /// Redistribution rate floor (KiB/s of array data processed): below it
+    /// the growth does not yield to user I/O. MD's sync_speed_min.
+    pub speed_min_kib_s: u64,
+    /// Redistribution rate ceiling (KiB/s). MD's sync_speed_max.
+    pub speed_max_kib_s: u64,
+    /// ALV valve: the period over which load is judged.
+    pub valve_period_ms: u64,
+    /// ALV valve: a user I/O slower than this counts as slow (B).
+    pub latency_bound_ms: f64,
+    /// ALV valve: load is high when more than this fraction of user I/Os in
+    /// a period were slow (theta).
+    pub slack: f64,
+    /// MD-style throttling (every strategy but alv): with user I/O seen
+    /// within this long and the rate above the floor, wait this long.
+    pub idle_check_ms: u64,
+}
+
+impl Default for ReshapeConfig {
+    fn default() -> Self {
+        ReshapeConfig {
+            strategy: ReshapeStrategy::Alv,
+            aggregation_bytes: 1 << 20,
+            md_page_bytes: 4096,
+            md_window_bytes: 3 << 20,
+            sliding_window_bytes_max: 256 << 20,
+            speed_min_kib_s: 1_000,
+            speed_max_kib_s: 200_000,
+            valve_period_ms: 1_000,
+            latency_bound_ms: 15.0,
+            slack: 0.1,
+            idle_check_ms: 500,
+        }
+    }
+}
+
+impl ReshapeConfig {
+    pub fn with_strategy(strategy: ReshapeStrategy) -> ReshapeConfig {
+        ReshapeConfig {
+            strategy,
+            ..ReshapeConfig::default()
+        }
+    }
+
+    /// Rejects settings no growth can run with, naming the setting.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.aggregation_bytes == 0 {
+            return Err("aggregation_bytes must be positive".into());
+        }
+        if self.md_page_bytes == 0 || !self.md_page_bytes.is_multiple_of(512) {
+            return Err(format!(
+                "md_page_bytes must be a positive multiple of 512, got {}",
+                self.md_page_bytes
+            ));
+        }
+        if self.md_window_bytes == 0 || self.sliding_window_bytes_max == 0 {
+            return Err("md_window_bytes and sliding_window_bytes_max must be positive".into());
+        }
+        if self.speed_max_kib_s == 0 {
+            return Err("speed_max_kib_s must be positive".into());
+        }
+        if self.speed_min_kib_s > self.speed_max_kib_s {
+            return Err(format!(
+                "speed_min_kib_s ({}) is above speed_max_kib_s ({})",
+                self.speed_min_kib_s, self.speed_max_kib_s
+            ));
+        }
+        if self.valve_period_ms == 0 || self.idle_check_ms == 0 {
+            return Err("valve_period_ms and idle_check_ms must be positive".into());
+        }
+        if !(self.latency_bound_ms.is_finite() && self.latency_bound_ms > 0.0) {
+            return Err(format!(
+                "latency_bound_ms must be positive, got {}",
+                self.latency_bound_ms
+            ));
+        }
+        if !(0.0..=1.0).contains(&self.slack) {
+            return Err(format!("slack must be within 0..1, got {}", self.slack));
+        }
+        Ok(())
+    }
+}
+
+/// A member joining the array in a growth, as the driver opened it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NewMember {
+    pub uuid: String,
+    pub path_hint: String,
+    pub size_bytes: u64,
+}

@@ -1,0 +1,88 @@
+//! What the superblock records about growth: the RAID-0 placement that
+//! non-round-robin growths leave behind, and the checkpoint of a growth in
+//! progress (enough to resume it after a crash).
+
+use super::config::ReshapeConfig;
+use super::fastscale::{GrowthStrategy, ScalingHistory};
+use crate::geometry::Geometry;
+use serde::{Deserialize, Serialize};
+
+/// A RAID-0 array's chunk placement when it is not plain round-robin: the
+/// strategy and the history of additions it is a function of.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Placement {
+    pub strategy: GrowthStrategy,
+    pub history: ScalingHistory,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReshapeState {
+    Running,
+    /// Stopped, and says why (`pause_reason`); user I/O is still served.
+    Paused,
+    Done,
+}
+
+impl ReshapeState {
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Running => "running",
+            Self::Paused => "paused",
+            Self::Done => "done",
+        }
+    }
+}
+
+/// Device I/O and metadata counts of one growth.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ReshapeCounters {
+    /// Bytes of array data that changed place.
+    pub moved_bytes: u64,
+    /// Redistribution device reads and writes (each I/O counts once).
+    pub redistribution_reads: u64,
+    pub redistribution_writes: u64,
+    /// Checkpoint (reshape position) updates written to the superblocks.
+    pub metadata_writes: u64,
+    /// Windows moved through a backup copy (the critical section).
+    pub backup_windows: u64,
+}
+
+/// A window whose source data was copied aside before it was overwritten:
+/// after a crash, the window is rewritten from this copy.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BackupRecord {
+    pub start_chunk: u64,
+    pub end_chunk: u64,
+    pub member: usize,
+    pub offset_bytes: u64,
+    pub len_bytes: u64,
+    pub crc32c: u32,
+}
+
+/// A growth in progress (or the last one, done). `Superblock::geometry` is
+/// already the grown geometry; `old_geometry` is where data not yet moved is.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ReshapeRecord {
+    pub config: ReshapeConfig,
+    pub old_geometry: Geometry,
+    /// The RAID-0 placement before the growth (None: round-robin).
+    #[serde(default)]
+    pub old_placement: Option<Placement>,
+    /// Logical chunks below this are durably in the new layout.
+    pub checkpoint_chunk: u64,
+    /// Logical chunks the growth walks: the old capacity for RAID-0; the
+    /// new capacity for parity levels (the new space is zeroed so its
+    /// parity is consistent).
+    pub total_chunks: u64,
+    /// Logical chunks that hold data from before the growth.
+    pub old_capacity_chunks: u64,
+    #[serde(default)]
+    pub backup: Option<BackupRecord>,
+    pub state: ReshapeState,
+    #[serde(default)]
+    pub pause_reason: Option<String>,
+    #[serde(default)]
+    pub counters: ReshapeCounters,
+}

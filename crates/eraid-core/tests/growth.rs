@@ -1,0 +1,174 @@
+//! Growth under load: random concurrent reads and writes against a flat
+//! model while every strategy grows RAID-0 and RAID-5 arrays (in-memory
+//! driver with random completion order); data must always match, parity
+//! must check clean afterwards, and the grown array must reassemble.
+
+mod common;
+use common::*;
+use eraid_core::geometry::{Level, ParityLayout, SECTOR_BYTES};
+use eraid_core::io::{AdminCommand, Machine, UserOp};
+use eraid_core::reshape::config::{ReshapeConfig, ReshapeStrategy};
+use eraid_core::testing::MemHarness;
+use eraid_core::Array;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+const MEMBER_CHUNKS: u64 = 48;
+
+pub fn fast_config(strategy: ReshapeStrategy) -> ReshapeConfig {
+    ReshapeConfig {
+        // Small windows so a test array sees many windows and checkpoints.
+        aggregation_bytes: 2 * CHUNK,
+        md_window_bytes: 6 * CHUNK,
+        sliding_window_bytes_max: 24 * CHUNK,
+        md_page_bytes: 1024,
+        // Never throttled: the floor is above any rate the harness reaches.
+        speed_min_kib_s: u64::MAX / 4096,
+        speed_max_kib_s: u64::MAX / 4096,
+        ..ReshapeConfig::with_strategy(strategy)
+    }
+}
+
+fn reshape_state(array: &Array) -> String {
+    array.status_json()["reshape"]["state"]
+        .as_str()
+        .unwrap_or("none")
+        .to_string()
+}
+
+fn verify_all(h: &mut MemHarness, array: &mut Array, model: &[u8], id: &mut u64) {
+    let capacity = model.len() as u64;
+    let step = 16 * CHUNK;
+    let mut at = 0;
+    while at < capacity {
+        let len = step.min(capacity - at);
+        *id += 1;
+        let got = call(
+            h,
+            array,
+            *id,
+            UserOp::Read {
+                offset_bytes: at,
+                len_bytes: len as usize,
+            },
+        )
+        .expect("read")
+        .expect("bytes");
+        assert!(
+            got == model[at as usize..(at + len) as usize],
+            "data differs in bytes {at}..{}",
+            at + len
+        );
+        at += len;
+    }
+}
+
+fn grow_under_load(seed: u64, level: Level, layout: ParityLayout, from: usize, add: usize, strategy: ReshapeStrategy) {
+    let g = geometry(level, layout, from, MEMBER_CHUNKS);
+    let member_bytes = g.data_offset_bytes + g.member_data_bytes;
+    let mut h = MemHarness::create(g, seed);
+    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x9e0);
+    let mut array = open(&mut h);
+    let capacity = array.capacity_bytes();
+    let mut model: Vec<u8> = (0..capacity).map(|_| rng.gen()).collect();
+    call(&mut h, &mut array, 1, UserOp::Write { offset_bytes: 0, data: model.clone(), fua: false }).unwrap();
+    let added = h.add_blank_members(add, member_bytes);
+    let reply = array.handle_admin(h.now, AdminCommand::StartGrow { members: added, config: fast_config(strategy) });
+    assert!(reply.get("error").is_none(), "growth started: {reply}");
+    let mut id = 10u64;
+    let mut rounds = 0;
+    while reshape_state(&array) == "running" {
+        rounds += 1;
+        assert!(rounds < 10_000, "growth does not finish");
+        // A batch of non-overlapping requests submitted together, then a
+        // few I/O completions so the growth and users interleave.
+        let mut batch = Vec::new();
+        let mut taken: Vec<(u64, u64)> = Vec::new();
+        for _ in 0..rng.gen_range(1..5) {
+            let sectors = capacity / SECTOR_BYTES;
+            let len = rng.gen_range(1..=(3 * CHUNK / SECTOR_BYTES));
+            let start = rng.gen_range(0..sectors - len);
+            let range = (start * SECTOR_BYTES, len * SECTOR_BYTES);
+            if taken.iter().any(|&(o, l)| o < range.0 + range.1 && range.0 < o + l) {
+                continue;
+            }
+            taken.push(range);
+            id += 1;
+            if rng.gen_bool(0.5) {
+                let data: Vec<u8> = (0..range.1).map(|_| rng.gen()).collect();
+                model[range.0 as usize..(range.0 + range.1) as usize].copy_from_slice(&data);
+                h.submit(&mut array, id, UserOp::Write { offset_bytes: range.0, data, fua: false });
+                batch.push((id, None));
+            } else {
+                h.submit(&mut array, id, UserOp::Read { offset_bytes: range.0, len_bytes: range.1 as usize });
+                batch.push((id, Some(range)));
+            }
+        }
+        if rng.gen_bool(0.2) {
+            id += 1;
+            h.submit(&mut array, id, UserOp::Flush);
+            batch.push((id, None));
+        }
+        h.run(&mut array);
+        for (rid, read) in batch {
+            let reply = h.take_reply(rid).expect("answered").result.expect("request succeeds");
+            if let Some((o, l)) = read {
+                assert!(
+                    reply.expect("bytes") == model[o as usize..(o + l) as usize],
+                    "read {o}+{l} differs mid-growth (seed {seed}, {strategy:?})"
+                );
+            }
+        }
+    }
+    let status = array.status_json();
+    assert_eq!(reshape_state(&array), "done", "{status}");
+    assert_eq!(status["member_count"], (from + add) as u64);
+    let new_capacity = array.capacity_bytes();
+    assert!(new_capacity > capacity);
+    verify_all(&mut h, &mut array, &model, &mut id);
+    // New space reads back as written.
+    let tail: Vec<u8> = (0..new_capacity - capacity).map(|_| rng.gen()).collect();
+    id += 1;
+    call(&mut h, &mut array, id, UserOp::Write { offset_bytes: capacity, data: tail.clone(), fua: false }).unwrap();
+    model.extend_from_slice(&tail);
+    if level != Level::Raid0 {
+        assert_eq!(check(&mut h, &mut array, false), (0, 0), "parity clean after growth");
+    }
+    close(&mut h, &mut array);
+    let mut array = open(&mut h);
+    assert_eq!(array.capacity_bytes(), new_capacity);
+    verify_all(&mut h, &mut array, &model, &mut id);
+}
+
+fn seeds() -> u64 {
+    std::env::var("ERAID_GROWTH_SEEDS").ok().and_then(|s| s.parse().ok()).unwrap_or(3)
+}
+
+#[test]
+fn raid0_strategies_grow_under_load() {
+    for seed in 0..seeds() {
+        for strategy in [ReshapeStrategy::RoundRobin, ReshapeStrategy::SemiRr, ReshapeStrategy::FastScale] {
+            for add in [1, 2] {
+                grow_under_load(seed, Level::Raid0, ParityLayout::None, 4, add, strategy);
+            }
+        }
+    }
+}
+
+#[test]
+fn raid5_strategies_grow_under_load() {
+    for seed in 0..seeds() {
+        for strategy in [ReshapeStrategy::Alv, ReshapeStrategy::MdReshape] {
+            for layout in [
+                ParityLayout::LeftAsymmetric,
+                ParityLayout::LeftSymmetric,
+                ParityLayout::RightAsymmetric,
+                ParityLayout::RightSymmetric,
+            ] {
+                for (from, add) in [(3, 1), (4, 2)] {
+                    grow_under_load(seed, Level::Raid5, layout, from, add, strategy);
+                }
+            }
+        }
+    }
+}
