@@ -109,7 +109,18 @@ fn grow_under_load(seed: u64, level: Level, layout: ParityLayout, from: usize, a
             h.submit(&mut array, id, UserOp::Flush);
             batch.push((id, None));
         }
-        h.run(&mut array);
+        // Step only until this batch is answered: the growth advances
+        // alongside, so windows, checkpoints and users interleave.
+        let ids: Vec<u64> = batch.iter().map(|(i, _)| *i).collect();
+        let mut steps = 0;
+        while !ids.iter().all(|i| h.replies.iter().any(|r| r.id.0 == *i)) {
+            steps += 1;
+            assert!(
+                steps < 1_000_000 && h.step(&mut array),
+                "requests stuck: {}",
+                array.status_json()
+            );
+        }
         for (rid, read) in batch {
             let reply = h.take_reply(rid).expect("answered").result.expect("request succeeds");
             if let Some((o, l)) = read {

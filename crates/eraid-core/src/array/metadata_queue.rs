@@ -11,6 +11,11 @@ use crate::metadata::superblock::Superblock;
 enum Job {
     Superblock { generation: u64 },
     Bitmap { flush: bool },
+    /// Superblock and bitmap onto members joining in a growth, flushed,
+    /// before any old member records them (so a crash in between leaves
+    /// either the old array or the new one, never a member list naming a
+    /// member without metadata).
+    Joining { members: Vec<usize>, generation: u64 },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -24,6 +29,9 @@ struct Active {
     stage: Stage,
     pending: usize,
     bitmap_snapshot: Option<IntentBitmap>,
+    /// Joining: the same superblock for the old members, written once the
+    /// joining members' copies are durable.
+    second_writes: Option<Vec<(usize, u64, Vec<u8>)>>,
 }
 
 #[derive(Default)]
@@ -60,6 +68,18 @@ impl Array {
         self.pump_metadata();
     }
 
+    /// Writes the metadata of joining members first (see `Job::Joining`).
+    pub(super) fn request_joining_write(&mut self, members: Vec<usize>) -> u64 {
+        self.metadata.superblock_requested += 1;
+        let generation = self.metadata.superblock_requested;
+        self.metadata.queue.push(Job::Joining {
+            members,
+            generation,
+        });
+        self.pump_metadata();
+        generation
+    }
+
     pub(super) fn request_bitmap_write(&mut self, flush: bool) {
         if let Some(Job::Bitmap { flush: queued }) = self
             .metadata
@@ -79,10 +99,14 @@ impl Array {
             return;
         }
         let job = self.metadata.queue.remove(0);
-        let members: Vec<usize> = (0..self.geometry.member_count)
-            .filter(|&m| self.present[m])
-            .collect();
+        let members: Vec<usize> = match &job {
+            Job::Joining { members, .. } => members.clone(),
+            _ => (0..self.geometry.member_count)
+                .filter(|&m| self.present[m])
+                .collect(),
+        };
         let mut snapshot = None;
+        let mut second_writes = None;
         let writes: Vec<(usize, u64, Vec<u8>)> = match &job {
             Job::Superblock { .. } => {
                 self.superblock.events += 1;
@@ -90,6 +114,27 @@ impl Array {
                 members
                     .iter()
                     .map(|&m| (m, offset, self.superblock.encode_for(m)))
+                    .collect()
+            }
+            Job::Joining { .. } => {
+                self.superblock.events += 1;
+                let offset = Superblock::slot_offset_bytes(self.superblock.events);
+                let bitmap_offset = IntentBitmap::slot_offset_bytes(self.intent.sequence);
+                let bitmap = self.intent.durable.encode(self.intent.sequence);
+                second_writes = Some(
+                    (0..self.geometry.member_count)
+                        .filter(|m| self.present[*m] && !members.contains(m))
+                        .map(|m| (m, offset, self.superblock.encode_for(m)))
+                        .collect(),
+                );
+                members
+                    .iter()
+                    .flat_map(|&m| {
+                        [
+                            (m, offset, self.superblock.encode_for(m)),
+                            (m, bitmap_offset, bitmap.clone()),
+                        ]
+                    })
                     .collect()
             }
             Job::Bitmap { .. } => {
@@ -110,6 +155,7 @@ impl Array {
             stage: Stage::Writing,
             pending: writes.len(),
             bitmap_snapshot: snapshot,
+            second_writes,
         });
         for (member, offset_bytes, data) in writes {
             self.issue(
@@ -142,7 +188,7 @@ impl Array {
     fn metadata_stage_done(&mut self) {
         let active = self.metadata.active.as_mut().expect("active job");
         let needs_flush = match active.job {
-            Job::Superblock { .. } => true,
+            Job::Superblock { .. } | Job::Joining { .. } => true,
             Job::Bitmap { flush } => flush,
         };
         if active.stage == Stage::Writing && needs_flush {
@@ -163,6 +209,25 @@ impl Array {
                 return;
             }
         }
+        let active = self.metadata.active.as_mut().expect("active job");
+        if let Some(writes) = active.second_writes.take() {
+            active.stage = Stage::Writing;
+            active.pending = writes.len();
+            self.metadata.writes_total += writes.len() as u64;
+            let empty = writes.is_empty();
+            for (member, offset_bytes, data) in writes {
+                self.issue(
+                    member,
+                    DeviceOp::Write { offset_bytes, data },
+                    IoCause::Metadata,
+                    Owner::Metadata { member },
+                );
+            }
+            if !empty {
+                return;
+            }
+            return self.metadata_stage_done();
+        }
         let active = self.metadata.active.take().expect("active job");
         match active.job {
             Job::Superblock { generation } => {
@@ -176,6 +241,10 @@ impl Array {
             Job::Bitmap { .. } => {
                 self.intent.durable = active.bitmap_snapshot.expect("bitmap snapshot");
                 self.wake_intent_waiters();
+            }
+            Job::Joining { generation, .. } => {
+                self.metadata.superblock_durable = self.metadata.superblock_durable.max(generation);
+                self.reshape_superblock_durable();
             }
         }
         self.pump_metadata();

@@ -283,11 +283,9 @@ impl Array {
         self.reshape = Some(reshape);
         // New members get the bitmap and the superblock; no window starts
         // until that superblock is durable (see `pump_reshape`).
-        self.request_bitmap_write(true);
-        self.request_superblock_write();
-        self.reshape.as_mut().expect("growth").checkpoint_stage = Some(CheckpointStage::Recording {
-            generation: self.metadata.superblock_requested,
-        });
+        let generation = self.request_joining_write((old.member_count..new_count).collect());
+        self.reshape.as_mut().expect("growth").checkpoint_stage =
+            Some(CheckpointStage::Recording { generation });
         Ok(())
     }
 
@@ -372,6 +370,13 @@ impl Array {
             "valve_periods": valve.0,
             "valve_closed_periods": valve.1,
             "elapsed_s": self.reshape.as_ref().map(|r| (self.now.0.saturating_sub(r.started_at.0)) as f64 / 1e9),
+            "window": self.reshape.as_ref().and_then(|r| r.window.as_ref()).map(|w| serde_json::json!({
+                "start_bytes": w.start * chunk,
+                "end_bytes": w.end * chunk,
+                "stage": format!("{:?}", w.stage),
+                "backup": w.backup,
+            })),
+            "checkpointing": self.reshape.as_ref().and_then(|r| r.checkpoint_stage).map(|c| format!("{c:?}")),
             "config": record.config,
         }))
     }

@@ -173,7 +173,9 @@ impl Array {
                 if window.stage == WindowStage::Planned
                     && !self.users_overlap(window.start, window.end)
                 {
+                    // A window with nothing to move finishes at once: go on.
                     self.window_issue_reads();
+                    continue;
                 }
                 return;
             }

@@ -25,7 +25,10 @@ impl Array {
         let writes = !matches!(request.op, UserOp::Read { .. });
         // A write into copied-but-not-checkpointed chunks: the copy it
         // would update is not yet the one a crash would come back to.
-        let needs_checkpoint = writes && first < reshape.copied_end && reshape.checkpoint < end;
+        let needs_checkpoint = writes
+            && reshape.checkpoint < reshape.copied_end
+            && first < reshape.copied_end
+            && reshape.checkpoint < end;
         if in_window || needs_checkpoint {
             reshape.pacing.user_congested();
             if needs_checkpoint {
@@ -37,10 +40,13 @@ impl Array {
         Some(request)
     }
 
-    /// The stripe and data index holding `logical_chunk` now.
+    /// The stripe and data index holding `logical_chunk` now. Copied chunks
+    /// are read from their new places: a backed-up window may already have
+    /// overwritten their old ones (and writes to them wait for a checkpoint,
+    /// so the new copy is current).
     pub(in crate::array) fn route_chunk(&self, logical_chunk: u64) -> (OpTarget, usize) {
         match &self.reshape {
-            Some(reshape) if logical_chunk >= reshape.checkpoint => {
+            Some(reshape) if logical_chunk >= reshape.copied_end => {
                 let (stripe, index) = reshape.old_layout.locate(logical_chunk);
                 (
                     OpTarget {
