@@ -183,3 +183,59 @@ fn raid5_strategies_grow_under_load() {
         }
     }
 }
+
+/// A member fails mid-growth: the growth pauses and says why, users are
+/// served degraded from both layouts, and no byte is lost.
+fn member_fails_during_growth(seed: u64, layout: ParityLayout, from: usize, add: usize, strategy: ReshapeStrategy) {
+    let g = geometry(Level::Raid5, layout, from, MEMBER_CHUNKS);
+    let member_bytes = g.data_offset_bytes + g.member_data_bytes;
+    let mut h = MemHarness::create(g, seed);
+    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0xfa11);
+    let mut array = open(&mut h);
+    let capacity = array.capacity_bytes();
+    let mut model: Vec<u8> = (0..capacity).map(|_| rng.gen()).collect();
+    call(&mut h, &mut array, 1, UserOp::Write { offset_bytes: 0, data: model.clone(), fua: false }).unwrap();
+    let added = h.add_blank_members(add, member_bytes);
+    let reply = array.handle_admin(h.now, AdminCommand::StartGrow { members: added, config: fast_config(strategy) });
+    assert!(reply.get("error").is_none(), "{reply}");
+    for _ in 0..rng.gen_range(5..200) {
+        if !h.step(&mut array) {
+            break;
+        }
+    }
+    let victim = rng.gen_range(0..from + add);
+    h.members[victim].as_mut().unwrap().failed = true;
+    let mut id = 100;
+    // Users go on: writes and reads across both layouts.
+    for _ in 0..20 {
+        let len = rng.gen_range(1..=(2 * CHUNK / SECTOR_BYTES)) * SECTOR_BYTES;
+        let offset = rng.gen_range(0..(capacity - len) / SECTOR_BYTES) * SECTOR_BYTES;
+        let data: Vec<u8> = (0..len).map(|_| rng.gen()).collect();
+        model[offset as usize..(offset + len) as usize].copy_from_slice(&data);
+        id += 1;
+        call(&mut h, &mut array, id, UserOp::Write { offset_bytes: offset, data, fua: false })
+            .expect("degraded write");
+    }
+    h.run(&mut array);
+    let status = array.status_json();
+    let state = reshape_state(&array);
+    if state != "done" {
+        assert_eq!(state, "paused", "{status}");
+        let reason = status["reshape"]["pause_reason"].as_str().unwrap_or("");
+        assert!(reason.contains(&format!("member {victim}")), "pause names the member: {reason}");
+    }
+    assert_eq!(status["degraded"], true);
+    verify_all(&mut h, &mut array, &model, &mut id);
+}
+
+#[test]
+fn raid5_member_failure_during_growth_loses_nothing() {
+    for seed in 0..seeds() * 4 {
+        for strategy in [ReshapeStrategy::Alv, ReshapeStrategy::MdReshape] {
+            for layout in [ParityLayout::LeftAsymmetric, ParityLayout::RightSymmetric] {
+                member_fails_during_growth(seed, layout, 3, 1, strategy);
+                member_fails_during_growth(seed, layout, 4, 2, strategy);
+            }
+        }
+    }
+}

@@ -432,7 +432,11 @@ impl Machine for Array {
         }
         match self.phase {
             Phase::Opening => self.held.push_back(request),
-            Phase::Running => self.submit(request),
+            Phase::Running => {
+                self.submit(request);
+                // A held write may need a checkpoint started.
+                self.pump_reshape();
+            }
             Phase::Closing(_) | Phase::Closed => self.outbox_reply.push_back(UserReply {
                 id: request.id,
                 result: Err(UserError::ShuttingDown),

@@ -189,6 +189,17 @@ impl Array {
             {
                 return;
             }
+            if self.is_degraded() {
+                let failed: Vec<String> = (0..self.present.len())
+                    .filter(|&m| !self.present[m])
+                    .map(|m| m.to_string())
+                    .collect();
+                self.pause_reshape(format!(
+                    "member {} failed; growth paused, the array is degraded",
+                    failed.join(", ")
+                ));
+                return;
+            }
             let record = self.reshape_record().expect("growth record");
             if let Some(backup) = record.backup.clone() {
                 // A crash interrupted a backed-up window: rewrite it first.
@@ -489,9 +500,18 @@ impl Array {
     fn window_stage_done(&mut self) {
         let window = self.window_mut();
         if let Some(reason) = window.failed.take() {
-            self.reshape.as_mut().expect("growth").window = None;
+            if window.stage == WindowStage::Writing {
+                // Old places may already be overwritten (a backed-up window):
+                // finish the window degraded (its new stripes carry parity),
+                // checkpoint it, then stop.
+                self.window_written();
+                self.reshape.as_mut().expect("growth").checkpoint_wanted = true;
+            } else {
+                // Nothing overwritten yet: the old places still hold the data.
+                self.reshape.as_mut().expect("growth").window = None;
+                self.release_blocked();
+            }
             self.pause_reshape(reason);
-            self.release_blocked();
             return;
         }
         match window.stage {

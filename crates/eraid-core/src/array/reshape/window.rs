@@ -28,8 +28,8 @@ impl Array {
 
     /// Whether writing `place` now could destroy what a resumed growth (one
     /// restarting at chunk `from`) or a user of an unmoved chunk needs: the
-    /// old place of a chunk at or past `from`, or old parity of a stripe
-    /// that still has such a chunk.
+    /// old place of a chunk at or past `from`, or any shard of an old stripe
+    /// that still has such a chunk (its redundancy must stay intact).
     pub(super) fn protected(&self, place: ChunkPlace, from: u64) -> bool {
         let record = self.reshape_record().expect("growth record");
         let old = record.old_geometry;
@@ -58,13 +58,10 @@ impl Array {
                     .old_layout
                     .stripe_map(stripe);
                 debug_assert!(map.shards().all(|p| p.member_chunk == stripe));
-                if let Some(j) = map.data.iter().position(|&p| p == place) {
-                    stripe * k + j as u64 >= from
-                } else if map.parity.contains(&place) {
-                    (stripe + 1) * k > from
-                } else {
-                    false
-                }
+                // An old stripe stays whole while any of its chunks is
+                // unmoved: its parity (and so its moved chunks' old copies)
+                // must still rebuild that chunk if a member fails.
+                map.shards().any(|p| p == place) && (stripe + 1) * k > from
             }
         }
     }
