@@ -6,6 +6,7 @@
 #[cfg(test)]
 mod addressing_tests;
 pub mod config;
+pub mod examination;
 pub mod fastscale;
 pub mod reorder_window;
 pub mod round_robin;

@@ -179,7 +179,10 @@ impl Array {
                 }
                 return;
             }
-            if reshape.checkpoint_wanted {
+            // Closing: record what was copied, so the next run need not
+            // copy it again.
+            let closing = matches!(self.phase, super::super::Phase::Closing(_));
+            if reshape.checkpoint_wanted || (closing && reshape.copied_end > reshape.checkpoint) {
                 self.start_checkpoint();
                 return;
             }
