@@ -5,13 +5,16 @@
 use eraid_core::io::{UserError, UserOp};
 use eraid_driver::EngineHandle;
 use eraid_nbd::{Done, Export, ExportCommand, ExportError};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
 pub struct ArrayExport {
     /// Set once the engine runs; the server binds before that so a failure
     /// to listen leaves the members untouched.
     pub handle: Arc<OnceLock<EngineHandle>>,
-    pub size_bytes: u64,
+    /// The capacity users see; raised when a growth finishes, so clients
+    /// that connect afterwards see the new size.
+    pub size_bytes: Arc<AtomicU64>,
     pub preferred_block_bytes: u32,
     pub description: String,
 }
@@ -37,7 +40,7 @@ impl Export for ArrayExport {
     }
 
     fn size_bytes(&self) -> u64 {
-        self.size_bytes
+        self.size_bytes.load(Ordering::Acquire)
     }
 
     fn preferred_block_bytes(&self) -> u32 {

@@ -3,6 +3,7 @@
 //! engine on modelled disks.
 
 mod commands;
+mod control;
 mod export;
 mod members;
 mod runtime;
@@ -25,6 +26,7 @@ enum Command {
     Detail(commands::detail::DetailArgs),
     Serve(commands::serve::ServeArgs),
     Check(commands::check::CheckArgs),
+    Grow(commands::grow::GrowArgs),
     Demo(commands::demo::DemoArgs),
     /// Simulate an array of modelled drives replaying a trace or workload.
     Sim(commands::sim::SimArgs),
@@ -54,6 +56,7 @@ fn main() {
         Command::Detail(args) => args.run(),
         Command::Serve(args) => args.run(),
         Command::Check(args) => args.run(),
+        Command::Grow(args) => args.run(),
         Command::Demo(args) => args.run(),
         Command::Sim(args) => args.run(),
         Command::Experiment { command } => command.run(),

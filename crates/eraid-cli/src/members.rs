@@ -5,7 +5,7 @@ use eraid_core::geometry::METADATA_BYTES;
 use eraid_core::metadata::assemble::{assemble, Assembly, MemberProbe, SlotState};
 use eraid_driver::{read_metadata_area, MemberFile, MemberIo};
 use std::io;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// An assembled array: the decision, and an open device per member slot.
@@ -52,37 +52,179 @@ pub struct MemberLocks {
 }
 
 pub fn lock_members(paths: &[PathBuf]) -> Result<MemberLocks> {
-    use std::os::fd::AsRawFd;
     check_distinct(paths)?;
     let mut files = Vec::new();
     for path in paths {
         let file = std::fs::File::open(path)
             .with_context(|| format!("cannot open member {}", path.display()))?;
-        // SAFETY: flock on a file descriptor we own; no memory is shared.
-        let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-        if rc != 0 {
-            let error = io::Error::last_os_error();
-            if error.raw_os_error() == Some(libc::EWOULDBLOCK) {
-                bail!(
-                    "{} is in use by another eraid process (serve or check); stop it first",
-                    path.display()
-                );
-            }
-            return Err(error).with_context(|| format!("cannot lock {}", path.display()));
-        }
+        lock_file(&file, path)?;
         files.push(file);
     }
     Ok(MemberLocks { _files: files })
 }
 
+impl MemberLocks {
+    /// Keeps more locks (members added by a growth) for as long as these.
+    pub fn extend(&mut self, more: MemberLocks) {
+        self._files.extend(more._files);
+    }
+}
+
+/// Takes the exclusive advisory lock every eraid process holds on its members.
+fn lock_file(file: &std::fs::File, path: &Path) -> Result<()> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: flock on a file descriptor we own; no memory is shared.
+    let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+    if rc != 0 {
+        let error = io::Error::last_os_error();
+        if error.raw_os_error() == Some(libc::EWOULDBLOCK) {
+            bail!(
+                "{} is in use by another eraid process (serve, check or grow); stop it first, \
+                 or reach a server started with --control through --control",
+                path.display()
+            );
+        }
+        return Err(error).with_context(|| format!("cannot lock {}", path.display()));
+    }
+    Ok(())
+}
+
+/// Files about to join an array in a growth: checked, opened and locked.
+pub struct AddedMembers {
+    /// Canonical paths, in the order given.
+    pub paths: Vec<PathBuf>,
+    pub files: Vec<MemberFile>,
+    pub locks: MemberLocks,
+}
+
+impl AddedMembers {
+    /// The devices and their superblock descriptions for the engine, with
+    /// fresh member UUIDs (as `create` makes them).
+    pub fn into_grow_members(self) -> (Vec<eraid_driver::GrowMember>, MemberLocks) {
+        let members = self
+            .files
+            .into_iter()
+            .zip(self.paths)
+            .map(|(file, path)| {
+                let size_bytes = file.size_bytes();
+                eraid_driver::GrowMember {
+                    device: Arc::new(file),
+                    member: eraid_core::reshape::config::NewMember {
+                        uuid: uuid::Uuid::new_v4().to_string(),
+                        path_hint: path.display().to_string(),
+                        size_bytes,
+                    },
+                }
+            })
+            .collect();
+        (members, self.locks)
+    }
+}
+
+fn same_file(a: &Path, b: &Path) -> bool {
+    match (a.canonicalize(), b.canonicalize()) {
+        (Ok(x), Ok(y)) => x == y,
+        _ => a == b,
+    }
+}
+
+/// Checks every file to add before anything changes: it exists, is not
+/// named twice nor already a member (`current`), is at least `needed_bytes`
+/// long, carries no eraid superblock (of this or another array), and no
+/// other eraid process holds it. Errors name the path.
+pub fn check_added_members(
+    added: &[PathBuf],
+    current: &[PathBuf],
+    needed_bytes: u64,
+) -> Result<AddedMembers> {
+    use eraid_core::metadata::superblock::Superblock;
+    if added.is_empty() {
+        bail!("name at least one member to add (--add MEMBER...)");
+    }
+    check_distinct(added)?;
+    for path in added {
+        if let Some(member) = current.iter().find(|m| same_file(m, path)) {
+            bail!(
+                "{} is already a member of this array (as {})",
+                path.display(),
+                member.display()
+            );
+        }
+    }
+    let mut paths = Vec::new();
+    let mut files = Vec::new();
+    let mut locks = Vec::new();
+    for path in added {
+        match std::fs::metadata(path) {
+            Err(error) if error.kind() == io::ErrorKind::NotFound => bail!(
+                "{} does not exist; create it first (for example `truncate -s {needed_bytes} {}`)",
+                path.display(),
+                path.display()
+            ),
+            Err(error) => {
+                return Err(error).with_context(|| format!("cannot examine {}", path.display()))
+            }
+            Ok(meta) if meta.is_dir() => bail!(
+                "{} is a directory, not a file or block device",
+                path.display()
+            ),
+            Ok(_) => {}
+        }
+        let file =
+            MemberFile::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+        if file.size_bytes() < needed_bytes {
+            bail!(
+                "{} is too small: {} bytes, but every member of this array needs at least {needed_bytes} bytes",
+                path.display(),
+                file.size_bytes()
+            );
+        }
+        let area = read_metadata_area(&file, METADATA_BYTES as usize)
+            .with_context(|| format!("cannot read {}", path.display()))?;
+        if let Ok(sb) = Superblock::decode_newest(&area) {
+            bail!(
+                "{} already belongs to eraid array {} (member {} of a RAID-{} of {} members); \
+                 only a file or device without eraid metadata can be added",
+                path.display(),
+                sb.array_uuid,
+                sb.this_member,
+                sb.geometry.level.number(),
+                sb.geometry.member_count
+            );
+        }
+        let lock =
+            std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+        lock_file(&lock, path)?;
+        locks.push(lock);
+        paths.push(path.canonicalize().unwrap_or_else(|_| path.clone()));
+        files.push(file);
+    }
+    Ok(AddedMembers {
+        paths,
+        files,
+        locks: MemberLocks { _files: locks },
+    })
+}
+
+/// The capacity users see on members whose superblock is `sb`: the old
+/// capacity while a recorded growth is unfinished.
+pub fn visible_capacity_bytes(sb: &eraid_core::metadata::superblock::Superblock) -> u64 {
+    use eraid_core::reshape::record::ReshapeState;
+    match &sb.reshape {
+        Some(r) if r.state != ReshapeState::Done => r.old_capacity_chunks * sb.geometry.chunk_bytes,
+        _ => sb.geometry.capacity_bytes(),
+    }
+}
+
+/// Bytes a member of this geometry must have (metadata plus data area).
+pub fn member_bytes_needed(geometry: &eraid_core::geometry::Geometry) -> u64 {
+    geometry.data_offset_bytes + geometry.member_data_bytes
+}
+
 pub fn check_distinct(paths: &[PathBuf]) -> Result<()> {
     for (i, a) in paths.iter().enumerate() {
         for b in &paths[i + 1..] {
-            let same = match (a.canonicalize(), b.canonicalize()) {
-                (Ok(x), Ok(y)) => x == y,
-                _ => a == b,
-            };
-            if same {
+            if same_file(a, b) {
                 bail!("{} is named twice", a.display());
             }
         }

@@ -1,11 +1,10 @@
 //! A running array: assembled members, the core engine and its driver.
 
-use crate::members::{assemble_members, Assembled};
+use crate::members::Assembled;
 use anyhow::{Context, Result};
 use eraid_core::io::ArrayEvent;
 use eraid_core::{Array, ArrayOptions};
 use eraid_driver::{CloseOutcome, Engine, EngineConfig, EngineHandle};
-use std::path::PathBuf;
 use std::time::Instant;
 
 pub struct Running {
@@ -28,11 +27,6 @@ impl Running {
             ),
         }
     }
-}
-
-/// Assembles the members and starts serving requests on them.
-pub fn start(paths: &[PathBuf], options: ArrayOptions) -> Result<Running> {
-    start_assembled(assemble_members(paths)?, options)
 }
 
 /// Starts the engine on members already assembled (which wrote nothing):

@@ -171,6 +171,7 @@ fn crash_during_growth(seed: u64, case: &Case, bitmap: bool) -> u64 {
     let whole = call(&mut h, &mut array, 1, UserOp::Read { offset_bytes: 0, len_bytes: capacity as usize })
         .unwrap()
         .unwrap();
+    #[allow(clippy::needless_range_loop)] // s indexes three buffers
     for s in 0..sectors {
         if !touched[s] {
             let range = s * SECTOR_BYTES as usize..(s + 1) * SECTOR_BYTES as usize;

@@ -16,16 +16,17 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Select, Sender};
 use eraid_core::io::{
-    ArrayEvent, DeviceIo, DeviceOp, IoCause, IoCompletion, IoId, Machine, RequestId, TimeNs,
-    UserError, UserOp, UserReply, UserRequest,
+    AdminCommand, ArrayEvent, DeviceIo, DeviceOp, IoCause, IoCompletion, IoId, Machine, RequestId,
+    TimeNs, UserError, UserOp, UserReply, UserRequest,
 };
+use eraid_core::reshape::config::ReshapeConfig;
 
-use crate::handle::{CloseOutcome, Command, EngineHandle, Shared};
+use crate::handle::{CloseOutcome, Command, EngineHandle, GrowError, GrowMember, Shared};
 use crate::io_pool::{default_io_threads, FinishedIo, IoPool};
 use crate::member::MemberFile;
 use crate::member_io::MemberIo;
 use crate::reply::ReplySink;
-use crate::stats::{EngineStats, IoCounters};
+use crate::stats::{EngineStats, IoCounters, MemberStats};
 
 /// How to run an engine.
 #[derive(Clone, Debug, Default)]
@@ -87,6 +88,7 @@ impl Engine {
             close_waiters: Vec::new(),
             event_sink: config.event_sink,
             shared: Arc::clone(&shared),
+            io_threads_fixed: config.io_threads.is_some(),
         };
         let thread_shared = Arc::clone(&shared);
         let thread = std::thread::Builder::new()
@@ -189,6 +191,8 @@ struct Runner {
     close_waiters: Vec<Sender<CloseOutcome>>,
     event_sink: Option<Sender<ArrayEvent>>,
     shared: Arc<Shared>,
+    /// The caller chose the worker count; a growth does not add workers.
+    io_threads_fixed: bool,
 }
 
 impl Runner {
@@ -227,6 +231,14 @@ impl Runner {
                     let now = self.now();
                     let answer = self.machine.handle_admin(now, command);
                     // The asker may have given up; nothing to do then.
+                    let _ = done.send(answer);
+                }
+                Input::Command(Command::Grow {
+                    members,
+                    config,
+                    done,
+                }) => {
+                    let answer = self.grow(members, config);
                     let _ = done.send(answer);
                 }
                 Input::Command(Command::Close { done }) => {
@@ -293,6 +305,73 @@ impl Runner {
         self.shared.stats().requests_submitted += 1;
         let now = self.now();
         self.machine.handle_request(now, UserRequest { id, op });
+    }
+
+    /// Serves `members` as new slots, then asks the machine to grow onto
+    /// them; drops them again if it refuses.
+    fn grow(
+        &mut self,
+        members: Vec<GrowMember>,
+        config: ReshapeConfig,
+    ) -> Result<serde_json::Value, GrowError> {
+        if self.closing {
+            return Err(GrowError::ShuttingDown);
+        }
+        let now = self.now();
+        let Some(pool) = self.pool.as_ref() else {
+            return Err(GrowError::ShuttingDown);
+        };
+        let first = pool.member_count();
+        // The machine numbers new members from its own count: the devices
+        // must line up with it.
+        let status = self.machine.handle_admin(now, AdminCommand::Status);
+        if let Some(count) = status.get("member_count").and_then(|c| c.as_u64()) {
+            if count != first as u64 {
+                return Err(GrowError::Refused(format!(
+                    "the engine serves {first} member slots but the array has {count} members"
+                )));
+            }
+        }
+        let (devices, new_members): (Vec<_>, Vec<_>) =
+            members.into_iter().map(|m| (m.device, m.member)).unzip();
+        let labels: Vec<String> = devices.iter().map(|d| d.label().to_string()).collect();
+        pool.add_members(devices);
+        self.shared
+            .stats()
+            .by_member
+            .extend(labels.into_iter().map(|label| MemberStats {
+                label,
+                io: IoCounters::default(),
+            }));
+        let answer = self.machine.handle_admin(
+            now,
+            AdminCommand::StartGrow {
+                members: new_members,
+                config,
+            },
+        );
+        let pool = self.pool.as_mut().expect("checked above");
+        if let Some(error) = answer.get("error") {
+            // The machine changed nothing, so no I/O addresses the new slots.
+            pool.truncate_members(first);
+            self.shared.stats().by_member.truncate(first);
+            let reason = error
+                .as_str()
+                .map_or_else(|| error.to_string(), str::to_string);
+            return Err(GrowError::Refused(reason));
+        }
+        if !self.io_threads_fixed {
+            let wanted = default_io_threads(pool.member_count());
+            if let Err(error) = pool.ensure_threads(wanted) {
+                tracing::warn!("cannot start more I/O workers for the new members: {error}");
+            }
+        }
+        tracing::info!(
+            added = pool.member_count() - first,
+            members = pool.member_count(),
+            "growth started"
+        );
+        Ok(answer)
     }
 
     fn begin_close(&mut self) {
@@ -442,6 +521,9 @@ impl Runner {
                 Command::Close { done } => self.close_waiters.push(done),
                 // Dropping `done` answers `ShuttingDown`.
                 Command::Admin { .. } => {}
+                Command::Grow { done, .. } => {
+                    let _ = done.send(Err(GrowError::ShuttingDown));
+                }
             }
         }
         {

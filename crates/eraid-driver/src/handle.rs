@@ -5,7 +5,9 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use crossbeam_channel::Sender;
 use eraid_core::io::{AdminCommand, UserError, UserOp};
+use eraid_core::reshape::config::{NewMember, ReshapeConfig};
 
+use crate::member_io::MemberIo;
 use crate::reply::{ReplyFn, ReplySink, UserResult};
 use crate::stats::EngineStats;
 
@@ -36,7 +38,40 @@ pub(crate) enum Command {
     Close {
         done: Sender<CloseOutcome>,
     },
+    Grow {
+        members: Vec<GrowMember>,
+        config: ReshapeConfig,
+        done: Sender<Result<serde_json::Value, GrowError>>,
+    },
 }
+
+/// A device joining the array in a growth, and how the superblock will
+/// describe it (`member.size_bytes` must be the device's usable size).
+pub struct GrowMember {
+    pub device: Arc<dyn MemberIo>,
+    pub member: NewMember,
+}
+
+/// Why a growth did not start. Nothing changed on the members either way.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum GrowError {
+    /// The array refused (its reason: wrong strategy for the level, member
+    /// too small, a growth or check already running, ...).
+    Refused(String),
+    /// The engine is closing or has stopped.
+    ShuttingDown,
+}
+
+impl std::fmt::Display for GrowError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            GrowError::Refused(reason) => f.write_str(reason),
+            GrowError::ShuttingDown => f.write_str("the array is shutting down"),
+        }
+    }
+}
+
+impl std::error::Error for GrowError {}
 
 /// State shared by the engine thread and every handle.
 pub(crate) struct Shared {
@@ -158,6 +193,32 @@ impl EngineHandle {
             .map_err(|_| UserError::ShuttingDown)?;
         // Dropped unanswered only when the engine stops first.
         done_rx.recv().map_err(|_| UserError::ShuttingDown)
+    }
+
+    /// Grows the array onto `members` while it runs: the engine appends
+    /// them to its devices as slots `member_count..member_count + n`, then
+    /// hands `AdminCommand::StartGrow` to the machine. If the machine
+    /// refuses, the devices are dropped again and nothing changed. On
+    /// success returns the status JSON (with its `reshape` object); the data
+    /// then moves in the background while requests are served, and
+    /// `admin(AdminCommand::Status)` follows it.
+    pub fn grow(
+        &self,
+        members: Vec<GrowMember>,
+        config: ReshapeConfig,
+    ) -> Result<serde_json::Value, GrowError> {
+        if self.shared.stopping.load(Ordering::Acquire) {
+            return Err(GrowError::ShuttingDown);
+        }
+        let (done_tx, done_rx) = crossbeam_channel::bounded(1);
+        self.commands
+            .send(Command::Grow {
+                members,
+                config,
+                done: done_tx,
+            })
+            .map_err(|_| GrowError::ShuttingDown)?;
+        done_rx.recv().unwrap_or(Err(GrowError::ShuttingDown))
     }
 
     /// Begins an orderly close (`Machine::handle_close`) and waits until the

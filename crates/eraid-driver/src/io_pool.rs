@@ -12,7 +12,7 @@
 //! running writes would get no durability guarantee for those writes.
 
 use std::panic::{self, AssertUnwindSafe};
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 use std::thread::JoinHandle;
 
 use crossbeam_channel::{Receiver, Sender};
@@ -35,12 +35,20 @@ pub fn default_io_threads(member_count: usize) -> usize {
 /// A finished device I/O, as handed back to the engine.
 pub type FinishedIo = (IoId, IoCompletion);
 
+/// The devices the workers address, by member slot. A growth appends to it
+/// while the pool runs (`IoPool::add_members`), so workers look a member up
+/// per I/O instead of holding a fixed list.
+type MemberTable = Arc<RwLock<Vec<Arc<dyn MemberIo>>>>;
+
 pub struct IoPool {
     /// Unbounded on purpose: the core bounds what it has in flight, and the
     /// engine thread must never block here, or workers blocked on sending
     /// completions to the engine could deadlock with it.
     job_tx: Option<Sender<DeviceIo>>,
+    /// Kept to start more workers when members are added.
+    job_rx: Receiver<DeviceIo>,
     done_tx: Sender<FinishedIo>,
+    members: MemberTable,
     workers: Vec<JoinHandle<()>>,
 }
 
@@ -55,25 +63,60 @@ impl IoPool {
         let (job_tx, job_rx) = crossbeam_channel::unbounded::<DeviceIo>();
         let mut pool = IoPool {
             job_tx: Some(job_tx),
-            done_tx: done_tx.clone(),
+            job_rx,
+            done_tx,
+            members: Arc::new(RwLock::new(members.to_vec())),
             workers: Vec::new(),
         };
-        for index in 0..threads.max(1) {
-            let members = Arc::clone(&members);
-            let job_rx = job_rx.clone();
-            let done_tx = done_tx.clone();
-            let worker = std::thread::Builder::new()
-                .name(format!("eraid-io-{index}"))
-                .spawn(move || worker_loop(&members, &job_rx, &done_tx))?;
-            // On a spawn error `pool` is dropped, which stops the workers
-            // already started.
-            pool.workers.push(worker);
-        }
+        // On a spawn error `pool` is dropped, which stops the workers
+        // already started.
+        pool.ensure_threads(threads.max(1))?;
         Ok(pool)
     }
 
     pub fn threads(&self) -> usize {
         self.workers.len()
+    }
+
+    /// Starts workers until there are at least `threads`.
+    pub fn ensure_threads(&mut self, threads: usize) -> std::io::Result<()> {
+        while self.workers.len() < threads {
+            let index = self.workers.len();
+            let members = Arc::clone(&self.members);
+            let job_rx = self.job_rx.clone();
+            let done_tx = self.done_tx.clone();
+            let worker = std::thread::Builder::new()
+                .name(format!("eraid-io-{index}"))
+                .spawn(move || worker_loop(&members, &job_rx, &done_tx))?;
+            self.workers.push(worker);
+        }
+        Ok(())
+    }
+
+    /// How many member slots I/Os can address.
+    pub fn member_count(&self) -> usize {
+        read_table(&self.members).len()
+    }
+
+    /// Appends devices as new member slots (a growth); returns the first new
+    /// slot. I/O to them works as soon as this returns.
+    pub fn add_members(&self, devices: Vec<Arc<dyn MemberIo>>) -> usize {
+        let mut table = self
+            .members
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let first = table.len();
+        table.extend(devices);
+        first
+    }
+
+    /// Drops the member slots from `len` on (a growth the array refused).
+    /// The caller guarantees no I/O to them is queued or running.
+    pub fn truncate_members(&self, len: usize) {
+        self.members
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .truncate(len);
     }
 
     /// Queues one I/O; its completion arrives on the `done_tx` channel.
@@ -82,7 +125,8 @@ impl IoPool {
             unreachable!("job_tx is only taken in drop");
         };
         if let Err(crossbeam_channel::SendError(io)) = job_tx.send(io) {
-            // Only possible if every worker died; answer rather than hang.
+            // Cannot happen while the pool holds its receiver; answer
+            // rather than hang all the same.
             let message = format!("member {}: no I/O worker is running", io.member);
             let _ = self.done_tx.send((io.id, IoCompletion::Failed(message)));
         }
@@ -101,17 +145,26 @@ impl Drop for IoPool {
     }
 }
 
-fn worker_loop(
-    members: &[Arc<dyn MemberIo>],
-    job_rx: &Receiver<DeviceIo>,
-    done_tx: &Sender<FinishedIo>,
-) {
+fn read_table(table: &MemberTable) -> std::sync::RwLockReadGuard<'_, Vec<Arc<dyn MemberIo>>> {
+    table
+        .read()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+fn worker_loop(members: &MemberTable, job_rx: &Receiver<DeviceIo>, done_tx: &Sender<FinishedIo>) {
     for io in job_rx.iter() {
         let id = io.id;
+        // Look the member up and let go of the table before the I/O runs.
+        let (member, member_count) = {
+            let table = read_table(members);
+            (table.get(io.member).cloned(), table.len())
+        };
         // A panicking device must fail one I/O, not leave it unanswered
         // forever (which would hang the array).
-        let completion = panic::catch_unwind(AssertUnwindSafe(|| execute(members, io)))
-            .unwrap_or_else(|_| IoCompletion::Failed(format!("I/O {} panicked", id.0)));
+        let completion = panic::catch_unwind(AssertUnwindSafe(|| {
+            execute_on(member.as_ref(), member_count, io)
+        }))
+        .unwrap_or_else(|_| IoCompletion::Failed(format!("I/O {} panicked", id.0)));
         if done_tx.send((id, completion)).is_err() {
             // The engine is gone; nobody wants the rest.
             return;
@@ -122,11 +175,20 @@ fn worker_loop(
 /// Performs one I/O and describes any failure with the member, its label,
 /// the operation, offset and OS error.
 pub fn execute(members: &[Arc<dyn MemberIo>], io: DeviceIo) -> IoCompletion {
-    let Some(member) = members.get(io.member) else {
+    execute_on(members.get(io.member), members.len(), io)
+}
+
+/// [`execute`] on a member already looked up (`None`: no such slot among
+/// `member_count`).
+fn execute_on(
+    member: Option<&Arc<dyn MemberIo>>,
+    member_count: usize,
+    io: DeviceIo,
+) -> IoCompletion {
+    let Some(member) = member else {
         return IoCompletion::Failed(format!(
-            "member {} does not exist: the array has {} members",
+            "member {} does not exist: the array has {member_count} members",
             io.member,
-            members.len()
         ));
     };
     let fail = |what: String, err: std::io::Error| {

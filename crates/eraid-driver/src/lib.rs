@@ -5,7 +5,8 @@
 //! - [`MemberFile`]: one member, O_DIRECT when the file system allows it.
 //! - [`IoPool`]: worker threads performing device I/O concurrently.
 //! - [`Engine`] / [`EngineHandle`]: the thread that owns the machine, and the
-//!   cloneable handle callers submit requests through.
+//!   cloneable handle callers submit requests through; a running engine
+//!   accepts new members for an online growth ([`EngineHandle::grow`]).
 //! - [`superblock_io`]: synchronous metadata helpers for create/assemble.
 
 mod aligned_buf;
@@ -20,7 +21,7 @@ pub mod superblock_io;
 
 pub use aligned_buf::DIRECT_ALIGN_BYTES;
 pub use engine::{Engine, EngineConfig};
-pub use handle::{CloseOutcome, EngineHandle};
+pub use handle::{CloseOutcome, EngineHandle, GrowError, GrowMember};
 pub use io_pool::{default_io_threads, IoPool};
 pub use member::{DirectMode, MemberCounters, MemberFile, MemberOptions};
 pub use member_io::MemberIo;

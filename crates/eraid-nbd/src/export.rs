@@ -69,6 +69,9 @@ pub trait Export: Send + Sync + 'static {
     fn name(&self) -> &str;
     /// A human-readable line sent as NBD_INFO_DESCRIPTION.
     fn description(&self) -> String;
+    /// Read at every handshake and for every request's range check, so an
+    /// export may grow while served (an array after an online growth):
+    /// clients that connect afterwards see the new size.
     fn size_bytes(&self) -> u64;
     /// The I/O size that performs best (chunk or stripe size). The server
     /// advertises the largest power of two that divides it, within the

@@ -1,31 +1,162 @@
-//! `eraid detail`: what the members' metadata says, without changing it.
+//! `eraid detail`: what the members' metadata says, without changing it, or
+//! a running server's live status (--control).
 
+use crate::control::ControlClient;
 use anyhow::Result;
 use clap::Args;
 use eraid_core::metadata::assemble::{assemble, SlotState};
-use eraid_core::metadata::superblock::ArrayState;
-use serde_json::json;
+use eraid_core::metadata::superblock::{ArrayState, Superblock};
+use serde_json::{json, Value};
 use std::path::PathBuf;
 
 /// Show an array's geometry, state and members (reads metadata only)
 ///
 /// Prints level, layout, chunk size, capacity, clean/dirty and degraded
 /// state, each member's state (active, stale: out of date and needing a
-/// rebuild, or missing) and any pending resync. Reads the members' metadata
-/// only; nothing is written, so it is safe while the array is served.
+/// rebuild, or missing), any pending resync, and the growth in progress or
+/// last finished (`reshape`). Reads the members' metadata only; nothing is
+/// written, so it is safe while the array is served. With --control PATH it
+/// asks a running `eraid serve --control PATH` for its live status instead
+/// (growth progress, rate, check activity).
 #[derive(Args, Debug)]
 pub struct DetailArgs {
-    /// Print JSON (fields: level, layout, chunk_bytes, capacity_bytes, state,
-    /// members[{path, index, state}], ...).
+    /// Print JSON (fields: level, layout, chunk_bytes, capacity_bytes,
+    /// member_count, state, members[{path, index, state}], reshape
+    /// {strategy, state, progress, moved_bytes, metadata_writes,
+    /// redistribution_reads, redistribution_writes, ...} or null, ...).
     #[arg(long)]
     json: bool,
+    /// The control socket of a running `eraid serve --control PATH`.
+    #[arg(long, value_name = "PATH", conflicts_with = "members")]
+    control: Option<PathBuf>,
     /// Member files or block devices of the array (any order).
-    #[arg(required = true)]
+    #[arg(required_unless_present = "control")]
     members: Vec<PathBuf>,
+}
+
+/// The `reshape` object of a superblock's growth record, named as in the
+/// live status.
+pub fn reshape_json(sb: &Superblock) -> Value {
+    let Some(record) = &sb.reshape else {
+        return Value::Null;
+    };
+    let chunk = sb.geometry.chunk_bytes;
+    let progress = if record.total_chunks == 0 {
+        1.0
+    } else {
+        record.checkpoint_chunk as f64 / record.total_chunks as f64
+    };
+    let c = record.counters;
+    json!({
+        "strategy": record.config.strategy.name(),
+        "state": record.state.name(),
+        "pause_reason": record.pause_reason,
+        "progress": progress,
+        "old_member_count": record.old_geometry.member_count,
+        "new_member_count": sb.geometry.member_count,
+        "checkpoint_bytes": record.checkpoint_chunk * chunk,
+        "total_bytes": record.total_chunks * chunk,
+        "moved_bytes": c.moved_bytes,
+        "metadata_writes": c.metadata_writes,
+        "redistribution_reads": c.redistribution_reads,
+        "redistribution_writes": c.redistribution_writes,
+        "backup_windows": c.backup_windows,
+        "config": record.config,
+    })
+}
+
+/// One line describing a `reshape` object (live or recorded).
+pub fn reshape_line(r: &Value) -> String {
+    let mib = |v: &Value| v.as_f64().unwrap_or(0.0) / 1048576.0;
+    let mut line = format!(
+        "{} {} -> {} members: {}, {:.1}%, moved {:.1} MiB, {} metadata writes, {} redistribution reads, {} writes",
+        r["strategy"].as_str().unwrap_or("?"),
+        r["old_member_count"],
+        r["new_member_count"],
+        r["state"].as_str().unwrap_or("?"),
+        100.0 * r["progress"].as_f64().unwrap_or(0.0),
+        mib(&r["moved_bytes"]),
+        r["metadata_writes"],
+        r["redistribution_reads"],
+        r["redistribution_writes"],
+    );
+    if let Some(rate) = r["rate_bytes_s"].as_f64() {
+        if r["state"] == "running" {
+            line.push_str(&format!(", {:.1} MiB/s", rate / 1048576.0));
+        }
+    }
+    if let Some(reason) = r["pause_reason"].as_str() {
+        line.push_str(&format!(" (paused: {reason})"));
+    }
+    line
 }
 
 impl DetailArgs {
     pub fn run(self) -> Result<i32> {
+        match &self.control {
+            Some(path) => self.live(&ControlClient::connect(path)?.status()?),
+            None => self.offline(),
+        }
+    }
+
+    fn live(&self, status: &Value) -> Result<i32> {
+        if self.json {
+            println!("{}", serde_json::to_string_pretty(status)?);
+            return Ok(0);
+        }
+        let capacity = status["capacity_bytes"].as_f64().unwrap_or(0.0);
+        println!(
+            "array {} (live)",
+            status["array_uuid"].as_str().unwrap_or("?")
+        );
+        println!("  level       RAID-{}", status["level"]);
+        println!("  layout      {}", status["layout"].as_str().unwrap_or("?"));
+        println!(
+            "  chunk       {} KiB",
+            status["chunk_bytes"].as_u64().unwrap_or(0) >> 10
+        );
+        println!(
+            "  capacity    {} bytes ({:.1} MiB)",
+            status["capacity_bytes"],
+            capacity / 1048576.0
+        );
+        let degraded = if status["degraded"] == true {
+            ", degraded"
+        } else {
+            ""
+        };
+        println!(
+            "  state       {} ({}){degraded}",
+            status["state"].as_str().unwrap_or("?"),
+            status["phase"].as_str().unwrap_or("?")
+        );
+        println!("  events      {}", status["events"]);
+        let activity = &status["activity"];
+        if !activity.is_null() {
+            println!(
+                "  activity    {} {}, {:.1}%, {} mismatches",
+                activity["kind"].as_str().unwrap_or("?"),
+                activity["state"].as_str().unwrap_or("?"),
+                100.0 * activity["progress"].as_f64().unwrap_or(0.0),
+                activity["mismatches"]
+            );
+        }
+        if !status["reshape"].is_null() {
+            println!("  reshape     {}", reshape_line(&status["reshape"]));
+        }
+        println!("  members");
+        for m in status["members"].as_array().into_iter().flatten() {
+            println!(
+                "    {:>2}  {:<8} {}",
+                m["index"],
+                m["state"].as_str().unwrap_or(""),
+                m["path"].as_str().unwrap_or("")
+            );
+        }
+        Ok(0)
+    }
+
+    fn offline(&self) -> Result<i32> {
         let (probes, _files) = crate::members::probe(&self.members)?;
         let assembly = assemble(&probes)?;
         let sb = &assembly.superblock;
@@ -51,6 +182,8 @@ impl DetailArgs {
             (ArrayState::Dirty, true) => "dirty, degraded",
         };
         let dirty_regions = assembly.bitmap.dirty_regions().count();
+        let capacity = crate::members::visible_capacity_bytes(sb);
+        let reshape = reshape_json(sb);
         let detail = json!({
             "array_uuid": sb.array_uuid,
             "level": g.level.number(),
@@ -59,7 +192,8 @@ impl DetailArgs {
             "member_count": g.member_count,
             "member_data_bytes": g.member_data_bytes,
             "data_offset_bytes": g.data_offset_bytes,
-            "capacity_bytes": g.capacity_bytes(),
+            // What users can address: the old capacity until a growth is done.
+            "capacity_bytes": capacity,
             "state": state,
             "clean": sb.state == ArrayState::Clean,
             "degraded": degraded,
@@ -67,10 +201,10 @@ impl DetailArgs {
             "dirty_regions": dirty_regions,
             "bitmap_regions": assembly.bitmap.region_count(),
             "members": members,
-            // No long activity is recorded on disk yet (reshape and rebuild
-            // checkpoints arrive with those features); a resync of the
-            // dirty regions runs on the next start.
+            // A resync of the dirty regions runs on the next start; an
+            // unfinished growth resumes then too (see `reshape`).
             "activity": if dirty_regions > 0 { json!({"kind": "resync", "state": "pending", "regions": dirty_regions}) } else { serde_json::Value::Null },
+            "reshape": reshape,
         });
         if self.json {
             println!("{}", serde_json::to_string_pretty(&detail)?);
@@ -82,8 +216,8 @@ impl DetailArgs {
         println!("  chunk       {} KiB", g.chunk_bytes >> 10);
         println!(
             "  capacity    {} bytes ({:.1} MiB)",
-            g.capacity_bytes(),
-            g.capacity_bytes() as f64 / 1048576.0
+            capacity,
+            capacity as f64 / 1048576.0
         );
         println!("  state       {state}");
         println!("  events      {}", sb.events);
@@ -92,6 +226,13 @@ impl DetailArgs {
                 "  activity    resync pending for {dirty_regions} of {} regions",
                 assembly.bitmap.region_count()
             );
+        }
+        if !reshape.is_null() {
+            let mut line = reshape_line(&reshape);
+            if reshape["state"] == "running" {
+                line.push_str("; resumes when served with every member");
+            }
+            println!("  reshape     {line}");
         }
         println!("  members");
         for m in &members {

@@ -5,5 +5,6 @@ pub mod demo;
 pub mod detail;
 pub mod disk;
 pub mod experiment;
+pub mod grow;
 pub mod serve;
 pub mod sim;

@@ -1,14 +1,19 @@
-//! `eraid serve`: run the array and export it over NBD until SIGINT/SIGTERM.
+//! `eraid serve`: run the array and export it over NBD until SIGINT/SIGTERM,
+//! optionally with a control socket (see `crate::control` for its protocol).
 
+use crate::control::{ControlContext, ControlListener};
 use crate::export::ArrayExport;
 use anyhow::{Context, Result};
 use clap::Args;
+use eraid_core::io::{AdminCommand, ArrayEvent};
+use eraid_core::metadata::assemble::SlotState;
+use eraid_core::reshape::record::ReshapeState;
 use eraid_core::ArrayOptions;
 use eraid_nbd::{Listener, Server, ServerConfig};
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::atomic::AtomicBool;
-use std::sync::{Arc, OnceLock};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// Serve the array over NBD (Unix socket or TCP) until SIGINT/SIGTERM
 ///
@@ -19,6 +24,18 @@ use std::sync::{Arc, OnceLock};
 /// members clean and exits 0. After an unclean stop, parity of the regions
 /// the write-intent bitmap marks dirty is resynced while serving. The
 /// members are locked: a second serve or check of them is refused.
+///
+/// With --control PATH it also listens on a Unix control socket, through
+/// which `eraid grow --control PATH` grows the array online, and `eraid
+/// detail --control PATH` and `eraid check --control PATH` reach the running
+/// array. Protocol: one JSON request per line, one JSON answer per line:
+/// {"command":"status"}, {"command":"grow","add":["/abs/path",...],
+/// "config":{"strategy":"alv",...}}, {"command":"check","repair":false};
+/// answers {"ok":true,"status":{...}} or {"ok":false,"error":"..."}.
+///
+/// A growth recorded on the members (interrupted by a crash or a stop)
+/// resumes from its last checkpoint by itself; give every member, old and
+/// new. Clients connecting after a growth finished see the new capacity.
 #[derive(Args, Debug)]
 pub struct ServeArgs {
     /// Listen on this Unix socket (default: ./eraid.sock when --listen is not given).
@@ -27,6 +44,15 @@ pub struct ServeArgs {
     /// Listen on TCP at ADDR:PORT (e.g. 127.0.0.1:10809). Only loopback unless you name another address.
     #[arg(long)]
     listen: Option<SocketAddr>,
+    /// Also listen for control requests (grow, status, check) on this Unix
+    /// socket. A stale socket file is replaced; a live one is refused.
+    #[arg(long, value_name = "PATH")]
+    control: Option<PathBuf>,
+    /// Serve even though a growth is unfinished and a member is missing or
+    /// stale. The absent member is then recorded as failed and the growth
+    /// stays paused until a rebuild; without this flag serve refuses.
+    #[arg(long)]
+    allow_degraded_growth: bool,
     /// Member files or block devices of the array (any order).
     #[arg(required = true)]
     members: Vec<PathBuf>,
@@ -47,15 +73,72 @@ impl ServeArgs {
                 std::path::absolute("eraid.sock").unwrap_or_else(|_| "eraid.sock".into()),
             ),
         };
-        let _locks = crate::members::lock_members(&self.members)?;
+        let locks = crate::members::lock_members(&self.members)?;
         // Assemble (reads only) and bind before the array writes anything, so
         // a failure to listen changes nothing on disk.
         let assembled = crate::members::assemble_members(&self.members)?;
-        let geometry = assembled.assembly.superblock.geometry;
+        let superblock = &assembled.assembly.superblock;
+        let geometry = superblock.geometry;
+        let size_bytes = Arc::new(AtomicU64::new(crate::members::visible_capacity_bytes(
+            superblock,
+        )));
+        let growth_note = superblock.reshape.as_ref().and_then(|record| {
+            let percent =
+                100.0 * record.checkpoint_chunk as f64 / record.total_chunks.max(1) as f64;
+            match record.state {
+                ReshapeState::Done => None,
+                ReshapeState::Running => Some(format!(
+                    "growth in progress ({}, {} -> {} members, {percent:.1}% checkpointed): resuming it",
+                    record.config.strategy.name(),
+                    record.old_geometry.member_count,
+                    geometry.member_count
+                )),
+                ReshapeState::Paused => Some(format!(
+                    "growth paused ({}, {} -> {} members, {percent:.1}% checkpointed): {}",
+                    record.config.strategy.name(),
+                    record.old_geometry.member_count,
+                    geometry.member_count,
+                    record.pause_reason.as_deref().unwrap_or("no reason recorded")
+                )),
+            }
+        });
+        let growth_unfinished = superblock
+            .reshape
+            .as_ref()
+            .is_some_and(|r| r.state != ReshapeState::Done);
+        let absent: Vec<String> = assembled
+            .assembly
+            .slots
+            .iter()
+            .enumerate()
+            .filter(|(_, slot)| !matches!(slot, SlotState::Present { .. }))
+            .map(|(index, _)| format!("member {index} ({})", assembled.paths[index].display()))
+            .collect();
+        if growth_unfinished && !absent.is_empty() {
+            if !self.allow_degraded_growth {
+                anyhow::bail!(
+                    "a growth is unfinished and {} missing or stale; serving without it would \
+                     record it as failed and the growth could not finish before a rebuild. \
+                     Give every member, old and new (nothing was changed), or pass \
+                     --allow-degraded-growth to serve degraded with the growth paused",
+                    absent.join(", ")
+                );
+            }
+            eprintln!(
+                "warning: a growth is unfinished and {} missing or stale; serving degraded, \
+                 the growth stays paused",
+                absent.join(", ")
+            );
+        }
+        let control = match &self.control {
+            Some(path) => Some(ControlListener::bind(path)?),
+            None => None,
+        };
+        let member_paths = assembled.paths.clone();
         let handle = Arc::new(OnceLock::new());
         let export = ArrayExport {
             handle: Arc::clone(&handle),
-            size_bytes: geometry.capacity_bytes(),
+            size_bytes: Arc::clone(&size_bytes),
             preferred_block_bytes: geometry.stripe_data_bytes().min(32 << 20) as u32,
             description: format!(
                 "eraid RAID-{} on {} members",
@@ -69,20 +152,56 @@ impl ServeArgs {
         for line in &running.report {
             eprintln!("{line}");
         }
+        if let Some(note) = &growth_note {
+            eprintln!("{note}");
+        }
         handle
             .set(running.handle())
             .map_err(|_| anyhow::anyhow!("engine handle set twice"))?;
-        println!("{}", server.uri());
         let events = running.events.clone();
+        let logger_size = Arc::clone(&size_bytes);
         let logger = std::thread::spawn(move || {
             for event in events {
+                if let ArrayEvent::ReshapeFinished { capacity_bytes, .. } = &event {
+                    logger_size.store(*capacity_bytes, Ordering::Release);
+                }
                 eprintln!("event: {event:?}");
             }
         });
+        // What the array itself says users can address (the old capacity
+        // while a growth runs).
+        if let Ok(status) = running.handle().admin(AdminCommand::Status) {
+            if let Some(capacity) = status["capacity_bytes"].as_u64() {
+                size_bytes.store(capacity, Ordering::Release);
+            }
+        }
+        let control_stop = Arc::new(AtomicBool::new(false));
+        // The member locks (those of added members too) live in the context,
+        // which is kept until the array is closed.
+        let context = Arc::new(ControlContext {
+            handle: running.handle(),
+            members: Mutex::new(member_paths),
+            member_bytes_needed: crate::members::member_bytes_needed(&geometry),
+            locks: Mutex::new(locks),
+            grow_lock: Mutex::new(()),
+        });
+        let control_thread = match control {
+            Some(listener) => {
+                eprintln!("control socket: {}", listener.path().display());
+                Some(listener.spawn(Arc::clone(&context), Arc::clone(&control_stop))?)
+            }
+            None => None,
+        };
+        println!("{}", server.uri());
         let served = server.run_until(&stop);
         eprintln!("stopping: flushing and marking the members clean");
+        control_stop.store(true, Ordering::Relaxed);
+        if let Some(thread) = control_thread {
+            let _ = thread.join();
+        }
         drop(server);
         let closed = running.close();
+        drop(context);
         let _ = logger.join();
         served.context("NBD server failed")?;
         closed?;

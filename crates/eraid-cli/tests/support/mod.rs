@@ -261,12 +261,26 @@ impl Server {
     }
 
     pub fn try_start(dir: &Path, members: &[&str]) -> Result<Server, String> {
+        Server::try_start_with(dir, &[], members)
+    }
+
+    /// Like `start`, with more options before the members (e.g. `--control PATH`).
+    pub fn start_with(dir: &Path, options: &[&str], members: &[&str]) -> Server {
+        Server::try_start_with(dir, options, members).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    pub fn try_start_with(
+        dir: &Path,
+        options: &[&str],
+        members: &[&str],
+    ) -> Result<Server, String> {
         let n = SERVER_COUNTER.fetch_add(1, Ordering::SeqCst);
         let socket = dir.join(format!("s{n}.sock"));
         let log = dir.join(format!("serve{n}.log"));
         let _ = std::fs::remove_file(&socket);
         let socket_arg = socket.display().to_string();
         let mut args = vec!["serve", "--socket", socket_arg.as_str()];
+        args.extend_from_slice(options);
         args.extend_from_slice(members);
         let mut child = Command::new(eraid_bin())
             .args(&args)

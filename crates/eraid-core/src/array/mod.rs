@@ -537,10 +537,9 @@ impl Machine for Array {
     fn poll_reply(&mut self) -> Option<UserReply> {
         let reply = self.outbox_reply.pop_front()?;
         if let Some(arrived) = self.arrivals.remove(&reply.id) {
-            if self.reshape.is_some() {
-                let config = self.reshape_config().clone();
+            let config = self.reshape_record().map(|r| r.config.clone());
+            if let (Some(reshape), Some(config)) = (&mut self.reshape, config) {
                 let latency_ns = self.now.0.saturating_sub(arrived.0);
-                let reshape = self.reshape.as_mut().expect("growth");
                 reshape.pacing.user_finished(latency_ns, &config);
             }
         }

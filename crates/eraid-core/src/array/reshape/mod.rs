@@ -145,6 +145,13 @@ impl Array {
             return;
         }
         self.reshape = Some(Reshape::build(record, &self.geometry, self.now));
+        // A growth paused by a failure retries once every member is back;
+        // if the cause remains it pauses again, saying why.
+        if !self.is_degraded() {
+            let record = self.reshape_record_mut();
+            record.state = ReshapeState::Running;
+            record.pause_reason = None;
+        }
     }
 
     /// Starts growing onto `members` (admin command).

@@ -192,6 +192,8 @@ impl Array {
             {
                 return;
             }
+            // Checked before anything moves, a crashed window's restore
+            // included: its backup may be on the absent member.
             if self.is_degraded() {
                 let failed: Vec<String> = (0..self.present.len())
                     .filter(|&m| !self.present[m])

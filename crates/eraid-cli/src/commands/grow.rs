@@ -1,0 +1,408 @@
+//! `eraid grow`: add members to an array and redistribute its data online,
+//! on a running server (--control) or offline on the named members.
+
+use crate::control::ControlClient;
+use crate::members::{check_added_members, check_distinct, member_bytes_needed};
+use anyhow::{anyhow, bail, Context, Result};
+use clap::Args;
+use eraid_core::io::AdminCommand;
+use eraid_core::reshape::config::{ReshapeConfig, ReshapeStrategy};
+use eraid_core::reshape::record::ReshapeState;
+use eraid_core::ArrayOptions;
+use indicatif::{ProgressBar, ProgressStyle};
+use serde_json::{json, Value};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Add members to an array and move its data onto them, online
+///
+/// Adds the files or block devices given with --add to the array and
+/// redistributes its data over all members while the array stays in use.
+/// With --control PATH it asks a running `eraid serve --control PATH` to do
+/// it (NBD clients keep working throughout; new connections see the larger
+/// capacity once the growth is done). Without --control it works offline on
+/// the named members: it assembles and locks them as `serve` does, grows,
+/// waits, and closes the array cleanly.
+///
+/// Each added file must exist, be at least as large as the array's members,
+/// and carry no eraid metadata (not a member of this or another array);
+/// otherwise nothing changes. Put the array's members before --add, or end
+/// the --add list with `--`:
+///   eraid grow d0 d1 d2 d3 --add d4 d5
+///   eraid grow --add d4 d5 -- d0 d1 d2 d3
+///   eraid grow --add d4 d5 --control ctl.sock
+///
+/// Strategies (default: fastscale for RAID-0, alv for RAID-5):
+///   RAID-0:
+///   round-robin  keeps round-robin order (almost every chunk moves), moved
+///                in reordering-window order with aggregated I/O and lazy
+///                checkpoints (SLAS).
+///   semi-rr      moves a chunk only if its round-robin place after the
+///                growth is on a new member (minimal movement; the data is
+///                not spread evenly after repeated growths).
+///   fastscale    moves the minimum, n/(m+n) of the data, and keeps it
+///                spread evenly over repeated growths (FastScale).
+///   RAID-5:
+///   md-reshape   Linux MD's reshape: page-sized I/O through a stripe
+///                cache, a fixed window that blocks users, a checkpoint
+///                every window; yields to users down to --speed-min.
+///   alv          ALV: large aligned I/O (new parity from new data only),
+///                lazy checkpoints, and an on/off valve that pauses moving
+///                data for a period when users were congested or too many
+///                of their I/Os exceeded --latency-bound (more than --slack).
+///
+/// Without --no-wait a progress bar shows moved bytes, rate and ETA until
+/// the growth is done (exit 0) or pauses (exit 1, with the reason). After a
+/// crash, the next `eraid serve` of all members (old and new) resumes the
+/// growth from its last checkpoint by itself. `eraid detail` shows
+/// `reshape` during and after a growth.
+#[derive(Args, Debug)]
+#[command(verbatim_doc_comment)]
+pub struct GrowArgs {
+    /// Files or block devices to add (same size as the members or larger).
+    #[arg(long = "add", value_name = "MEMBER", num_args = 1.., required = true)]
+    add: Vec<PathBuf>,
+    /// round-robin, semi-rr or fastscale (RAID-0); md-reshape or alv (RAID-5).
+    #[arg(long)]
+    strategy: Option<String>,
+    /// Start the growth and return at once (follow it with `eraid detail`).
+    /// Offline, the growth is recorded and continues when the array is next
+    /// served.
+    #[arg(long)]
+    no_wait: bool,
+    /// Largest redistribution I/O per member, in KiB (default 1024): reads
+    /// and writes of successive chunks are merged up to this size.
+    #[arg(long, value_name = "N")]
+    aggregation_kib: Option<u64>,
+    /// alv: a user I/O slower than this many milliseconds counts as slow (default 15).
+    #[arg(long, value_name = "MS")]
+    latency_bound: Option<f64>,
+    /// alv: the valve closes for a period when more than this fraction of
+    /// user I/Os were slow (0..1, default 0.1).
+    #[arg(long, value_name = "F")]
+    slack: Option<f64>,
+    /// Rate floor in KiB/s of array data: below it the growth does not
+    /// yield to users (default 1000, as MD's sync_speed_min).
+    #[arg(long = "speed-min", value_name = "KB/S")]
+    speed_min: Option<u64>,
+    /// Rate ceiling in KiB/s of array data (default 200000, as MD's
+    /// sync_speed_max, or --speed-min if that is higher).
+    #[arg(long = "speed-max", value_name = "KB/S")]
+    speed_max: Option<u64>,
+    /// The control socket of a running `eraid serve --control PATH`.
+    #[arg(long, value_name = "PATH", conflicts_with = "members")]
+    control: Option<PathBuf>,
+    /// The array's members, when no server runs it (offline growth).
+    #[arg(required_unless_present = "control")]
+    members: Vec<PathBuf>,
+}
+
+/// Which strategies grow which level.
+pub fn check_strategy(level: u64, strategy: ReshapeStrategy) -> Result<()> {
+    match (level, strategy.raid0_placement().is_some()) {
+        (0, true) | (5, false) => Ok(()),
+        (0, false) => bail!(
+            "{} grows RAID-5; for RAID-0 use round-robin, semi-rr or fastscale",
+            strategy.name()
+        ),
+        (5, true) => bail!(
+            "{} grows RAID-0; for RAID-5 use alv or md-reshape",
+            strategy.name()
+        ),
+        (level, _) => bail!("growing RAID-{level} is not supported (RAID-0 and RAID-5 are)"),
+    }
+}
+
+impl GrowArgs {
+    /// The settings, checked against the array's level.
+    fn config(&self, level: u64) -> Result<ReshapeConfig> {
+        let strategy = match &self.strategy {
+            Some(name) => ReshapeStrategy::parse(name).map_err(|e| anyhow!("--strategy: {e}"))?,
+            None if level == 0 => ReshapeStrategy::FastScale,
+            None => ReshapeStrategy::Alv,
+        };
+        check_strategy(level, strategy)?;
+        let mut config = ReshapeConfig::with_strategy(strategy);
+        if let Some(kib) = self.aggregation_kib {
+            config.aggregation_bytes = kib
+                .checked_mul(1024)
+                .ok_or_else(|| anyhow!("--aggregation-kib {kib} is too large"))?;
+        }
+        if let Some(ms) = self.latency_bound {
+            config.latency_bound_ms = ms;
+        }
+        if let Some(slack) = self.slack {
+            config.slack = slack;
+        }
+        if let Some(min) = self.speed_min {
+            config.speed_min_kib_s = min;
+        }
+        match self.speed_max {
+            Some(max) => config.speed_max_kib_s = max,
+            // A floor above the default ceiling raises the ceiling with it.
+            None => config.speed_max_kib_s = config.speed_max_kib_s.max(config.speed_min_kib_s),
+        }
+        config.validate().map_err(|e| {
+            anyhow!(
+                "bad growth settings: {e} (--aggregation-kib, --latency-bound, --slack, --speed-min, --speed-max)"
+            )
+        })?;
+        Ok(config)
+    }
+
+    /// Settings that are wrong whatever the array (checked before touching it).
+    fn precheck(&self) -> Result<()> {
+        if let Some(name) = &self.strategy {
+            ReshapeStrategy::parse(name).map_err(|e| anyhow!("--strategy: {e}"))?;
+        }
+        Ok(())
+    }
+
+    pub fn run(self) -> Result<i32> {
+        self.precheck()?;
+        let stop = Arc::new(AtomicBool::new(false));
+        for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+            signal_hook::flag::register(signal, Arc::clone(&stop))
+                .context("cannot install signal handlers")?;
+        }
+        match self.control.clone() {
+            Some(path) => self.run_control(&path, &stop),
+            None => self.run_offline(&stop),
+        }
+    }
+
+    fn run_control(self, path: &std::path::Path, stop: &AtomicBool) -> Result<i32> {
+        let mut client = ControlClient::connect(path)?;
+        let status = client.status()?;
+        let level = status["level"].as_u64().unwrap_or(u64::MAX);
+        let config = self.config(level)?;
+        check_distinct(&self.add)?;
+        // The server resolves paths against its own directory: send absolute ones.
+        let add: Vec<String> = self
+            .add
+            .iter()
+            .map(|p| {
+                std::path::absolute(p)
+                    .unwrap_or_else(|_| p.clone())
+                    .display()
+                    .to_string()
+            })
+            .collect();
+        let started = client
+            .call(&json!({"command": "grow", "add": add, "config": config}))
+            .context("cannot grow")?;
+        announce(&started, &config);
+        if self.no_wait {
+            println!("follow it with: eraid detail --control {}", path.display());
+            return Ok(0);
+        }
+        match wait_for_growth(&mut || client.status(), stop)? {
+            WaitEnd::Done(status, waited) => {
+                report_done(&status, waited);
+                Ok(0)
+            }
+            WaitEnd::Paused(reason) => {
+                eprintln!("eraid: the growth paused: {reason}");
+                Ok(1)
+            }
+            WaitEnd::Interrupted => {
+                eprintln!(
+                    "stopped waiting; the growth goes on in the server (eraid detail --control {})",
+                    path.display()
+                );
+                Ok(130)
+            }
+        }
+    }
+
+    fn run_offline(self, stop: &AtomicBool) -> Result<i32> {
+        // Added files that are members already are refused by
+        // `check_added_members`, naming them as such.
+        check_distinct(&self.members)?;
+        check_distinct(&self.add)?;
+        let mut locks = crate::members::lock_members(&self.members)?;
+        // Everything below reads only, until the engine starts.
+        let assembled = crate::members::assemble_members(&self.members)?;
+        let sb = &assembled.assembly.superblock;
+        if let Some(record) = &sb.reshape {
+            if record.state != ReshapeState::Done {
+                bail!(
+                    "a growth ({}, {} -> {} members) is already recorded on these members, {:.1}% checkpointed ({}); \
+                     serve the array with all its members (eraid serve) so it finishes, then grow again",
+                    record.config.strategy.name(),
+                    record.old_geometry.member_count,
+                    sb.geometry.member_count,
+                    100.0 * record.checkpoint_chunk as f64 / record.total_chunks.max(1) as f64,
+                    record.state.name()
+                );
+            }
+        }
+        let level = sb.geometry.level.number() as u64;
+        let config = self.config(level)?;
+        if assembled.assembly.missing_or_stale() > 0 {
+            bail!(
+                "the array is degraded (a member is missing or stale); rebuild it before growing"
+            );
+        }
+        let added = check_added_members(
+            &self.add,
+            &assembled.paths,
+            member_bytes_needed(&sb.geometry),
+        )?;
+        let running = crate::runtime::start_assembled(assembled, ArrayOptions::default())?;
+        for line in &running.report {
+            eprintln!("{line}");
+        }
+        crate::runtime::wait_for_resync(&running, false)?;
+        let (members, added_locks) = added.into_grow_members();
+        locks.extend(added_locks);
+        let handle = running.handle();
+        let started = match handle.grow(members, config.clone()) {
+            Ok(status) => status,
+            Err(error) => {
+                running.close()?;
+                bail!("the array refused to grow: {error}");
+            }
+        };
+        announce(&started, &config);
+        if self.no_wait {
+            running.close()?;
+            println!(
+                "the growth is recorded on the members and continues when the array is next served \
+                 (eraid serve with all {} members)",
+                started["member_count"]
+            );
+            return Ok(0);
+        }
+        let end = wait_for_growth(
+            &mut || {
+                handle
+                    .admin(AdminCommand::Status)
+                    .map_err(|e| anyhow!("the array stopped: {e}"))
+            },
+            stop,
+        );
+        let closed = running.close();
+        let end = end?;
+        closed?;
+        drop(locks);
+        match end {
+            WaitEnd::Done(status, waited) => {
+                report_done(&status, waited);
+                Ok(0)
+            }
+            WaitEnd::Paused(reason) => {
+                eprintln!("eraid: the growth paused: {reason}");
+                Ok(1)
+            }
+            WaitEnd::Interrupted => {
+                eprintln!(
+                    "interrupted: the growth is checkpointed and resumes when the array is next \
+                     served (eraid serve with all its members)"
+                );
+                Ok(130)
+            }
+        }
+    }
+}
+
+fn announce(status: &Value, config: &ReshapeConfig) {
+    let reshape = &status["reshape"];
+    println!(
+        "growth started: {}, {} -> {} members",
+        config.strategy.name(),
+        reshape["old_member_count"],
+        reshape["new_member_count"]
+    );
+}
+
+fn mib(bytes: f64) -> String {
+    format!("{:.1} MiB", bytes / 1048576.0)
+}
+
+fn report_done(status: &Value, waited: Duration) {
+    let r = &status["reshape"];
+    let elapsed = r["elapsed_s"].as_f64().unwrap_or(waited.as_secs_f64());
+    println!(
+        "growth done: {} members, capacity {} bytes ({}); moved {} in {:.1} s ({}), {} metadata writes",
+        status["member_count"],
+        status["capacity_bytes"],
+        mib(status["capacity_bytes"].as_f64().unwrap_or(0.0)),
+        mib(r["moved_bytes"].as_f64().unwrap_or(0.0)),
+        elapsed,
+        r["strategy"].as_str().unwrap_or("?"),
+        r["metadata_writes"]
+    );
+}
+
+enum WaitEnd {
+    /// The last status, and how long the wait took.
+    Done(Value, Duration),
+    Paused(String),
+    Interrupted,
+}
+
+/// Polls the status until the growth is done or paused, drawing a progress
+/// bar (or, when stderr is not a terminal, a line every few seconds).
+fn wait_for_growth(poll: &mut dyn FnMut() -> Result<Value>, stop: &AtomicBool) -> Result<WaitEnd> {
+    let bar = ProgressBar::new(1);
+    bar.set_style(
+        ProgressStyle::with_template("growing [{bar:30}] {percent:>3}% {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .progress_chars("=> "),
+    );
+    let mut last_line = Instant::now();
+    let started = Instant::now();
+    let end = loop {
+        if stop.load(Ordering::Relaxed) {
+            break WaitEnd::Interrupted;
+        }
+        let status = poll()?;
+        let r = &status["reshape"];
+        if r.is_null() {
+            bar.finish_and_clear();
+            bail!("the array reports no growth");
+        }
+        let total = r["total_bytes"].as_u64().unwrap_or(0).max(1);
+        let processed = r["processed_bytes"].as_u64().unwrap_or(0).min(total);
+        let rate = r["rate_bytes_s"].as_f64().unwrap_or(0.0);
+        let eta = if rate > 0.0 {
+            let s = ((total - processed) as f64 / rate) as u64;
+            format!("{}:{:02}", s / 60, s % 60)
+        } else {
+            "-".into()
+        };
+        let message = format!(
+            "moved {}, {}/s, ETA {eta}",
+            mib(r["moved_bytes"].as_f64().unwrap_or(0.0)),
+            mib(rate)
+        );
+        bar.set_length(total);
+        bar.set_position(processed);
+        bar.set_message(message.clone());
+        if bar.is_hidden() && last_line.elapsed() >= Duration::from_secs(5) {
+            eprintln!(
+                "growing: {:.1}% {message}",
+                100.0 * processed as f64 / total as f64
+            );
+            last_line = Instant::now();
+        }
+        match r["state"].as_str() {
+            Some("done") => break WaitEnd::Done(status, started.elapsed()),
+            Some("paused") => {
+                break WaitEnd::Paused(
+                    r["pause_reason"]
+                        .as_str()
+                        .unwrap_or("no reason given")
+                        .to_string(),
+                )
+            }
+            _ => {}
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    bar.finish_and_clear();
+    Ok(end)
+}

@@ -1,0 +1,337 @@
+//! The control socket of `eraid serve --control PATH`, and its client (used
+//! by `eraid grow|detail|check --control PATH`).
+//!
+//! # Protocol
+//!
+//! A Unix stream socket. The client writes one JSON object per line; the
+//! server answers each with one JSON object on one line, in order, and the
+//! connection stays open for more requests.
+//!
+//! Requests:
+//!
+//! - `{"command": "status"}`: the running array's status.
+//! - `{"command": "grow", "add": ["/abs/path", ...], "config": {...}}`:
+//!   adds the files (absolute paths: the server resolves relative ones
+//!   against its own working directory) and starts a growth. `config` is a
+//!   `ReshapeConfig` (`strategy`, `aggregation_bytes`, `speed_min_kib_s`,
+//!   `speed_max_kib_s`, `latency_bound_ms`, `slack`, ...; missing fields
+//!   take their defaults). Each file is checked first: it exists, is large
+//!   enough, carries no eraid superblock, is not already a member and no
+//!   other process holds it; any failure changes nothing.
+//! - `{"command": "check", "repair": false}`: starts a parity / mirror check
+//!   (progress and result in the status's `activity`).
+//!
+//! Answers: `{"ok": true, "status": {...}}` with the status after the
+//! command, or `{"ok": false, "error": "what was wrong"}`.
+//!
+//! The status object is the engine's: `phase`, `level`, `layout`,
+//! `chunk_bytes`, `member_count`, `capacity_bytes` (what users can address:
+//! the old capacity until a growth is done), `members[{index, uuid, path,
+//! state}]`, `activity` (check or resync), and `reshape`: null or
+//! `{strategy, state: running|paused|done, pause_reason, progress (0..1),
+//! old_member_count, new_member_count, processed_bytes, total_bytes,
+//! checkpoint_bytes, moved_bytes, metadata_writes, redistribution_reads,
+//! redistribution_writes, backup_windows, rate_bytes_s, elapsed_s,
+//! blocked_requests, config}`.
+//!
+//! Try it by hand: `echo '{"command":"status"}' | socat - UNIX-CONNECT:ctl.sock`.
+
+use crate::members::{check_added_members, MemberLocks};
+use anyhow::{bail, Context, Result};
+use eraid_core::io::AdminCommand;
+use eraid_core::reshape::config::ReshapeConfig;
+use eraid_driver::{EngineHandle, GrowError};
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::fs::FileTypeExt;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// Longest request line the server reads (a grow naming many paths fits).
+const REQUEST_BYTES_MAX: u64 = 1 << 20;
+
+/// A bound control socket, not yet answering (binding comes before the
+/// array starts, so a bad path changes nothing on disk).
+pub struct ControlListener {
+    listener: UnixListener,
+    path: PathBuf,
+}
+
+/// What the control server needs of the running array.
+pub struct ControlContext {
+    pub handle: EngineHandle,
+    /// Paths of the members being served (added members are appended).
+    pub members: Mutex<Vec<PathBuf>>,
+    /// Bytes each member needs (metadata plus data area).
+    pub member_bytes_needed: u64,
+    /// Locks held on the served members, added members included.
+    pub locks: Mutex<MemberLocks>,
+    /// One growth request at a time (the array would refuse the second,
+    /// but its files would be opened and locked meanwhile).
+    pub grow_lock: Mutex<()>,
+}
+
+impl ControlListener {
+    /// Binds `path`. A stale socket file (nobody answering) is replaced; a
+    /// live one, or a path that is not a socket, is refused.
+    pub fn bind(path: &Path) -> Result<ControlListener> {
+        let path = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+        if let Ok(metadata) = std::fs::symlink_metadata(&path) {
+            if !metadata.file_type().is_socket() {
+                bail!(
+                    "control socket {}: the path exists and is not a socket; choose another path",
+                    path.display()
+                );
+            }
+            if UnixStream::connect(&path).is_ok() {
+                bail!(
+                    "control socket {}: another server is listening on it; stop it or choose another path",
+                    path.display()
+                );
+            }
+            std::fs::remove_file(&path).with_context(|| {
+                format!("cannot remove the stale control socket {}", path.display())
+            })?;
+        }
+        let listener = UnixListener::bind(&path)
+            .with_context(|| format!("cannot listen on the control socket {}", path.display()))?;
+        listener
+            .set_nonblocking(true)
+            .context("control socket: cannot make it non-blocking")?;
+        Ok(ControlListener { listener, path })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Answers clients on a thread until `stop` is set; the socket file is
+    /// removed when the thread ends.
+    pub fn spawn(
+        self,
+        context: Arc<ControlContext>,
+        stop: Arc<AtomicBool>,
+    ) -> Result<JoinHandle<()>> {
+        std::thread::Builder::new()
+            .name("eraid-control".into())
+            .spawn(move || self.accept_loop(&context, &stop))
+            .context("cannot start the control thread")
+    }
+
+    fn accept_loop(self, context: &Arc<ControlContext>, stop: &AtomicBool) {
+        while !stop.load(Ordering::Relaxed) {
+            match self.listener.accept() {
+                Ok((stream, _)) => {
+                    let context = Arc::clone(context);
+                    let spawned = std::thread::Builder::new()
+                        .name("eraid-control-conn".into())
+                        .spawn(move || serve_connection(stream, &context));
+                    if let Err(error) = spawned {
+                        tracing::warn!("control: cannot start a connection thread: {error}");
+                    }
+                }
+                Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                Err(error) => {
+                    tracing::warn!("control: accept: {error}");
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+            }
+        }
+    }
+}
+
+impl Drop for ControlListener {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+fn serve_connection(stream: UnixStream, context: &ControlContext) {
+    if stream.set_nonblocking(false).is_err() {
+        return;
+    }
+    let Ok(mut writer) = stream.try_clone() else {
+        return;
+    };
+    let mut reader = BufReader::new(stream);
+    loop {
+        let mut line = String::new();
+        match (&mut reader).take(REQUEST_BYTES_MAX).read_line(&mut line) {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {}
+        }
+        if line.trim().is_empty() {
+            continue;
+        }
+        let answer = match serde_json::from_str::<Value>(&line) {
+            Ok(request) => answer(&request, context),
+            Err(error) => {
+                json!({"ok": false, "error": format!("the request is not JSON: {error}")})
+            }
+        };
+        let mut text = answer.to_string();
+        text.push('\n');
+        if writer.write_all(text.as_bytes()).is_err() {
+            return;
+        }
+    }
+}
+
+fn failure(error: impl std::fmt::Display) -> Value {
+    json!({"ok": false, "error": error.to_string()})
+}
+
+fn answer(request: &Value, context: &ControlContext) -> Value {
+    let status = |context: &ControlContext| match context.handle.admin(AdminCommand::Status) {
+        Ok(status) => json!({"ok": true, "status": status}),
+        Err(error) => failure(format!("the array is not running: {error}")),
+    };
+    match request.get("command").and_then(Value::as_str) {
+        Some("status") => status(context),
+        Some("check") => {
+            let repair = request
+                .get("repair")
+                .and_then(Value::as_bool)
+                .unwrap_or(false);
+            match context.handle.admin(AdminCommand::StartCheck { repair }) {
+                Ok(answer) => match answer.get("error") {
+                    Some(error) => failure(format!(
+                        "cannot check: {}",
+                        error.as_str().unwrap_or("unknown reason")
+                    )),
+                    None => json!({"ok": true, "status": answer}),
+                },
+                Err(error) => failure(format!("the array is not running: {error}")),
+            }
+        }
+        Some("grow") => match grow(request, context) {
+            Ok(status) => json!({"ok": true, "status": status}),
+            Err(error) => failure(format!("{error:#}")),
+        },
+        Some(other) => failure(format!(
+            "unknown command {other:?}: expected status, grow or check"
+        )),
+        None => failure("the request has no \"command\" (status, grow or check)"),
+    }
+}
+
+fn grow(request: &Value, context: &ControlContext) -> Result<Value> {
+    let add: Vec<PathBuf> = match request.get("add") {
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|item| match item.as_str() {
+                Some(path) => Ok(PathBuf::from(path)),
+                None => bail!("\"add\" must list paths (strings), found {item}"),
+            })
+            .collect::<Result<_>>()?,
+        _ => bail!("grow needs \"add\": [paths of the members to add]"),
+    };
+    let config: ReshapeConfig = match request.get("config") {
+        Some(config) => serde_json::from_value(config.clone())
+            .map_err(|e| anyhow::anyhow!("bad growth settings: {e}"))?,
+        None => bail!("grow needs \"config\" (at least {{\"strategy\": ...}})"),
+    };
+    config
+        .validate()
+        .map_err(|e| anyhow::anyhow!("bad growth settings: {e}"))?;
+    let _one_at_a_time = context
+        .grow_lock
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let current = context
+        .members
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+        .clone();
+    let added = check_added_members(&add, &current, context.member_bytes_needed)?;
+    let paths = added.paths.clone();
+    let (members, locks) = added.into_grow_members();
+    let strategy = config.strategy.name();
+    let status = context.handle.grow(members, config).map_err(|e| match e {
+        GrowError::Refused(reason) => anyhow::anyhow!("the array refused to grow: {reason}"),
+        GrowError::ShuttingDown => anyhow::anyhow!("the array is shutting down"),
+    })?;
+    context
+        .locks
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+        .extend(locks);
+    context
+        .members
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+        .extend(paths.iter().cloned());
+    eprintln!(
+        "growth started ({strategy}): adding {}",
+        paths
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    Ok(status)
+}
+
+/// A connection to a server's control socket.
+pub struct ControlClient {
+    path: PathBuf,
+    reader: BufReader<UnixStream>,
+    writer: UnixStream,
+}
+
+impl ControlClient {
+    pub fn connect(path: &Path) -> Result<ControlClient> {
+        let stream = UnixStream::connect(path).with_context(|| {
+            format!(
+                "cannot reach the control socket {} (is `eraid serve --control {}` running?)",
+                path.display(),
+                path.display()
+            )
+        })?;
+        let writer = stream.try_clone().context("control socket")?;
+        Ok(ControlClient {
+            path: path.to_path_buf(),
+            reader: BufReader::new(stream),
+            writer,
+        })
+    }
+
+    /// Sends one request; returns the status of a successful answer, or
+    /// the server's error.
+    pub fn call(&mut self, request: &Value) -> Result<Value> {
+        let lost = || {
+            format!(
+                "lost the connection to the server at {}",
+                self.path.display()
+            )
+        };
+        let mut text = request.to_string();
+        text.push('\n');
+        self.writer.write_all(text.as_bytes()).with_context(lost)?;
+        let mut line = String::new();
+        let read = self.reader.read_line(&mut line).with_context(lost)?;
+        if read == 0 {
+            bail!("{} (it stopped or was killed)", lost());
+        }
+        let answer: Value = serde_json::from_str(&line)
+            .with_context(|| format!("the server answered something that is not JSON: {line}"))?;
+        if answer["ok"] == true {
+            Ok(answer["status"].clone())
+        } else {
+            bail!(
+                "{}",
+                answer["error"].as_str().unwrap_or("the server refused")
+            )
+        }
+    }
+
+    pub fn status(&mut self) -> Result<Value> {
+        self.call(&json!({"command": "status"}))
+    }
+}
