@@ -4,54 +4,7 @@
 
 mod support;
 
-use std::path::Path;
 use support::*;
-
-/// Runs `eraid ARGS` in `dir`, expects a failure whose stderr contains each
-/// of `names` (case-insensitive), and that nothing in `dir` changed.
-#[track_caller]
-fn rejected(dir: &Path, args: &[&str], names: &[&str]) -> Out {
-    let before = snapshot(dir);
-    let out = eraid(dir, args);
-    let after = snapshot(dir);
-    assert!(!out.ok(), "expected a failure: {out}");
-    assert!(
-        out.code().is_some(),
-        "eraid must exit with an error code, not die from a signal: {out}"
-    );
-    let stderr = out.stderr.to_lowercase();
-    for name in names {
-        assert!(
-            stderr.contains(&name.to_lowercase()),
-            "the error should name {name:?}: {out}"
-        );
-    }
-    assert!(
-        !stderr.contains("panicked"),
-        "eraid panicked instead of reporting an error: {out}"
-    );
-    assert_eq!(
-        before,
-        after,
-        "`eraid {}` failed but changed the directory (files: name -> (len, hash)): {out}",
-        args.join(" ")
-    );
-    out
-}
-
-/// Creates an array quietly.
-fn create(dir: &Path, args: &[&str]) {
-    let mut a = vec!["create"];
-    a.extend_from_slice(args);
-    eraid(dir, &a).expect_ok();
-}
-
-fn truncate(dir: &Path, name: &str, len: u64) {
-    std::fs::File::create(dir.join(name))
-        .unwrap()
-        .set_len(len)
-        .unwrap();
-}
 
 #[test]
 fn unknown_level() {
@@ -249,8 +202,8 @@ fn member_of_another_array_needs_force() {
 fn missing_member_without_size() {
     let s = scratch();
     let d = s.path();
-    truncate(d, "x", 8 * MIB);
-    truncate(d, "y", 8 * MIB);
+    blank(d, "x", 8 * MIB);
+    blank(d, "y", 8 * MIB);
     rejected(
         d,
         &["create", "--level", "5", "x", "y", "nonexistent"],
@@ -262,9 +215,9 @@ fn missing_member_without_size() {
 fn unequal_sizes_without_size() {
     let s = scratch();
     let d = s.path();
-    truncate(d, "x", 8 * MIB);
-    truncate(d, "y", 8 * MIB);
-    truncate(d, "z", 9 * MIB);
+    blank(d, "x", 8 * MIB);
+    blank(d, "y", 8 * MIB);
+    blank(d, "z", 9 * MIB);
     rejected(
         d,
         &["create", "--level", "5", "x", "y", "z"],
@@ -276,8 +229,8 @@ fn unequal_sizes_without_size() {
 fn existing_member_smaller_than_size() {
     let s = scratch();
     let d = s.path();
-    truncate(d, "x", 8 * MIB);
-    truncate(d, "y", 16 * MIB);
+    blank(d, "x", 8 * MIB);
+    blank(d, "y", 16 * MIB);
     rejected(
         d,
         &["create", "--level", "5", "--size", "16M", "y", "x", "new"],
@@ -289,8 +242,8 @@ fn existing_member_smaller_than_size() {
 fn duplicate_member_path() {
     let s = scratch();
     let d = s.path();
-    truncate(d, "x", 8 * MIB);
-    truncate(d, "y", 8 * MIB);
+    blank(d, "x", 8 * MIB);
+    blank(d, "y", 8 * MIB);
     rejected(
         d,
         &["create", "--level", "5", "x", "y", "x"],
@@ -321,8 +274,8 @@ fn not_an_eraid_member() {
     let s = scratch();
     let d = s.path();
     write_random(&d.join("random"), 8 * MIB, 1);
-    truncate(d, "zeros", 8 * MIB);
-    truncate(d, "tiny", 4096);
+    blank(d, "zeros", 8 * MIB);
+    blank(d, "tiny", 4096);
     for verb in ["detail", "check"] {
         rejected(d, &[verb, "random"], &["random", "not an eraid member"]);
         rejected(d, &[verb, "zeros"], &["zeros", "not an eraid member"]);

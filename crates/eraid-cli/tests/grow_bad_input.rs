@@ -4,53 +4,7 @@
 
 mod support;
 
-use std::path::Path;
 use support::*;
-
-/// Runs `eraid ARGS` in `dir`, expects a failure whose stderr contains each
-/// of `names` (case-insensitive), and that nothing in `dir` changed.
-#[track_caller]
-fn rejected(dir: &Path, args: &[&str], names: &[&str]) -> Out {
-    let before = snapshot(dir);
-    let out = eraid(dir, args);
-    let after = snapshot(dir);
-    assert!(!out.ok(), "expected a failure: {out}");
-    assert!(
-        out.code().is_some(),
-        "eraid must exit with an error code, not die from a signal: {out}"
-    );
-    let stderr = out.stderr.to_lowercase();
-    for name in names {
-        assert!(
-            stderr.contains(&name.to_lowercase()),
-            "the error should name {name:?}: {out}"
-        );
-    }
-    assert!(
-        !stderr.contains("panicked"),
-        "eraid panicked instead of reporting an error: {out}"
-    );
-    assert_eq!(
-        before,
-        after,
-        "`eraid {}` failed but changed the directory (files: name -> (len, hash)): {out}",
-        args.join(" ")
-    );
-    out
-}
-
-fn create(dir: &Path, args: &[&str]) {
-    let mut a = vec!["create"];
-    a.extend_from_slice(args);
-    eraid(dir, &a).expect_ok();
-}
-
-fn blank(dir: &Path, name: &str, len: u64) {
-    std::fs::File::create(dir.join(name))
-        .unwrap()
-        .set_len(len)
-        .unwrap();
-}
 
 #[test]
 fn offline_bad_input_changes_nothing() {

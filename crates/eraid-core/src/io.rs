@@ -172,9 +172,14 @@ pub enum ArrayEvent {
         regions: u64,
     },
     /// A growth checkpointed its last window: the array has its new shape.
-    ReshapeFinished { member_count: usize, capacity_bytes: u64 },
+    ReshapeFinished {
+        member_count: usize,
+        capacity_bytes: u64,
+    },
     /// A growth stopped before the end; user I/O is still served.
-    ReshapePaused { reason: String },
+    ReshapePaused {
+        reason: String,
+    },
     /// Every member is marked clean on disk; safe to stop the driver.
     Closed,
 }

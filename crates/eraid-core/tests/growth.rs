@@ -63,18 +63,57 @@ fn verify_all(h: &mut MemHarness, array: &mut Array, model: &[u8], id: &mut u64)
     }
 }
 
-fn grow_under_load(seed: u64, level: Level, layout: ParityLayout, from: usize, add: usize, strategy: ReshapeStrategy) {
+/// An array of `from` members filled with random data, growing by `add`
+/// members with `strategy`: (harness, array, model, rng).
+fn filled_and_growing(
+    seed: u64,
+    level: Level,
+    layout: ParityLayout,
+    from: usize,
+    add: usize,
+    strategy: ReshapeStrategy,
+) -> (MemHarness, Array, Vec<u8>, ChaCha8Rng) {
     let g = geometry(level, layout, from, MEMBER_CHUNKS);
     let member_bytes = g.data_offset_bytes + g.member_data_bytes;
     let mut h = MemHarness::create(g, seed);
     let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x9e0);
     let mut array = open(&mut h);
     let capacity = array.capacity_bytes();
-    let mut model: Vec<u8> = (0..capacity).map(|_| rng.gen()).collect();
-    call(&mut h, &mut array, 1, UserOp::Write { offset_bytes: 0, data: model.clone(), fua: false }).unwrap();
+    let model: Vec<u8> = (0..capacity).map(|_| rng.gen()).collect();
+    call(
+        &mut h,
+        &mut array,
+        1,
+        UserOp::Write {
+            offset_bytes: 0,
+            data: model.clone(),
+            fua: false,
+        },
+    )
+    .unwrap();
     let added = h.add_blank_members(add, member_bytes);
-    let reply = array.handle_admin(h.now, AdminCommand::StartGrow { members: added, config: fast_config(strategy) });
+    let reply = array.handle_admin(
+        h.now,
+        AdminCommand::StartGrow {
+            members: added,
+            config: fast_config(strategy),
+        },
+    );
     assert!(reply.get("error").is_none(), "growth started: {reply}");
+    (h, array, model, rng)
+}
+
+fn grow_under_load(
+    seed: u64,
+    level: Level,
+    layout: ParityLayout,
+    from: usize,
+    add: usize,
+    strategy: ReshapeStrategy,
+) {
+    let (mut h, mut array, mut model, mut rng) =
+        filled_and_growing(seed, level, layout, from, add, strategy);
+    let capacity = array.capacity_bytes();
     let mut id = 10u64;
     let mut rounds = 0;
     while reshape_state(&array) == "running" {
@@ -89,7 +128,10 @@ fn grow_under_load(seed: u64, level: Level, layout: ParityLayout, from: usize, a
             let len = rng.gen_range(1..=(3 * CHUNK / SECTOR_BYTES));
             let start = rng.gen_range(0..sectors - len);
             let range = (start * SECTOR_BYTES, len * SECTOR_BYTES);
-            if taken.iter().any(|&(o, l)| o < range.0 + range.1 && range.0 < o + l) {
+            if taken
+                .iter()
+                .any(|&(o, l)| o < range.0 + range.1 && range.0 < o + l)
+            {
                 continue;
             }
             taken.push(range);
@@ -97,10 +139,25 @@ fn grow_under_load(seed: u64, level: Level, layout: ParityLayout, from: usize, a
             if rng.gen_bool(0.5) {
                 let data: Vec<u8> = (0..range.1).map(|_| rng.gen()).collect();
                 model[range.0 as usize..(range.0 + range.1) as usize].copy_from_slice(&data);
-                h.submit(&mut array, id, UserOp::Write { offset_bytes: range.0, data, fua: false });
+                h.submit(
+                    &mut array,
+                    id,
+                    UserOp::Write {
+                        offset_bytes: range.0,
+                        data,
+                        fua: false,
+                    },
+                );
                 batch.push((id, None));
             } else {
-                h.submit(&mut array, id, UserOp::Read { offset_bytes: range.0, len_bytes: range.1 as usize });
+                h.submit(
+                    &mut array,
+                    id,
+                    UserOp::Read {
+                        offset_bytes: range.0,
+                        len_bytes: range.1 as usize,
+                    },
+                );
                 batch.push((id, Some(range)));
             }
         }
@@ -122,7 +179,11 @@ fn grow_under_load(seed: u64, level: Level, layout: ParityLayout, from: usize, a
             );
         }
         for (rid, read) in batch {
-            let reply = h.take_reply(rid).expect("answered").result.expect("request succeeds");
+            let reply = h
+                .take_reply(rid)
+                .expect("answered")
+                .result
+                .expect("request succeeds");
             if let Some((o, l)) = read {
                 assert!(
                     reply.expect("bytes") == model[o as usize..(o + l) as usize],
@@ -140,10 +201,24 @@ fn grow_under_load(seed: u64, level: Level, layout: ParityLayout, from: usize, a
     // New space reads back as written.
     let tail: Vec<u8> = (0..new_capacity - capacity).map(|_| rng.gen()).collect();
     id += 1;
-    call(&mut h, &mut array, id, UserOp::Write { offset_bytes: capacity, data: tail.clone(), fua: false }).unwrap();
+    call(
+        &mut h,
+        &mut array,
+        id,
+        UserOp::Write {
+            offset_bytes: capacity,
+            data: tail.clone(),
+            fua: false,
+        },
+    )
+    .unwrap();
     model.extend_from_slice(&tail);
     if level != Level::Raid0 {
-        assert_eq!(check(&mut h, &mut array, false), (0, 0), "parity clean after growth");
+        assert_eq!(
+            check(&mut h, &mut array, false),
+            (0, 0),
+            "parity clean after growth"
+        );
     }
     close(&mut h, &mut array);
     let mut array = open(&mut h);
@@ -152,13 +227,20 @@ fn grow_under_load(seed: u64, level: Level, layout: ParityLayout, from: usize, a
 }
 
 fn seeds() -> u64 {
-    std::env::var("ERAID_GROWTH_SEEDS").ok().and_then(|s| s.parse().ok()).unwrap_or(3)
+    std::env::var("ERAID_GROWTH_SEEDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(3)
 }
 
 #[test]
 fn raid0_strategies_grow_under_load() {
     for seed in 0..seeds() {
-        for strategy in [ReshapeStrategy::RoundRobin, ReshapeStrategy::SemiRr, ReshapeStrategy::FastScale] {
+        for strategy in [
+            ReshapeStrategy::RoundRobin,
+            ReshapeStrategy::SemiRr,
+            ReshapeStrategy::FastScale,
+        ] {
             for add in [1, 2] {
                 grow_under_load(seed, Level::Raid0, ParityLayout::None, 4, add, strategy);
             }
@@ -186,18 +268,16 @@ fn raid5_strategies_grow_under_load() {
 
 /// A member fails mid-growth: the growth pauses and says why, users are
 /// served degraded from both layouts, and no byte is lost.
-fn member_fails_during_growth(seed: u64, layout: ParityLayout, from: usize, add: usize, strategy: ReshapeStrategy) {
-    let g = geometry(Level::Raid5, layout, from, MEMBER_CHUNKS);
-    let member_bytes = g.data_offset_bytes + g.member_data_bytes;
-    let mut h = MemHarness::create(g, seed);
-    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0xfa11);
-    let mut array = open(&mut h);
+fn member_fails_during_growth(
+    seed: u64,
+    layout: ParityLayout,
+    from: usize,
+    add: usize,
+    strategy: ReshapeStrategy,
+) {
+    let (mut h, mut array, mut model, mut rng) =
+        filled_and_growing(seed ^ 0xfa11, Level::Raid5, layout, from, add, strategy);
     let capacity = array.capacity_bytes();
-    let mut model: Vec<u8> = (0..capacity).map(|_| rng.gen()).collect();
-    call(&mut h, &mut array, 1, UserOp::Write { offset_bytes: 0, data: model.clone(), fua: false }).unwrap();
-    let added = h.add_blank_members(add, member_bytes);
-    let reply = array.handle_admin(h.now, AdminCommand::StartGrow { members: added, config: fast_config(strategy) });
-    assert!(reply.get("error").is_none(), "{reply}");
     for _ in 0..rng.gen_range(5..200) {
         if !h.step(&mut array) {
             break;
@@ -213,8 +293,17 @@ fn member_fails_during_growth(seed: u64, layout: ParityLayout, from: usize, add:
         let data: Vec<u8> = (0..len).map(|_| rng.gen()).collect();
         model[offset as usize..(offset + len) as usize].copy_from_slice(&data);
         id += 1;
-        call(&mut h, &mut array, id, UserOp::Write { offset_bytes: offset, data, fua: false })
-            .expect("degraded write");
+        call(
+            &mut h,
+            &mut array,
+            id,
+            UserOp::Write {
+                offset_bytes: offset,
+                data,
+                fua: false,
+            },
+        )
+        .expect("degraded write");
     }
     h.run(&mut array);
     let status = array.status_json();
@@ -222,7 +311,10 @@ fn member_fails_during_growth(seed: u64, layout: ParityLayout, from: usize, add:
     if state != "done" {
         assert_eq!(state, "paused", "{status}");
         let reason = status["reshape"]["pause_reason"].as_str().unwrap_or("");
-        assert!(reason.contains(&format!("member {victim}")), "pause names the member: {reason}");
+        assert!(
+            reason.contains(&format!("member {victim}")),
+            "pause names the member: {reason}"
+        );
     }
     assert_eq!(status["degraded"], true);
     verify_all(&mut h, &mut array, &model, &mut id);

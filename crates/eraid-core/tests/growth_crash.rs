@@ -60,8 +60,17 @@ fn crash_during_growth(seed: u64, case: &Case, bitmap: bool) -> u64 {
     h.run(&mut array);
     let capacity = array.capacity_bytes();
     let initial: Vec<u8> = (0..capacity).map(|_| rng.gen()).collect();
-    call(&mut h, &mut array, 1, UserOp::Write { offset_bytes: 0, data: initial.clone(), fua: true })
-        .expect("initial data");
+    call(
+        &mut h,
+        &mut array,
+        1,
+        UserOp::Write {
+            offset_bytes: 0,
+            data: initial.clone(),
+            fua: true,
+        },
+    )
+    .expect("initial data");
     let mut acked = initial.clone();
     let mut flushed = initial;
     let sectors = (capacity / SECTOR_BYTES) as usize;
@@ -72,7 +81,10 @@ fn crash_during_growth(seed: u64, case: &Case, bitmap: bool) -> u64 {
     let added = h.add_blank_members(case.add, member_bytes);
     let reply = array.handle_admin(
         h.now,
-        AdminCommand::StartGrow { members: added, config: config(case.strategy) },
+        AdminCommand::StartGrow {
+            members: added,
+            config: config(case.strategy),
+        },
     );
     assert!(reply.get("error").is_none(), "{reply}");
     let crash_round = rng.gen_range(1..40);
@@ -95,8 +107,12 @@ fn crash_during_growth(seed: u64, case: &Case, bitmap: bool) -> u64 {
                 } else {
                     (0, capacity)
                 };
-                let offset = rng.gen_range(lo / SECTOR_BYTES..(hi - len) / SECTOR_BYTES + 1) * SECTOR_BYTES;
-                if taken.iter().any(|&(o, l)| o < offset + len && offset < o + l) {
+                let offset =
+                    rng.gen_range(lo / SECTOR_BYTES..(hi - len) / SECTOR_BYTES + 1) * SECTOR_BYTES;
+                if taken
+                    .iter()
+                    .any(|&(o, l)| o < offset + len && offset < o + l)
+                {
                     continue;
                 }
                 taken.push((offset, len));
@@ -109,15 +125,31 @@ fn crash_during_growth(seed: u64, case: &Case, bitmap: bool) -> u64 {
                     touched[s as usize] = true;
                 }
                 id += 1;
-                h.submit(&mut array, id, UserOp::Write { offset_bytes: offset, data, fua: false });
+                h.submit(
+                    &mut array,
+                    id,
+                    UserOp::Write {
+                        offset_bytes: offset,
+                        data,
+                        fua: false,
+                    },
+                );
                 batch.push(id);
             }
         }
         let last = round == crash_round;
-        let budget = if last { rng.gen_range(0..60) } else { usize::MAX };
+        let budget = if last {
+            rng.gen_range(0..60)
+        } else {
+            usize::MAX
+        };
         let mut steps = 0;
         while !batch.iter().all(|i| h.replies.iter().any(|r| r.id.0 == *i)) && steps < budget {
-            assert!(h.step(&mut array), "requests stuck: {}", array.status_json());
+            assert!(
+                h.step(&mut array),
+                "requests stuck: {}",
+                array.status_json()
+            );
             steps += 1;
         }
         let answered = batch.iter().all(|i| h.replies.iter().any(|r| r.id.0 == *i));
@@ -154,7 +186,8 @@ fn crash_during_growth(seed: u64, case: &Case, bitmap: bool) -> u64 {
         // new members: they are blank, and the array is the old one.
         Err(_) => {
             h.members.truncate(case.from);
-            h.assemble().unwrap_or_else(|e| panic!("seed {seed}: reassembly failed: {e}"))
+            h.assemble()
+                .unwrap_or_else(|e| panic!("seed {seed}: reassembly failed: {e}"))
         }
     };
     let mut array = Array::open(assembly, opts, h.now);
@@ -162,15 +195,24 @@ fn crash_during_growth(seed: u64, case: &Case, bitmap: bool) -> u64 {
     let grown = h.members.len() > case.from;
     if grown {
         assert_eq!(
-            array.status_json()["reshape"]["state"], "done",
+            array.status_json()["reshape"]["state"],
+            "done",
             "seed {seed} {:?}: growth resumed and finished: {}",
             case.strategy,
             array.status_json()
         );
     }
-    let whole = call(&mut h, &mut array, 1, UserOp::Read { offset_bytes: 0, len_bytes: capacity as usize })
-        .unwrap()
-        .unwrap();
+    let whole = call(
+        &mut h,
+        &mut array,
+        1,
+        UserOp::Read {
+            offset_bytes: 0,
+            len_bytes: capacity as usize,
+        },
+    )
+    .unwrap()
+    .unwrap();
     #[allow(clippy::needless_range_loop)] // s indexes three buffers
     for s in 0..sectors {
         if !touched[s] {
@@ -184,27 +226,56 @@ fn crash_during_growth(seed: u64, case: &Case, bitmap: bool) -> u64 {
         }
     }
     if case.level != Level::Raid0 {
-        assert_eq!(check(&mut h, &mut array, false).0, 0, "seed {seed}: parity after growth");
+        assert_eq!(
+            check(&mut h, &mut array, false).0,
+            0,
+            "seed {seed}: parity after growth"
+        );
     }
     close(&mut h, &mut array);
     risky_flushed
 }
 
 fn seeds() -> u64 {
-    std::env::var("ERAID_GROWTH_CRASH_SEEDS").ok().and_then(|s| s.parse().ok()).unwrap_or(12)
+    std::env::var("ERAID_GROWTH_CRASH_SEEDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(12)
 }
 
 fn cases() -> Vec<Case> {
     let mut cases = Vec::new();
-    for strategy in [ReshapeStrategy::RoundRobin, ReshapeStrategy::SemiRr, ReshapeStrategy::FastScale] {
+    for strategy in [
+        ReshapeStrategy::RoundRobin,
+        ReshapeStrategy::SemiRr,
+        ReshapeStrategy::FastScale,
+    ] {
         for add in [1, 2] {
-            cases.push(Case { level: Level::Raid0, layout: ParityLayout::None, from: 4, add, strategy });
+            cases.push(Case {
+                level: Level::Raid0,
+                layout: ParityLayout::None,
+                from: 4,
+                add,
+                strategy,
+            });
         }
     }
     for strategy in [ReshapeStrategy::Alv, ReshapeStrategy::MdReshape] {
         for layout in [ParityLayout::LeftAsymmetric, ParityLayout::RightSymmetric] {
-            cases.push(Case { level: Level::Raid5, layout, from: 3, add: 1, strategy });
-            cases.push(Case { level: Level::Raid5, layout, from: 4, add: 2, strategy });
+            cases.push(Case {
+                level: Level::Raid5,
+                layout,
+                from: 3,
+                add: 1,
+                strategy,
+            });
+            cases.push(Case {
+                level: Level::Raid5,
+                layout,
+                from: 4,
+                add: 2,
+                strategy,
+            });
         }
     }
     cases
@@ -221,5 +292,8 @@ fn flushed_writes_survive_crashes_during_growth() {
             risky += crash_during_growth(seed, &case, seed % 2 == 0);
         }
     }
-    assert!(risky >= 20, "only {risky} flushed writes hit uncheckpointed chunks");
+    assert!(
+        risky >= 20,
+        "only {risky} flushed writes hit uncheckpointed chunks"
+    );
 }

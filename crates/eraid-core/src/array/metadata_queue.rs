@@ -9,13 +9,20 @@ use crate::metadata::superblock::Superblock;
 
 #[derive(Clone, Debug)]
 enum Job {
-    Superblock { generation: u64 },
-    Bitmap { flush: bool },
+    Superblock {
+        generation: u64,
+    },
+    Bitmap {
+        flush: bool,
+    },
     /// Superblock and bitmap onto members joining in a growth, flushed,
     /// before any old member records them (so a crash in between leaves
     /// either the old array or the new one, never a member list naming a
     /// member without metadata).
-    Joining { members: Vec<usize>, generation: u64 },
+    Joining {
+        members: Vec<usize>,
+        generation: u64,
+    },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -25,8 +25,8 @@ use intent::Intent;
 use locks::StripeLocks;
 use metadata_queue::MetadataQueue;
 use op::StripeOp;
-use scrub::Scrub;
 use reshape::{Reshape, ReshapeIo};
+use scrub::Scrub;
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
@@ -518,15 +518,13 @@ impl Machine for Array {
                 Ok(()) => self.status_json(),
                 Err(reason) => serde_json::json!({ "error": reason }),
             },
-            AdminCommand::StartGrow { members, config } => {
-                match self.start_grow(members, config) {
-                    Ok(()) => {
-                        self.pump_reshape();
-                        self.status_json()
-                    }
-                    Err(reason) => serde_json::json!({ "error": reason }),
+            AdminCommand::StartGrow { members, config } => match self.start_grow(members, config) {
+                Ok(()) => {
+                    self.pump_reshape();
+                    self.status_json()
                 }
-            }
+                Err(reason) => serde_json::json!({ "error": reason }),
+            },
         }
     }
 

@@ -164,7 +164,10 @@ impl Array {
     }
 
     pub(super) fn scrub_op_done(&mut self, stripe: u64) {
-        self.scrub.as_mut().expect("scrub op without a scrub").inflight -= 1;
+        self.scrub
+            .as_mut()
+            .expect("scrub op without a scrub")
+            .inflight -= 1;
         self.account_scrub_stripe(stripe);
         self.pump_scrub();
     }

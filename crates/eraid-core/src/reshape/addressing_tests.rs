@@ -4,8 +4,8 @@
 //! measure the migration fraction and the coefficient of variation of the
 //! per-disk data.
 
-use super::fastscale::{ChunkMove, GrowthStrategy, ScalingHistory};
 use super::examination::{examine_fixed, examine_full, old_data_per_disk, Examination};
+use super::fastscale::{ChunkMove, GrowthStrategy, ScalingHistory};
 use proptest::prelude::*;
 
 /// Every logical chunk after `t` additions maps inside the array, no two

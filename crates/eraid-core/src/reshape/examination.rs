@@ -74,7 +74,6 @@ pub fn examine_fixed(strategy: GrowthStrategy, history: &ScalingHistory) -> Exam
     }
 }
 
-
 /// Per-disk counts of the old data (`x < m * s`) right after addition `t`,
 /// the array having been full before it.
 pub fn old_data_per_disk(moves: &[ChunkMove], history: &ScalingHistory, t: usize) -> Vec<u64> {
@@ -87,4 +86,3 @@ pub fn old_data_per_disk(moves: &[ChunkMove], history: &ScalingHistory, t: usize
     }
     counts
 }
-

@@ -8,7 +8,7 @@ mod addressing_tests;
 pub mod config;
 pub mod examination;
 pub mod fastscale;
+pub mod record;
 pub mod reorder_window;
 pub mod round_robin;
-pub mod record;
 pub mod semi_rr;

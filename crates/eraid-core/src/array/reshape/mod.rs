@@ -28,9 +28,7 @@ use crate::layout::{layout_with, Layout};
 use crate::metadata::superblock::{MemberRecord, MemberState};
 use crate::reshape::config::{NewMember, ReshapeConfig, ReshapeStrategy};
 use crate::reshape::fastscale::{GrowthStrategy, ScalingHistory};
-use crate::reshape::record::{
-    Placement, ReshapeCounters, ReshapeRecord, ReshapeState,
-};
+use crate::reshape::record::{Placement, ReshapeCounters, ReshapeRecord, ReshapeState};
 use eraid_codes::MatrixCode;
 use mover::Window;
 use pacing::Pacing;
@@ -208,7 +206,12 @@ impl Array {
                     member.path_hint, member.size_bytes
                 ));
             }
-            if self.superblock.members.iter().any(|m| m.uuid == member.uuid) {
+            if self
+                .superblock
+                .members
+                .iter()
+                .any(|m| m.uuid == member.uuid)
+            {
                 return Err(format!("{} is already a member", member.path_hint));
             }
         }
@@ -404,7 +407,8 @@ impl Array {
         }
         let config = self.reshape_config();
         let idle = reshape.window.is_none() && reshape.checkpoint_stage.is_none();
-        let paced = (idle && reshape.pacing.not_before > self.now).then_some(reshape.pacing.not_before);
+        let paced =
+            (idle && reshape.pacing.not_before > self.now).then_some(reshape.pacing.not_before);
         let valve = (config.strategy == ReshapeStrategy::Alv)
             .then(|| reshape.pacing.next_valve_boundary(config))
             .flatten();
@@ -413,6 +417,8 @@ impl Array {
 
     /// Whether user I/O must be paced against the growth (valve bookkeeping).
     pub(super) fn reshape_strategy(&self) -> Option<ReshapeStrategy> {
-        self.reshape.as_ref().map(|_| self.reshape_config().strategy)
+        self.reshape
+            .as_ref()
+            .map(|_| self.reshape_config().strategy)
     }
 }

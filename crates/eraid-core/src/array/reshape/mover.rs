@@ -18,7 +18,9 @@ pub enum WindowStage {
     Reading,
     WritingBackup,
     FlushingBackup,
-    RecordingBackup { generation: u64 },
+    RecordingBackup {
+        generation: u64,
+    },
     Writing,
 }
 
@@ -342,7 +344,11 @@ impl Array {
 
     fn window_issue_reads(&mut self) {
         let (start, end, restore) = {
-            let w = self.reshape.as_ref().and_then(|r| r.window.as_ref()).expect("window");
+            let w = self
+                .reshape
+                .as_ref()
+                .and_then(|r| r.window.as_ref())
+                .expect("window");
             (w.start, w.end, w.restore)
         };
         self.window_mut().stage = WindowStage::Reading;
@@ -380,7 +386,11 @@ impl Array {
         let (max_chunks, _, page) = self.run_shape();
         // Old parity sits between data of successive rows: read through it
         // so each member is one I/O (ALV's m reads), as the paper does.
-        let gap = self.reshape_record().expect("record").old_geometry.parity_per_stripe() as u64;
+        let gap = self
+            .reshape_record()
+            .expect("record")
+            .old_geometry
+            .parity_per_stripe() as u64;
         let runs = build_runs(
             items,
             chunk,
@@ -394,7 +404,11 @@ impl Array {
 
     fn window_issue_writes(&mut self) {
         let (start, end) = {
-            let w = self.reshape.as_ref().and_then(|r| r.window.as_ref()).expect("window");
+            let w = self
+                .reshape
+                .as_ref()
+                .and_then(|r| r.window.as_ref())
+                .expect("window");
             (w.start, w.end)
         };
         self.compute_window_parity(start, end);
@@ -428,7 +442,12 @@ impl Array {
             .iter()
             .filter(|(c, _)| *c < old_capacity)
             .count() as u64;
-        let restore = self.reshape.as_ref().and_then(|r| r.window.as_ref()).expect("w").restore;
+        let restore = self
+            .reshape
+            .as_ref()
+            .and_then(|r| r.window.as_ref())
+            .expect("w")
+            .restore;
         if !restore {
             self.reshape_record_mut().counters.moved_bytes += moved * chunk;
         }
@@ -522,7 +541,10 @@ impl Array {
         match window.stage {
             WindowStage::Reading if window.restore => {
                 let crc = crc32c::crc32c(&window.data);
-                let backup = self.reshape_record().and_then(|r| r.backup.clone()).expect("backup");
+                let backup = self
+                    .reshape_record()
+                    .and_then(|r| r.backup.clone())
+                    .expect("backup");
                 if crc != backup.crc32c {
                     self.reshape.as_mut().expect("growth").window = None;
                     self.pause_reshape(format!(
@@ -536,8 +558,9 @@ impl Array {
             }
             WindowStage::Reading if window.backup => {
                 let (start, end) = (window.start, window.end);
-                let (member, offset_bytes) =
-                    self.backup_area(start, end).expect("planned with a backup area");
+                let (member, offset_bytes) = self
+                    .backup_area(start, end)
+                    .expect("planned with a backup area");
                 let data = self.window_mut().data.clone();
                 self.window_mut().stage = WindowStage::WritingBackup;
                 self.reshape_record_mut().counters.backup_windows += 1;

@@ -96,7 +96,12 @@ impl Pacing {
     }
 
     /// Whether a new window may start now; if not, when to ask again.
-    pub fn gate(&self, now: TimeNs, processed_bytes: u64, config: &ReshapeConfig) -> Option<TimeNs> {
+    pub fn gate(
+        &self,
+        now: TimeNs,
+        processed_bytes: u64,
+        config: &ReshapeConfig,
+    ) -> Option<TimeNs> {
         if now < self.not_before {
             return Some(self.not_before);
         }

@@ -81,15 +81,28 @@ impl Array {
         writes
     }
 
-    pub(super) fn window_parity_places(&self, start: u64, end: u64) -> Vec<(u64, usize, ChunkPlace)> {
+    pub(super) fn window_parity_places(
+        &self,
+        start: u64,
+        end: u64,
+    ) -> Vec<(u64, usize, ChunkPlace)> {
         if self.geometry.parity_per_stripe() == 0 {
             return Vec::new();
         }
         let k = self.geometry.data_per_stripe() as u64;
-        assert!(start.is_multiple_of(k) && end.is_multiple_of(k), "windows are whole new stripes");
+        assert!(
+            start.is_multiple_of(k) && end.is_multiple_of(k),
+            "windows are whole new stripes"
+        );
         let mut places = Vec::new();
         for stripe in start / k..end / k {
-            for (i, place) in self.layout.stripe_map(stripe).parity.into_iter().enumerate() {
+            for (i, place) in self
+                .layout
+                .stripe_map(stripe)
+                .parity
+                .into_iter()
+                .enumerate()
+            {
                 places.push((stripe, i, place));
             }
         }
@@ -100,7 +113,11 @@ impl Array {
         self.window_writes(start, end)
             .into_iter()
             .map(|(_, p)| p)
-            .chain(self.window_parity_places(start, end).into_iter().map(|(_, _, p)| p))
+            .chain(
+                self.window_parity_places(start, end)
+                    .into_iter()
+                    .map(|(_, _, p)| p),
+            )
             .all(|place| !self.protected(place, from))
     }
 
@@ -116,7 +133,11 @@ impl Array {
             .window_writes(start, end)
             .into_iter()
             .map(|(_, p)| p)
-            .chain(self.window_parity_places(start, end).into_iter().map(|(_, _, p)| p))
+            .chain(
+                self.window_parity_places(start, end)
+                    .into_iter()
+                    .map(|(_, _, p)| p),
+            )
             .filter(|p| p.member == member)
             .all(|p| p.member_chunk < first_row);
         clear.then(|| {
