@@ -17,6 +17,10 @@ pub enum Event {
     DeviceWake(usize),
     /// The array's `poll_timeout` deadline.
     Tick,
+    /// Start growth step `usize` (an index into the plan's steps).
+    GrowthStart(usize),
+    /// Take a growth progress sample.
+    GrowthSample,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]

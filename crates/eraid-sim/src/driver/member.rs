@@ -22,9 +22,10 @@ use super::store::SparseStore;
 use crate::disk::{Device, DiskCompletion, DiskRequest};
 
 pub struct DeviceInflight {
-    pub io: IoId,
+    /// The engine I/Os this drive command carries: one, or several merged
+    /// by the host block layer (see [`Member::submit_batch`]).
+    pub parts: Vec<(IoId, InflightKind)>,
     pub submit_ns: u64,
-    pub kind: InflightKind,
 }
 
 pub enum InflightKind {
@@ -37,6 +38,14 @@ pub enum InflightKind {
         offset_bytes: u64,
         data: Option<Vec<u8>>,
     },
+}
+
+/// A drive command being assembled from engine I/Os.
+struct Command {
+    is_read: bool,
+    offset_bytes: u64,
+    len_bytes: u64,
+    parts: Vec<(IoId, InflightKind)>,
 }
 
 pub struct Member {
@@ -73,72 +82,118 @@ impl Member {
         }
     }
 
-    /// Hands a device I/O to the drive. Returns `Ok(true)` when it is a
-    /// flush that completes at once.
-    pub fn submit(
+    /// Hands the engine I/Os issued to this member at one instant to the
+    /// drive, in order. With `merge_max_bytes`, the host block layer merges
+    /// an I/O into an earlier one of the batch (same direction, exactly
+    /// contiguous, at most that many bytes in all) the way Linux's elevator
+    /// merges bios queued together; a flush is a barrier (nothing merges
+    /// across it). Returns the I/Os the drive refused.
+    pub fn submit_batch(
         &mut self,
         now_ns: u64,
-        io: IoId,
-        cause: IoCause,
-        op: DeviceOp,
-    ) -> Result<bool, Refused> {
-        let (offset_bytes, len_bytes, is_read, kind) = match op {
-            DeviceOp::Flush => {
-                self.stats.count(cause, |c| c.flushes += 1);
-                self.flush_waiters.push((io, self.next_command));
-                return Ok(false);
-            }
-            DeviceOp::Read {
-                offset_bytes,
-                len_bytes,
-            } => {
-                self.stats.count(cause, |c| {
-                    c.reads += 1;
-                    c.read_bytes += len_bytes as u64;
-                });
-                let kind = InflightKind::Read {
+        batch: Vec<(IoId, IoCause, DeviceOp)>,
+        merge_max_bytes: Option<u64>,
+    ) -> Vec<Refused> {
+        let mut refused = Vec::new();
+        let mut commands: Vec<Command> = Vec::new();
+        for (io, cause, op) in batch {
+            let (is_read, offset_bytes, len_bytes, kind) = match op {
+                DeviceOp::Flush => {
+                    for command in commands.drain(..) {
+                        refused.extend(self.dispatch(now_ns, command));
+                    }
+                    self.stats.count(cause, |c| c.flushes += 1);
+                    self.flush_waiters.push((io, self.next_command));
+                    continue;
+                }
+                DeviceOp::Read {
                     offset_bytes,
                     len_bytes,
-                };
-                (offset_bytes, len_bytes, true, kind)
-            }
-            DeviceOp::Write { offset_bytes, data } => {
-                let len = data.len();
-                self.stats.count(cause, |c| {
-                    c.writes += 1;
-                    c.written_bytes += len as u64;
-                });
-                let data = self.store.is_some().then_some(data);
-                (
+                } => {
+                    self.stats.count(cause, |c| {
+                        c.reads += 1;
+                        c.read_bytes += len_bytes as u64;
+                    });
+                    let kind = InflightKind::Read {
+                        offset_bytes,
+                        len_bytes,
+                    };
+                    (true, offset_bytes, len_bytes as u64, kind)
+                }
+                DeviceOp::Write { offset_bytes, data } => {
+                    let len = data.len() as u64;
+                    self.stats.count(cause, |c| {
+                        c.writes += 1;
+                        c.written_bytes += len;
+                    });
+                    let data = self.store.is_some().then_some(data);
+                    (
+                        false,
+                        offset_bytes,
+                        len,
+                        InflightKind::Write { offset_bytes, data },
+                    )
+                }
+            };
+            let merged = merge_max_bytes.and_then(|max| {
+                commands.iter_mut().find(|c| {
+                    c.is_read == is_read
+                        && c.len_bytes + len_bytes <= max
+                        && (c.offset_bytes + c.len_bytes == offset_bytes
+                            || offset_bytes + len_bytes == c.offset_bytes)
+                })
+            });
+            match merged {
+                Some(c) => {
+                    c.offset_bytes = c.offset_bytes.min(offset_bytes);
+                    c.len_bytes += len_bytes;
+                    c.parts.push((io, kind));
+                    self.stats.merged += 1;
+                }
+                None => commands.push(Command {
+                    is_read,
                     offset_bytes,
-                    len,
-                    false,
-                    InflightKind::Write { offset_bytes, data },
-                )
+                    len_bytes,
+                    parts: vec![(io, kind)],
+                }),
             }
-        };
+        }
+        for command in commands {
+            refused.extend(self.dispatch(now_ns, command));
+        }
+        refused
+    }
+
+    /// Submits one drive command; on refusal every part is failed.
+    fn dispatch(&mut self, now_ns: u64, command: Command) -> Vec<Refused> {
         let id = self.next_command;
         self.next_command += 1;
         let request = DiskRequest {
             id,
-            lbn: offset_bytes / 512,
-            sectors: u32::try_from(len_bytes.div_ceil(512)).unwrap_or(u32::MAX),
-            is_read,
+            lbn: command.offset_bytes / 512,
+            sectors: u32::try_from(command.len_bytes.div_ceil(512)).unwrap_or(u32::MAX),
+            is_read: command.is_read,
         };
-        self.device.submit(now_ns, request).map_err(|e| Refused {
-            io,
-            reason: e.to_string(),
-        })?;
+        if let Err(e) = self.device.submit(now_ns, request) {
+            let reason = e.to_string();
+            return command
+                .parts
+                .into_iter()
+                .map(|(io, _)| Refused {
+                    io,
+                    reason: reason.clone(),
+                })
+                .collect();
+        }
         self.stats.submitted(now_ns);
         self.inflight.insert(
             id,
             DeviceInflight {
-                io,
+                parts: command.parts,
                 submit_ns: now_ns,
-                kind,
             },
         );
-        Ok(false)
+        Vec::new()
     }
 
     /// Records a finished command and returns what it was.

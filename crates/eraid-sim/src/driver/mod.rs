@@ -22,10 +22,12 @@
 mod disk_choice;
 mod event_queue;
 mod feed;
+pub mod growth;
 mod member;
 mod oracle;
 mod passthrough;
 mod report;
+pub mod seq_rate;
 mod sim;
 mod stats;
 mod store;
@@ -34,6 +36,10 @@ mod target;
 pub use disk_choice::{preset, resolve_disk_model, DiskChoice, PRESET_NAMES, SSD_PRESET_SECTORS};
 pub use event_queue::{Event, EventQueue};
 pub use feed::{Feed, FeedSpec, StrideSpec, SyntheticSource};
+pub use growth::{
+    GrowthLoad, GrowthPlan, GrowthReport, GrowthSample, GrowthStep, GrowthStepReport,
+    SequentialRates,
+};
 pub use passthrough::Passthrough;
 pub use report::SimReport;
 pub use stats::{cause_name, CauseCount, DiskReport, CAUSES};
@@ -60,6 +66,17 @@ pub struct SimConfig {
     pub window: WindowBy,
     /// Points kept of the response-time CDF.
     pub cdf_points: usize,
+    /// Disks added while the array runs (or before the workload replays);
+    /// see [`growth`].
+    pub growth: Option<GrowthPlan>,
+    /// End the run at this simulated time even if work remains (a growth
+    /// not finished is reported as such).
+    pub max_time_ns: Option<u64>,
+    /// Host block layer: merge contiguous I/Os the engine issues to a
+    /// member at the same instant into one drive command of at most this
+    /// many bytes (Linux's elevator merging; `None`: every engine I/O is
+    /// its own command).
+    pub merge_max_bytes: Option<u64>,
 }
 
 impl SimConfig {
@@ -75,6 +92,9 @@ impl SimConfig {
             max_requests: None,
             window: WindowBy::Requests { count: 100 },
             cdf_points: 200,
+            growth: None,
+            max_time_ns: None,
+            merge_max_bytes: None,
         }
     }
 }

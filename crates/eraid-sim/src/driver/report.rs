@@ -6,6 +6,7 @@ use eraid_trace::metrics::{CdfPoint, MetricsSummary, WindowStat};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
+use super::growth::GrowthReport;
 use super::stats::{cause_name, CauseCount, DiskReport, CAUSES};
 use super::target::TargetInfo;
 
@@ -40,6 +41,15 @@ pub struct SimReport {
     /// The first mismatch, described.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub data_first_mismatch: Option<String>,
+    /// Runs with disks added: what the growth(s) did and cost.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub growth: Option<GrowthReport>,
+    /// Engine I/Os the host block layer merged into another's drive command.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub merged_ios: u64,
+    /// The run stopped at `[run] max_time_s` with work left.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub timed_out: bool,
 }
 
 impl SimReport {
@@ -95,6 +105,101 @@ impl SimReport {
         for (k, v) in &self.engine {
             put(k, json!(v));
         }
+        if self.merged_ios > 0 {
+            put("merged_ios", json!(self.merged_ios));
+        }
+        if self.timed_out {
+            put("timed_out", json!(1));
+        }
+        if let Some(g) = &self.growth {
+            let total = self.engine.get("metadata_writes").copied().unwrap_or(0);
+            put("array_metadata_writes", json!(total));
+            growth_metrics(g, self.summary.requests, &mut put);
+        }
         m
+    }
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+/// The growth's flat metrics. `metadata_writes` becomes the growth's
+/// checkpoint updates (the ALV paper's "md updates"); the engine's total of
+/// superblock and bitmap writes moves to `array_metadata_writes`.
+fn growth_metrics(g: &GrowthReport, requests: u64, put: &mut impl FnMut(&str, Value)) {
+    let sum = |k: &str| -> u64 {
+        g.steps
+            .iter()
+            .map(|s| s.status.get(k).and_then(Value::as_u64).unwrap_or(0))
+            .sum()
+    };
+    put("growth_done", json!(u64::from(g.done)));
+    put("growth_steps", json!(g.steps.len()));
+    put("redistribution_time_s", json!(g.redistribution_time_s));
+    if g.steps.len() > 1 {
+        for (i, s) in g.steps.iter().enumerate() {
+            put(
+                &format!("redistribution_time_s_{}", i + 1),
+                json!(s.redistribution_time_s),
+            );
+        }
+    }
+    if let Some(last) = g.steps.last() {
+        put("final_member_count", json!(last.new_member_count));
+        let progress = last
+            .status
+            .get("progress")
+            .and_then(Value::as_f64)
+            .unwrap_or(0.0);
+        put("growth_progress", json!(progress));
+    }
+    put("growth_requests", json!(g.requests_during));
+    put("growth_mean_response_ms", json!(g.mean_response_ms_during));
+    put("growth_p99_response_ms", json!(g.p99_response_ms_during));
+    put("growth_max_response_ms", json!(g.max_response_ms_during));
+    for k in [
+        "redistribution_reads",
+        "redistribution_writes",
+        "moved_bytes",
+        "backup_windows",
+        "valve_periods",
+        "valve_closed_periods",
+    ] {
+        put(k, json!(sum(k)));
+    }
+    put("metadata_writes", json!(sum("metadata_writes")));
+    put(
+        "redistribution_ios",
+        json!(sum("redistribution_reads") + sum("redistribution_writes")),
+    );
+    put(
+        "redistribution_read_bytes",
+        json!(g.redistribution_read_bytes),
+    );
+    put(
+        "redistribution_written_bytes",
+        json!(g.redistribution_written_bytes),
+    );
+    put(
+        "sequential_read_mb_s",
+        json!(g.sequential.read_bytes_s / 1e6),
+    );
+    put(
+        "sequential_write_mb_s",
+        json!(g.sequential.write_bytes_s / 1e6),
+    );
+    if requests == 0 || g.load == super::growth::GrowthLoad::After {
+        put("lower_bound_s", json!(g.lower_bound_s));
+        put(
+            "lower_bound_busiest_disk_s",
+            json!(g.lower_bound_busiest_disk_s),
+        );
+        if let Some(t) = g.redistribution_time_s {
+            put(
+                "time_over_lower_bound",
+                json!(t / g.lower_bound_s.max(1e-12)),
+            );
+        }
     }
 }

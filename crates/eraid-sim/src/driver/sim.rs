@@ -6,23 +6,57 @@
 use std::collections::{BTreeMap, VecDeque};
 
 use eraid_core::io::*;
-use eraid_trace::metrics::MetricsRecorder;
+use eraid_core::reshape::config::{NewMember, ReshapeStrategy};
+use eraid_trace::metrics::{LatencyRecorder, MetricsRecorder};
 use eraid_trace::TraceRequest;
 use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use super::event_queue::{Event, EventQueue};
 use super::feed::{Feed, FeedSpec};
+use super::growth::{GrowthLoad, GrowthPlan, GrowthReport, GrowthSample, GrowthStepReport};
 use super::member::{InflightKind, Member};
 use super::oracle::Oracle;
 use super::report::SimReport;
-use super::store::DataMode;
+use super::store::{DataMode, SparseStore};
 use super::target::{self, TargetInfo};
 use super::SimConfig;
 
 /// Ticks that keep asking for "now" are spaced by this much, so an engine
 /// whose deadline does not move cannot stall the clock.
 const TICK_RETRY_NS: u64 = 1_000_000;
+
+/// A growth due while the array is still opening is retried this much later.
+const OPENING_RETRY_NS: u64 = 1_000_000;
+
+/// The growth(s) of a run as they happen.
+struct GrowthRun {
+    plan: GrowthPlan,
+    /// Members the array has now (grows at each start).
+    member_count: usize,
+    /// The step running, if any.
+    active: Option<usize>,
+    steps: Vec<GrowthStepReport>,
+    first_start_ns: Option<u64>,
+    last_finish_ns: Option<u64>,
+    /// Response times of requests that arrived while a growth ran.
+    during: LatencyRecorder,
+    samples: Vec<GrowthSample>,
+    sample_scheduled: bool,
+    /// Responses since the last sample: count, sum and max (ns), and how
+    /// many exceeded the running step's latency bound.
+    since_sample: (u64, u128, u64),
+    over_bound: u64,
+    /// The valve counters of the running step as last seen (the engine
+    /// drops them when the step ends): periods, closed periods.
+    valve_seen: (u64, u64),
+}
+
+impl GrowthRun {
+    fn all_done(&self) -> bool {
+        self.steps.len() == self.plan.steps.len() && self.steps.iter().all(|s| s.finish_s.is_some())
+    }
+}
 
 struct UserInflight {
     request: TraceRequest,
@@ -37,8 +71,19 @@ pub(super) struct Simulation {
     members: Vec<Member>,
     queue: EventQueue,
     now_ns: u64,
-    feed: Feed,
+    /// `None` until the workload starts (after the growth, for
+    /// `GrowthLoad::After`).
+    feed: Option<Feed>,
+    feed_spec: FeedSpec,
+    /// Added to the feed's arrival times (the instant it started).
+    feed_offset_ns: u64,
     feed_done: bool,
+    /// The workload was cut (the growth finished): later arrivals are dropped.
+    cut: bool,
+    member_bytes: u64,
+    growth: Option<GrowthRun>,
+    /// The run stopped at `max_time_ns` with work left.
+    timed_out: bool,
     issued: u64,
     next_request_id: u64,
     users: BTreeMap<u64, UserInflight>,
@@ -55,8 +100,12 @@ pub(super) struct Simulation {
 impl Simulation {
     pub(super) fn new(config: &SimConfig, feed: &FeedSpec) -> Result<Simulation, String> {
         let member_count = config.target.member_count(config.members);
-        let mut devices = Vec::with_capacity(member_count);
-        for _ in 0..member_count {
+        let added = config.growth.as_ref().map_or(0, GrowthPlan::added_disks);
+        if added > 0 && !matches!(config.target, target::Target::Array { .. }) {
+            return Err("a growth needs an array, not a bare disk".into());
+        }
+        let mut devices = Vec::with_capacity(member_count + added);
+        for _ in 0..member_count + added {
             devices.push(config.disk.build()?);
         }
         let device_bytes = devices
@@ -70,12 +119,40 @@ impl Simulation {
         let built = target::build(&config.target, member_count, member_bytes, config.seed)?;
         let store = config.data_mode == DataMode::Store;
         let write_back = config.disk.write_back();
+        // Drives that join later start blank.
+        let contents = built
+            .initial_contents
+            .into_iter()
+            .chain(std::iter::repeat_with(SparseStore::default));
         let members = devices
             .into_iter()
-            .zip(built.initial_contents)
+            .zip(contents)
             .map(|(device, contents)| Member::new(device, store.then_some(contents), write_back))
             .collect();
-        let feed = feed.open(built.info.capacity_bytes, config.seed)?;
+        let feed_later = config
+            .growth
+            .as_ref()
+            .is_some_and(|g| g.load == GrowthLoad::After);
+        let feed_spec = feed.clone();
+        let feed = if feed_later {
+            None
+        } else {
+            Some(feed.open(built.info.capacity_bytes, config.seed)?)
+        };
+        let growth = config.growth.clone().map(|plan| GrowthRun {
+            plan,
+            member_count,
+            active: None,
+            steps: Vec::new(),
+            first_start_ns: None,
+            last_finish_ns: None,
+            during: LatencyRecorder::new(),
+            samples: Vec::new(),
+            sample_scheduled: false,
+            since_sample: (0, 0, 0),
+            over_bound: 0,
+            valve_seen: (0, 0),
+        });
         Ok(Simulation {
             config: config.clone(),
             info: built.info,
@@ -84,7 +161,13 @@ impl Simulation {
             queue: EventQueue::default(),
             now_ns: 0,
             feed,
+            feed_spec,
+            feed_offset_ns: 0,
             feed_done: false,
+            cut: false,
+            member_bytes,
+            growth,
+            timed_out: false,
             issued: 0,
             next_request_id: 0,
             users: BTreeMap::new(),
@@ -101,19 +184,38 @@ impl Simulation {
     }
 
     pub(super) fn run(mut self) -> Result<SimReport, String> {
-        self.start_feed()?;
+        if let Some(g) = &self.growth {
+            self.queue.push(g.plan.start_ns, Event::GrowthStart(0));
+        }
+        if self.feed.is_some() {
+            self.start_feed()?;
+        }
         self.pump()?;
         loop {
-            if self.feed_done && self.users.is_empty() {
+            let growth_settled = self.growth.as_ref().is_none_or(GrowthRun::all_done);
+            if self.feed_done && self.users.is_empty() && growth_settled {
                 break;
             }
             let Some((time_ns, event)) = self.queue.pop() else {
+                let growth = match &self.growth {
+                    Some(g) if !g.all_done() => format!(
+                        ", growth step {} of {} unfinished",
+                        g.steps.len(),
+                        g.plan.steps.len()
+                    ),
+                    _ => String::new(),
+                };
                 return Err(format!(
-                    "the simulation stalled at {} ns with {} requests unanswered (an engine or driver bug)",
+                    "the simulation stalled at {} ns with {} requests unanswered{growth} (an engine or driver bug)",
                     self.now_ns,
                     self.users.len()
                 ));
             };
+            if self.config.max_time_ns.is_some_and(|max| time_ns > max) {
+                self.timed_out = true;
+                self.now_ns = self.now_ns.max(self.config.max_time_ns.unwrap_or(0));
+                break;
+            }
             self.now_ns = self.now_ns.max(time_ns);
             match event {
                 Event::Arrival(request) => self.arrive(request)?,
@@ -123,12 +225,15 @@ impl Simulation {
                         self.tick_at = None;
                         self.last_tick_ns = Some(self.now_ns);
                         self.machine.handle_tick(TimeNs(self.now_ns));
+                        self.observe_valve();
                     }
                 }
+                Event::GrowthStart(step) => self.start_growth(step)?,
+                Event::GrowthSample => self.sample_growth(),
             }
             self.pump()?;
         }
-        Ok(self.report())
+        self.report()
     }
 
     fn limit_reached(&self) -> bool {
@@ -139,8 +244,9 @@ impl Simulation {
 
     fn start_feed(&mut self) -> Result<(), String> {
         match &mut self.feed {
-            Feed::Open(_) => self.pull_open()?,
-            Feed::Closed { outstanding, .. } => {
+            None => {}
+            Some(Feed::Open(_)) => self.pull_open()?,
+            Some(Feed::Closed { outstanding, .. }) => {
                 for _ in 0..*outstanding {
                     self.pull_closed();
                 }
@@ -156,14 +262,21 @@ impl Simulation {
             self.feed_done = true;
             return Ok(());
         }
-        let Feed::Open(stream) = &mut self.feed else {
+        if self.cut {
+            self.feed_done = true;
+            return Ok(());
+        }
+        let Some(Feed::Open(stream)) = &mut self.feed else {
             return Ok(());
         };
         match stream.next() {
             None => self.feed_done = true,
             Some(Err(e)) => return Err(e.to_string()),
             Some(Ok(mut request)) => {
-                request.arrival_ns = request.arrival_ns.max(self.now_ns);
+                request.arrival_ns = request
+                    .arrival_ns
+                    .saturating_add(self.feed_offset_ns)
+                    .max(self.now_ns);
                 self.issued += 1;
                 self.queue.push(request.arrival_ns, Event::Arrival(request));
             }
@@ -172,12 +285,12 @@ impl Simulation {
     }
 
     fn pull_closed(&mut self) {
-        if self.limit_reached() {
+        if self.limit_reached() || self.cut {
             self.feed_done = true;
             return;
         }
         let now_ns = self.now_ns;
-        let Feed::Closed { next, .. } = &mut self.feed else {
+        let Some(Feed::Closed { next, .. }) = &mut self.feed else {
             return;
         };
         match next(now_ns) {
@@ -201,6 +314,10 @@ impl Simulation {
     }
 
     fn arrive(&mut self, request: TraceRequest) -> Result<(), String> {
+        if self.cut {
+            self.feed_done = true;
+            return Ok(());
+        }
         let request = self.normalise(request);
         let id = self.next_request_id;
         self.next_request_id += 1;
@@ -239,7 +356,7 @@ impl Simulation {
                 op,
             },
         );
-        if matches!(self.feed, Feed::Open(_)) {
+        if matches!(self.feed, Some(Feed::Open(_))) {
             self.pull_open()?;
         }
         Ok(())
@@ -261,22 +378,24 @@ impl Simulation {
                 let Some(inflight) = m.complete(now_ns, &completion) else {
                     continue;
                 };
-                let result = match inflight.kind {
-                    InflightKind::Read {
-                        offset_bytes,
-                        len_bytes,
-                    } => IoCompletion::Read(match &m.store {
-                        Some(store) => store.read(offset_bytes, len_bytes),
-                        None => vec![0; len_bytes],
-                    }),
-                    InflightKind::Write { offset_bytes, data } => {
-                        if let (Some(store), Some(data)) = (&mut m.store, data) {
-                            store.write(offset_bytes, &data);
+                for (io, kind) in inflight.parts {
+                    let result = match kind {
+                        InflightKind::Read {
+                            offset_bytes,
+                            len_bytes,
+                        } => IoCompletion::Read(match &m.store {
+                            Some(store) => store.read(offset_bytes, len_bytes),
+                            None => vec![0; len_bytes],
+                        }),
+                        InflightKind::Write { offset_bytes, data } => {
+                            if let (Some(store), Some(data)) = (&mut m.store, data) {
+                                store.write(offset_bytes, &data);
+                            }
+                            IoCompletion::Done
                         }
-                        IoCompletion::Done
-                    }
-                };
-                self.immediate.push_back((inflight.io, result));
+                    };
+                    self.immediate.push_back((io, result));
+                }
             }
         }
         self.settle_member(member);
@@ -306,35 +425,51 @@ impl Simulation {
         let now = TimeNs(self.now_ns);
         loop {
             let mut progressed = false;
-            let mut touched = Vec::new();
+            // The engine's I/Os of this instant, per member, in order.
+            let mut batches: BTreeMap<usize, Vec<(IoId, IoCause, DeviceOp)>> = BTreeMap::new();
             while let Some(io) = self.machine.poll_io() {
                 progressed = true;
                 let member = io.member;
-                let Some(m) = self.members.get_mut(member) else {
+                if member >= self.members.len() {
                     return Err(format!(
                         "the engine addressed member {member}, which does not exist"
                     ));
-                };
+                }
                 if !matches!(io.op, DeviceOp::Flush) {
                     self.device_requests += 1;
                 }
-                if let Err(refused) = m.submit(self.now_ns, io.id, io.cause, io.op) {
+                batches
+                    .entry(member)
+                    .or_default()
+                    .push((io.id, io.cause, io.op));
+            }
+            for (member, batch) in batches {
+                let m = &mut self.members[member];
+                for refused in m.submit_batch(self.now_ns, batch, self.config.merge_max_bytes) {
                     self.immediate
                         .push_back((refused.io, IoCompletion::Failed(refused.reason)));
                 }
-                touched.push(member);
-            }
-            touched.sort_unstable();
-            touched.dedup();
-            for member in touched {
                 self.settle_member(member);
             }
             while let Some(reply) = self.machine.poll_reply() {
                 progressed = true;
                 self.answer(reply);
             }
-            while self.machine.poll_event().is_some() {
+            while let Some(event) = self.machine.poll_event() {
                 progressed = true;
+                match event {
+                    ArrayEvent::ReshapeFinished {
+                        member_count,
+                        capacity_bytes,
+                    } => self.growth_finished(member_count, capacity_bytes)?,
+                    ArrayEvent::ReshapePaused { reason } => {
+                        return Err(format!(
+                            "the growth paused at {:.3} s: {reason}",
+                            self.now_ns as f64 / 1e9
+                        ))
+                    }
+                    _ => {}
+                }
             }
             while let Some((io, completion)) = self.immediate.pop_front() {
                 progressed = true;
@@ -356,6 +491,24 @@ impl Simulation {
         match reply.result {
             Ok(bytes) => {
                 self.metrics.record(&user.request, self.now_ns);
+                let latency_ns = self.now_ns.saturating_sub(user.request.arrival_ns);
+                if let Some(g) = &mut self.growth {
+                    let arrival = user.request.arrival_ns;
+                    let after_start = g.first_start_ns.is_some_and(|s| arrival >= s);
+                    let before_end = g.last_finish_ns.is_none_or(|f| arrival < f);
+                    if after_start && before_end {
+                        g.during.record(latency_ns);
+                    }
+                    let (n, sum, max) = &mut g.since_sample;
+                    *n += 1;
+                    *sum += u128::from(latency_ns);
+                    *max = (*max).max(latency_ns);
+                    if let Some(step) = g.active.map(|i| &g.plan.steps[i]) {
+                        if latency_ns as f64 > step.config.latency_bound_ms * 1e6 {
+                            g.over_bound += 1;
+                        }
+                    }
+                }
                 if let Some(oracle) = &mut self.oracle {
                     match (user.request.is_read, &user.data) {
                         (true, _) => oracle.read_done(id, bytes.as_deref()),
@@ -371,9 +524,218 @@ impl Simulation {
                 }
             }
         }
-        if matches!(self.feed, Feed::Closed { .. }) {
+        if matches!(self.feed, Some(Feed::Closed { .. })) {
             self.pull_closed();
         }
+    }
+
+    /// Sends `StartGrow` for step `index`, naming the next drives.
+    fn start_growth(&mut self, index: usize) -> Result<(), String> {
+        let now = self.now_ns;
+        let seed = self.config.seed;
+        let member_bytes = self.member_bytes;
+        let capacity_bytes = self.info.capacity_bytes;
+        let Some(g) = &mut self.growth else {
+            return Ok(());
+        };
+        let Some(step) = g.plan.steps.get(index).cloned() else {
+            return Ok(());
+        };
+        // The array opens first (its superblocks are written at time 0):
+        // a growth starts once it runs.
+        let status = self.machine.handle_admin(TimeNs(now), AdminCommand::Status);
+        if status.get("phase").and_then(serde_json::Value::as_str) == Some("opening") {
+            self.queue
+                .push(now + OPENING_RETRY_NS, Event::GrowthStart(index));
+            return Ok(());
+        }
+        let first = g.member_count;
+        let members: Vec<NewMember> = (first..first + step.add)
+            .map(|i| NewMember {
+                uuid: format!("sim-member-{seed}-{i}"),
+                path_hint: format!("sim{i}"),
+                size_bytes: member_bytes,
+            })
+            .collect();
+        let answer = self.machine.handle_admin(
+            TimeNs(now),
+            AdminCommand::StartGrow {
+                members,
+                config: step.config.clone(),
+            },
+        );
+        if let Some(error) = answer.get("error") {
+            let error = error
+                .as_str()
+                .map_or_else(|| error.to_string(), str::to_string);
+            return Err(format!(
+                "growth {} ({} + {} disks, {}): the engine refused it: {error}",
+                index + 1,
+                first,
+                step.add,
+                step.config.strategy.name()
+            ));
+        }
+        g.member_count = first + step.add;
+        g.active = Some(index);
+        g.first_start_ns.get_or_insert(now);
+        g.steps.push(GrowthStepReport {
+            strategy: step.config.strategy.name().to_string(),
+            old_member_count: first,
+            new_member_count: first + step.add,
+            start_s: now as f64 / 1e9,
+            finish_s: None,
+            redistribution_time_s: None,
+            old_capacity_bytes: capacity_bytes,
+            new_capacity_bytes: None,
+            status: serde_json::Value::Null,
+        });
+        if !g.sample_scheduled {
+            g.sample_scheduled = true;
+            let at = now + g.plan.sample_ns;
+            self.queue.push(at, Event::GrowthSample);
+        }
+        Ok(())
+    }
+
+    /// `ReshapeFinished`: records the step, then starts the next one, or
+    /// ends the workload (`until_done`) or starts it (`GrowthLoad::After`).
+    fn growth_finished(&mut self, member_count: usize, capacity_bytes: u64) -> Result<(), String> {
+        let now = self.now_ns;
+        self.take_sample();
+        let status = self.machine.handle_admin(TimeNs(now), AdminCommand::Status);
+        let Some(g) = &mut self.growth else {
+            return Ok(());
+        };
+        let Some(index) = g.active.take() else {
+            return Err("the engine finished a growth the simulator did not start".into());
+        };
+        let step = &mut g.steps[index];
+        if step.new_member_count != member_count {
+            return Err(format!(
+                "growth {} finished with {member_count} members, expected {}",
+                index + 1,
+                step.new_member_count
+            ));
+        }
+        step.finish_s = Some(now as f64 / 1e9);
+        step.redistribution_time_s = Some(now as f64 / 1e9 - step.start_s);
+        step.new_capacity_bytes = Some(capacity_bytes);
+        step.status = status
+            .get("reshape")
+            .cloned()
+            .unwrap_or(serde_json::Value::Null);
+        let (periods, closed) = std::mem::take(&mut g.valve_seen);
+        if let Some(o) = step.status.as_object_mut() {
+            let seen = |k: &str, v: u64| {
+                o.get(k)
+                    .and_then(serde_json::Value::as_u64)
+                    .unwrap_or(0)
+                    .max(v)
+            };
+            let (p, c) = (
+                seen("valve_periods", periods),
+                seen("valve_closed_periods", closed),
+            );
+            o.insert("valve_periods".into(), p.into());
+            o.insert("valve_closed_periods".into(), c.into());
+        }
+        self.info.capacity_bytes = capacity_bytes;
+        self.info.members = member_count;
+        if index + 1 < g.plan.steps.len() {
+            self.queue.push(now, Event::GrowthStart(index + 1));
+            return Ok(());
+        }
+        g.last_finish_ns = Some(now);
+        if g.plan.until_done {
+            self.cut = true;
+            self.feed_done = true;
+        }
+        if g.plan.load == GrowthLoad::After && self.feed.is_none() {
+            self.feed = Some(self.feed_spec.open(capacity_bytes, self.config.seed)?);
+            self.feed_offset_ns = now;
+            self.start_feed()?;
+        }
+        Ok(())
+    }
+
+    /// Notes the valve counters of a running alv step (they change at
+    /// ticks only: the valve is judged at period boundaries).
+    fn observe_valve(&mut self) {
+        let alv = self.growth.as_ref().is_some_and(|g| {
+            g.active
+                .is_some_and(|i| g.plan.steps[i].config.strategy == ReshapeStrategy::Alv)
+        });
+        if !alv {
+            return;
+        }
+        let status = self
+            .machine
+            .handle_admin(TimeNs(self.now_ns), AdminCommand::Status);
+        let r = &status["reshape"];
+        let int = |k: &str| r.get(k).and_then(serde_json::Value::as_u64);
+        if let (Some(periods), Some(closed), Some(g)) = (
+            int("valve_periods"),
+            int("valve_closed_periods"),
+            &mut self.growth,
+        ) {
+            if r.get("state").and_then(serde_json::Value::as_str) != Some("done") {
+                g.valve_seen = (periods, closed);
+            }
+        }
+    }
+
+    fn sample_growth(&mut self) {
+        let Some(g) = &mut self.growth else {
+            return;
+        };
+        g.sample_scheduled = false;
+        if g.active.is_none() {
+            return;
+        }
+        g.sample_scheduled = true;
+        let at = self.now_ns + g.plan.sample_ns;
+        self.queue.push(at, Event::GrowthSample);
+        self.take_sample();
+    }
+
+    /// Appends a progress sample of the running growth step.
+    fn take_sample(&mut self) {
+        let now = self.now_ns;
+        let Some(step) = self.growth.as_ref().and_then(|g| g.active) else {
+            return;
+        };
+        let status = self.machine.handle_admin(TimeNs(now), AdminCommand::Status);
+        let r = &status["reshape"];
+        let int = |k: &str| r.get(k).and_then(serde_json::Value::as_u64).unwrap_or(0);
+        let Some(g) = &mut self.growth else {
+            return;
+        };
+        let (n, sum, max) = std::mem::take(&mut g.since_sample);
+        let over_bound = std::mem::take(&mut g.over_bound);
+        g.samples.push(GrowthSample {
+            time_s: now as f64 / 1e9,
+            step,
+            progress: r
+                .get("progress")
+                .and_then(serde_json::Value::as_f64)
+                .unwrap_or(0.0),
+            processed_bytes: int("processed_bytes"),
+            moved_bytes: int("moved_bytes"),
+            redistribution_reads: int("redistribution_reads"),
+            redistribution_writes: int("redistribution_writes"),
+            metadata_writes: int("metadata_writes"),
+            valve_closed_periods: int("valve_closed_periods"),
+            blocked_requests: int("blocked_requests"),
+            user_requests: n,
+            user_mean_ms: if n == 0 {
+                0.0
+            } else {
+                sum as f64 / n as f64 / 1e6
+            },
+            user_max_ms: max as f64 / 1e6,
+            user_over_bound: over_bound,
+        });
     }
 
     fn schedule_tick(&mut self) {
@@ -390,8 +752,9 @@ impl Simulation {
         }
     }
 
-    fn report(mut self) -> SimReport {
+    fn report(mut self) -> Result<SimReport, String> {
         let end_ns = self.now_ns;
+        let growth = self.growth_report()?;
         let status = self
             .machine
             .handle_admin(TimeNs(end_ns), AdminCommand::Status);
@@ -409,7 +772,7 @@ impl Simulation {
             .oracle
             .as_ref()
             .map_or((0, 0), |o| (o.checked_reads, o.mismatches));
-        SimReport {
+        Ok(SimReport {
             target: self.info.clone(),
             disk_model: self.config.disk.name(),
             seed: self.config.seed,
@@ -430,7 +793,67 @@ impl Simulation {
             data_checked_reads: checked,
             data_mismatches: mismatches,
             data_first_mismatch: self.oracle.as_ref().and_then(|o| o.first_mismatch.clone()),
+            growth,
+            merged_ios: self.members.iter().map(|m| m.stats.merged).sum(),
+            timed_out: self.timed_out,
+        })
+    }
+
+    /// The growth part of the report, with the lower bound.
+    fn growth_report(&mut self) -> Result<Option<GrowthReport>, String> {
+        let now = self.now_ns;
+        let status = self.machine.handle_admin(TimeNs(now), AdminCommand::Status);
+        let Some(g) = &mut self.growth else {
+            return Ok(None);
+        };
+        // A step cut short by the end of the run: its status as it stands.
+        if let Some(index) = g.active {
+            g.steps[index].status = status
+                .get("reshape")
+                .cloned()
+                .unwrap_or(serde_json::Value::Null);
         }
+        let done = g.all_done();
+        let redistribution_time_s = match (g.first_start_ns, g.last_finish_ns) {
+            (Some(s), Some(f)) if done => Some((f - s) as f64 / 1e9),
+            _ => None,
+        };
+        let per_disk: Vec<(u64, u64)> = self
+            .members
+            .iter()
+            .map(|m| {
+                m.stats
+                    .by_cause
+                    .get("redistribution")
+                    .map_or((0, 0), |c| (c.read_bytes, c.written_bytes))
+            })
+            .collect();
+        let read_bytes: u64 = per_disk.iter().map(|d| d.0).sum();
+        let written_bytes: u64 = per_disk.iter().map(|d| d.1).sum();
+        let start = eraid_core::geometry::METADATA_BYTES;
+        let sequential = super::seq_rate::measure(&self.config.disk, start, self.member_bytes)?;
+        let disk_time = |(r, w): (u64, u64)| {
+            r as f64 / sequential.read_bytes_s + w as f64 / sequential.write_bytes_s
+        };
+        let involved = per_disk.iter().filter(|d| d.0 + d.1 > 0).count().max(1);
+        let lower_bound_s = per_disk.iter().map(|&d| disk_time(d)).sum::<f64>() / involved as f64;
+        let lower_bound_busiest_disk_s = per_disk.iter().map(|&d| disk_time(d)).fold(0.0, f64::max);
+        Ok(Some(GrowthReport {
+            load: g.plan.load,
+            steps: g.steps.clone(),
+            done,
+            redistribution_time_s,
+            requests_during: g.during.count(),
+            mean_response_ms_during: g.during.mean_ns() / 1e6,
+            p99_response_ms_during: g.during.p99_ns() as f64 / 1e6,
+            max_response_ms_during: g.during.max_ns() as f64 / 1e6,
+            redistribution_read_bytes: read_bytes,
+            redistribution_written_bytes: written_bytes,
+            sequential,
+            lower_bound_s,
+            lower_bound_busiest_disk_s,
+            samples: std::mem::take(&mut g.samples),
+        }))
     }
 }
 

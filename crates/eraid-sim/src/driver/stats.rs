@@ -71,6 +71,8 @@ pub struct MemberStats {
     pub cache_hits: u64,
     pub completed: u64,
     pub service_ns_total: u128,
+    /// Engine I/Os the host block layer merged into an earlier command.
+    pub merged: u64,
 }
 
 impl MemberStats {

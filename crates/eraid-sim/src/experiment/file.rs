@@ -21,6 +21,7 @@
 //! write_cache = "off"           # off | sequential | always
 //! read_ahead = "segment"        # none | track | cylinder | segment | next-track
 //! cache = true
+//! merge = "512K"                # host block layer merges contiguous I/Os issued together ("off": default)
 //!
 //! [engine]                      # eraid_core::ArrayOptions
 //! bitmap_clean_delay_ms = 5000
@@ -36,17 +37,39 @@
 //! # preset = "financial1"       # or spec = "workload.toml"
 //! # outstanding = 8             # closed loop for preset/spec
 //! # stride = { op = "write", block = "4K", stride_blocks = 1, span_blocks = 8192, outstanding = 32 }
+//! # none = true                 # no user load (growth experiments)
 //!
 //! [run]
 //! max_requests = 20000
 //! window_requests = 200         # or window_ms = 1000
 //! data_mode = "discard"         # or "store"
+//! until = "growth-done"         # default "workload-done"; see [growth]
+//! max_time_s = 20000            # stop at this simulated time regardless
+//!
+//! [growth]                      # optional: add disks while the array runs
+//! add = 1                       # disks to add; [1, 1] = two growths in a row
+//! strategy = "alv"              # RAID-5: alv | md-reshape; RAID-0: fastscale | round-robin | semi-rr
+//! start_s = 0.0                 # simulated time of the first growth
+//! load = "during"               # or "after": replay the workload on the grown array
+//! aggregation = "1M"            # largest redistribution I/O per member
+//! md_page = "4K"                # md-reshape: its stripe-cache page
+//! md_window = "3M"              # md-reshape: reshape window (a checkpoint each)
+//! sliding_window_max = "256M"   # lazy strategies: most copied-not-checkpointed data
+//! speed_min = "1M"              # rate floor per second (a bare number is KiB/s, as MD's sync_speed_min)
+//! speed_max = "200M"            # rate ceiling per second
+//! valve_period_ms = 1000        # alv: valve period
+//! latency_bound_ms = 15         # alv: latency bound B
+//! slack = 0.1                   # alv: slack factor theta
+//! idle_check_ms = 500           # md-style throttling: how long users count as busy
+//! sample_ms = 1000              # period of the progress samples (growth.csv)
+//! enabled = true                # a variant may set false: no growth
 //!
 //! [outputs]
 //! plots = true
 //!
 //! [[variant]]                   # each may override any table above
 //! name = "raid0"
+//! group = "wsrch"               # optional: compared within its group (no [sweep] then)
 //! array.level = 0
 //!
 //! [sweep]                       # optional: every variant at every value
@@ -95,6 +118,8 @@ pub struct DiskTable {
     pub write_cache: Option<String>,
     pub read_ahead: Option<String>,
     pub cache: Option<bool>,
+    /// Host block layer merging: the largest merged command ("512K").
+    pub merge: Option<IntOrText>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -131,6 +156,8 @@ pub struct WorkloadTable {
     pub spec: Option<String>,
     pub outstanding: Option<u32>,
     pub stride: Option<StrideTable>,
+    /// No user requests at all (an unloaded growth).
+    pub none: Option<bool>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -140,6 +167,40 @@ pub struct RunTable {
     pub window_requests: Option<u64>,
     pub window_ms: Option<u64>,
     pub data_mode: Option<String>,
+    /// "workload-done" (default) or "growth-done".
+    pub until: Option<String>,
+    /// Stop at this simulated time even with work left.
+    pub max_time_s: Option<f64>,
+}
+
+/// One number of disks, or a list of successive additions.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum AddTable {
+    One(i64),
+    Many(Vec<i64>),
+}
+
+/// `[growth]`: disks added online (see the module docs).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GrowthTable {
+    pub enabled: Option<bool>,
+    pub add: Option<AddTable>,
+    pub strategy: Option<String>,
+    pub start_s: Option<f64>,
+    pub load: Option<String>,
+    pub aggregation: Option<IntOrText>,
+    pub md_page: Option<IntOrText>,
+    pub md_window: Option<IntOrText>,
+    pub sliding_window_max: Option<IntOrText>,
+    pub speed_min: Option<IntOrText>,
+    pub speed_max: Option<IntOrText>,
+    pub valve_period_ms: Option<u64>,
+    pub latency_bound_ms: Option<f64>,
+    pub slack: Option<f64>,
+    pub idle_check_ms: Option<u64>,
+    pub sample_ms: Option<u64>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -160,17 +221,22 @@ pub struct Settings {
     pub engine: Option<EngineTable>,
     pub workload: Option<WorkloadTable>,
     pub run: Option<RunTable>,
+    pub growth: Option<GrowthTable>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct VariantTable {
     pub name: String,
+    /// Compare this variant with the others of the same group only (ratios,
+    /// plots), like a sweep point; not with a `[sweep]`.
+    pub group: Option<String>,
     pub array: Option<ArrayTable>,
     pub disk: Option<DiskTable>,
     pub engine: Option<EngineTable>,
     pub workload: Option<WorkloadTable>,
     pub run: Option<RunTable>,
+    pub growth: Option<GrowthTable>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -209,6 +275,7 @@ pub struct ExperimentFile {
     pub engine: Option<EngineTable>,
     pub workload: Option<WorkloadTable>,
     pub run: Option<RunTable>,
+    pub growth: Option<GrowthTable>,
     pub outputs: Option<OutputsTable>,
     pub variant: Option<Vec<VariantTable>>,
     pub sweep: Option<SweepTable>,
@@ -236,10 +303,14 @@ macro_rules! overlay_fields {
 }
 
 overlay_fields!(ArrayTable { level, disks, chunk, layout, member_size } nested {});
-overlay_fields!(DiskTable { model, scheduler, queue_depth, write_cache, read_ahead, cache } nested {});
+overlay_fields!(DiskTable { model, scheduler, queue_depth, write_cache, read_ahead, cache, merge } nested {});
 overlay_fields!(EngineTable { bitmap_clean_delay_ms, scrub_window_stripes, resync_on_open, write_intent_bitmap } nested {});
 overlay_fields!(StrideTable { op, block, stride_blocks, span_blocks, start, outstanding } nested {});
-overlay_fields!(RunTable { max_requests, window_requests, window_ms, data_mode } nested {});
+overlay_fields!(RunTable { max_requests, window_requests, window_ms, data_mode, until, max_time_s } nested {});
+overlay_fields!(GrowthTable {
+    enabled, add, strategy, start_s, load, aggregation, md_page, md_window, sliding_window_max,
+    speed_min, speed_max, valve_period_ms, latency_bound_ms, slack, idle_check_ms, sample_ms
+} nested {});
 
 /// As the macro, except that a variant naming a workload source (trace,
 /// preset, spec or stride) replaces the base's source instead of adding a
@@ -250,14 +321,18 @@ impl Overlay for WorkloadTable {
             (None, x) | (x, None) => return x,
             (Some(b), Some(o)) => (b, o),
         };
-        let names_source =
-            o.trace.is_some() || o.preset.is_some() || o.spec.is_some() || o.stride.is_some();
+        let names_source = o.trace.is_some()
+            || o.preset.is_some()
+            || o.spec.is_some()
+            || o.stride.is_some()
+            || o.none.is_some();
         if names_source && !(o.stride.is_some() && b.stride.is_some()) {
             b.trace = None;
             b.format = None;
             b.preset = None;
             b.spec = None;
             b.stride = None;
+            b.none = None;
         }
         Some(WorkloadTable {
             trace: o.trace.or(b.trace),
@@ -269,6 +344,7 @@ impl Overlay for WorkloadTable {
             spec: o.spec.or(b.spec),
             outstanding: o.outstanding.or(b.outstanding),
             stride: Overlay::overlay(b.stride, o.stride),
+            none: o.none.or(b.none),
         })
     }
 }
@@ -281,6 +357,7 @@ impl Settings {
             engine: Overlay::overlay(file.engine.clone(), variant.engine.clone()),
             workload: Overlay::overlay(file.workload.clone(), variant.workload.clone()),
             run: Overlay::overlay(file.run.clone(), variant.run.clone()),
+            growth: Overlay::overlay(file.growth.clone(), variant.growth.clone()),
         }
     }
 }

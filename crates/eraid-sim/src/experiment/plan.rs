@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use eraid_core::geometry::{Level, ParityLayout};
+use eraid_core::reshape::config::{ReshapeConfig, ReshapeStrategy};
 use eraid_core::ArrayOptions;
 use eraid_trace::metrics::WindowBy;
 use eraid_trace::synthetic::{Preset, WorkloadSpec};
@@ -13,7 +14,8 @@ use eraid_trace::{TraceFormat, TraceOptions};
 use super::file::*;
 use crate::disk::{FastWrite, ReadAhead, SchedulerKind};
 use crate::driver::{
-    resolve_disk_model, DataMode, FeedSpec, SimConfig, StrideSpec, SyntheticSource, Target,
+    resolve_disk_model, DataMode, FeedSpec, GrowthLoad, GrowthPlan, GrowthStep, SimConfig,
+    StrideSpec, SyntheticSource, Target,
 };
 use crate::units::parse_size_bytes;
 
@@ -63,14 +65,24 @@ pub fn parse(file: &str, text: &str, base_dir: &Path) -> Result<Experiment, Stri
         Some(v) if !v.is_empty() => v.clone(),
         _ => vec![VariantTable {
             name: parsed.name.clone(),
+            group: None,
             array: None,
             disk: None,
             engine: None,
             workload: None,
             run: None,
+            growth: None,
         }],
     };
     let points = sweep_points(file, parsed.sweep.as_ref())?;
+    if parsed.sweep.is_some() {
+        if let Some(v) = variants.iter().find(|v| v.group.is_some()) {
+            return Err(format!(
+                "{file}: variant '{}' names a group, which a [sweep] cannot have (its points are the groups)",
+                v.name
+            ));
+        }
+    }
     let cdf_points = parsed
         .outputs
         .as_ref()
@@ -91,7 +103,13 @@ pub fn parse(file: &str, text: &str, base_dir: &Path) -> Result<Experiment, Stri
                     })?;
                     (name, swept, Some((label.clone(), value.clone())))
                 }
-                _ => (variant.name.clone(), settings.clone(), None),
+                _ => {
+                    let group = variant
+                        .group
+                        .as_ref()
+                        .map(|g| (g.clone(), toml::Value::String(g.clone())));
+                    (variant.name.clone(), settings.clone(), group)
+                }
             };
             let (config, feed) = resolve(&settings, seed, cdf_points, base_dir)
                 .map_err(|e| format!("{file}: run '{name}': {e}"))?;
@@ -214,6 +232,18 @@ fn resolve(
     apply_disk_settings(&mut disk, &disk_table)?;
     let mut config = SimConfig::new(target, members, disk);
     config.seed = seed;
+    config.merge_max_bytes = disk_table
+        .merge
+        .as_ref()
+        .filter(|m| !matches!(m, IntOrText::Text(t) if t == "off"))
+        .map(|m| match size(m) {
+            Ok(n) if n >= 512 && n % 512 == 0 => Ok(n),
+            Ok(n) => Err(format!(
+                "[disk] merge: must be a multiple of 512 bytes, at least 512, got {n}"
+            )),
+            Err(e) => Err(format!("[disk] merge: {e}")),
+        })
+        .transpose()?;
     config.cdf_points = cdf_points;
     config.member_bytes_max = array
         .member_size
@@ -241,8 +271,61 @@ fn resolve(
             ))
         }
     };
+    let growth = resolve_growth(settings.growth.as_ref(), &config.target, members)?;
+    let until_growth = match run.until.as_deref() {
+        None | Some("workload-done") => false,
+        Some("growth-done") => true,
+        Some(other) => {
+            return Err(format!(
+                "[run] until: '{other}' is not workload-done or growth-done"
+            ))
+        }
+    };
+    config.max_time_ns = run
+        .max_time_s
+        .map(|s| {
+            if s.is_finite() && s > 0.0 {
+                Ok((s * 1e9) as u64)
+            } else {
+                Err(format!("[run] max_time_s: must be positive, got {s}"))
+            }
+        })
+        .transpose()?;
     let workload = settings.workload.clone().unwrap_or_default();
-    let feed = resolve_feed(&workload, seed, base_dir)?;
+    let unloaded = workload.none == Some(true) || (growth.is_some() && no_source(&workload));
+    let mut feed = if unloaded {
+        if workload.none == Some(true) && !no_source(&workload) {
+            return Err(
+                "[workload]: none = true names no load; remove trace, preset, spec or stride"
+                    .into(),
+            );
+        }
+        FeedSpec::Requests(Vec::new())
+    } else {
+        resolve_feed(&workload, seed, base_dir)?
+    };
+    if until_growth {
+        let Some(plan) = &growth else {
+            return Err("[run] until = \"growth-done\" needs a [growth] section".into());
+        };
+        if plan.load == GrowthLoad::After {
+            return Err(
+                "[run] until = \"growth-done\" ends the workload when the growth is done, but [growth] load = \"after\" starts it then"
+                    .into(),
+            );
+        }
+        // The workload is repeated until the growth is done.
+        if let FeedSpec::Trace { options, .. } = &mut feed {
+            options.loop_count = 0;
+            if options.max_requests.is_none() && options.max_duration_ns.is_none() {
+                options.max_duration_ns = Some(u64::MAX);
+            }
+        }
+    }
+    config.growth = growth.map(|mut plan| {
+        plan.until_done = until_growth;
+        plan
+    });
     let synthetic_open = matches!(
         feed,
         FeedSpec::Synthetic {
@@ -257,10 +340,186 @@ fn resolve(
             ..
         }
     );
-    if config.max_requests.is_none() && (synthetic_open || synthetic_closed) {
+    if config.max_requests.is_none() && (synthetic_open || synthetic_closed) && !until_growth {
         config.max_requests = Some(SYNTHETIC_REQUESTS_DEFAULT);
     }
     Ok((config, feed))
+}
+
+fn no_source(w: &WorkloadTable) -> bool {
+    w.trace.is_none() && w.preset.is_none() && w.spec.is_none() && w.stride.is_none()
+}
+
+/// `[growth]` as a plan, every setting checked against the array.
+fn resolve_growth(
+    table: Option<&GrowthTable>,
+    target: &Target,
+    members: usize,
+) -> Result<Option<GrowthPlan>, String> {
+    let Some(g) = table else {
+        return Ok(None);
+    };
+    if g.enabled == Some(false) {
+        return Ok(None);
+    }
+    let level = match target {
+        Target::Array { level, .. } => *level,
+        Target::Disk => return Err("[growth]: a bare disk cannot grow; set [array] level".into()),
+    };
+    let adds: Vec<i64> = match &g.add {
+        None => {
+            return Err("[growth] add: missing (how many disks to add, e.g. 1 or [1, 1])".into())
+        }
+        Some(AddTable::One(n)) => vec![*n],
+        Some(AddTable::Many(list)) => list.clone(),
+    };
+    if adds.is_empty() {
+        return Err("[growth] add: the list of additions is empty".into());
+    }
+    if let Some(bad) = adds.iter().find(|&&n| n < 1) {
+        return Err(format!(
+            "[growth] add: every addition must add at least one disk, got {bad}"
+        ));
+    }
+    let strategy_text = g.strategy.as_deref().ok_or(
+        "[growth] strategy: missing (alv or md-reshape for RAID-5; fastscale, round-robin or semi-rr for RAID-0)",
+    )?;
+    let strategy =
+        ReshapeStrategy::parse(strategy_text).map_err(|e| format!("[growth] strategy: {e}"))?;
+    match (level, strategy.raid0_placement().is_some()) {
+        (Level::Raid0, true) | (Level::Raid5, false) => {}
+        (Level::Raid0, false) => {
+            return Err(format!(
+                "[growth] strategy: {} grows RAID-5 arrays, but [array] level is 0 (use fastscale, round-robin or semi-rr)",
+                strategy.name()
+            ))
+        }
+        (Level::Raid5, true) => {
+            return Err(format!(
+                "[growth] strategy: {} grows RAID-0 arrays, but [array] level is 5 (use alv or md-reshape)",
+                strategy.name()
+            ))
+        }
+        (other, _) => {
+            return Err(format!(
+                "[growth]: growing RAID-{} is not supported (RAID-0 and RAID-5 are)",
+                other.number()
+            ))
+        }
+    }
+    let mut config = ReshapeConfig::with_strategy(strategy);
+    let bytes = |value: &Option<IntOrText>, key: &str, into: &mut u64| -> Result<(), String> {
+        if let Some(v) = value {
+            let n = size(v).map_err(|e| format!("[growth] {key}: {e}"))?;
+            if n == 0 || n % 512 != 0 {
+                return Err(format!(
+                    "[growth] {key}: must be a positive multiple of 512 bytes, got {n}"
+                ));
+            }
+            *into = n;
+        }
+        Ok(())
+    };
+    bytes(&g.aggregation, "aggregation", &mut config.aggregation_bytes)?;
+    bytes(&g.md_page, "md_page", &mut config.md_page_bytes)?;
+    bytes(&g.md_window, "md_window", &mut config.md_window_bytes)?;
+    bytes(
+        &g.sliding_window_max,
+        "sliding_window_max",
+        &mut config.sliding_window_bytes_max,
+    )?;
+    let speed = |value: &Option<IntOrText>, key: &str, into: &mut u64| -> Result<(), String> {
+        match value {
+            None => Ok(()),
+            Some(IntOrText::Int(kib)) => {
+                *into = *kib;
+                Ok(())
+            }
+            Some(IntOrText::Text(t)) => {
+                let t = t.trim();
+                let t = t.strip_suffix("/s").unwrap_or(t);
+                let n = parse_size_bytes(t).map_err(|e| {
+                    format!("[growth] {key}: {e} (a rate per second, e.g. \"10M\"; a bare number is KiB/s)")
+                })?;
+                *into = n / 1024;
+                Ok(())
+            }
+        }
+    };
+    speed(&g.speed_min, "speed_min", &mut config.speed_min_kib_s)?;
+    speed(&g.speed_max, "speed_max", &mut config.speed_max_kib_s)?;
+    if config.speed_max_kib_s == 0 {
+        return Err("[growth] speed_max: must be at least 1 KiB/s".into());
+    }
+    if config.speed_min_kib_s > config.speed_max_kib_s {
+        return Err(format!(
+            "[growth] speed_min ({} KiB/s) is above speed_max ({} KiB/s)",
+            config.speed_min_kib_s, config.speed_max_kib_s
+        ));
+    }
+    if let Some(ms) = g.valve_period_ms {
+        if ms == 0 {
+            return Err("[growth] valve_period_ms: must be positive".into());
+        }
+        config.valve_period_ms = ms;
+    }
+    if let Some(ms) = g.idle_check_ms {
+        if ms == 0 {
+            return Err("[growth] idle_check_ms: must be positive".into());
+        }
+        config.idle_check_ms = ms;
+    }
+    if let Some(b) = g.latency_bound_ms {
+        if !(b.is_finite() && b > 0.0) {
+            return Err(format!(
+                "[growth] latency_bound_ms: must be positive, got {b}"
+            ));
+        }
+        config.latency_bound_ms = b;
+    }
+    if let Some(theta) = g.slack {
+        if !(0.0..=1.0).contains(&theta) {
+            return Err(format!("[growth] slack: must be within 0..1, got {theta}"));
+        }
+        config.slack = theta;
+    }
+    config.validate().map_err(|e| format!("[growth]: {e}"))?;
+    let start_ns = match g.start_s {
+        None => 0,
+        Some(s) if s.is_finite() && s >= 0.0 => (s * 1e9) as u64,
+        Some(s) => return Err(format!("[growth] start_s: must be 0 or more, got {s}")),
+    };
+    let load = match g.load.as_deref() {
+        None | Some("during") => GrowthLoad::During,
+        Some("after") => GrowthLoad::After,
+        Some(other) => return Err(format!("[growth] load: '{other}' is not during or after")),
+    };
+    let sample_ns = match g.sample_ms {
+        None => 1_000_000_000,
+        Some(0) => return Err("[growth] sample_ms: must be positive".into()),
+        Some(ms) => ms * 1_000_000,
+    };
+    let total: usize = members + adds.iter().map(|&n| n as usize).sum::<usize>();
+    if total > eraid_core::geometry::MEMBER_COUNT_MAX {
+        return Err(format!(
+            "[growth] add: {members} disks plus {} added is more than the {} an array can have",
+            total - members,
+            eraid_core::geometry::MEMBER_COUNT_MAX
+        ));
+    }
+    Ok(Some(GrowthPlan {
+        steps: adds
+            .into_iter()
+            .map(|n| GrowthStep {
+                add: n as usize,
+                config: config.clone(),
+            })
+            .collect(),
+        start_ns,
+        load,
+        until_done: false,
+        sample_ns,
+    }))
 }
 
 fn size(value: &IntOrText) -> Result<u64, String> {

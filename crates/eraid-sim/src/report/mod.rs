@@ -9,6 +9,7 @@
 //! | `windows.csv` | local average / maximum response time per window |
 //! | `cdf.csv` | response-time CDF per run |
 //! | `disks.csv` | per-disk utilisation, queue length, seeks |
+//! | `growth.csv` | runs with a growth: progress samples over time |
 //! | `*.svg` | plots (see [`plots`]) |
 
 pub mod markdown;
@@ -36,6 +37,9 @@ pub fn write_all(
         ("cdf.csv", tables::cdf_csv(result)),
         ("disks.csv", tables::disks_csv(result)),
     ];
+    let growth = result.runs.iter().any(|r| r.report.growth.is_some());
+    let growth_file = growth.then(|| ("growth.csv", tables::growth_csv(result)));
+    let files = files.into_iter().chain(growth_file);
     let mut written = Vec::new();
     for (name, text) in files {
         let path = dir.join(name);

@@ -83,6 +83,17 @@ pub fn write_plots(
             written.extend(group_plots(members, dir, &suffix)?);
         }
     }
+    let growth_runs: Vec<&RunResult> = runs
+        .iter()
+        .filter(|r| {
+            r.report.growth.as_ref().is_some_and(|g| g.done) && r.report.summary.requests > 0
+        })
+        .collect();
+    if growth_runs.len() >= 2 && growth_runs.len() <= BARS_MAX {
+        let name = "growth-tradeoff.svg".to_string();
+        growth_tradeoff(&growth_runs, &dir.join(&name))?;
+        written.push(name);
+    }
     if runs.iter().any(|r| r.sweep.is_some()) {
         let metric = sweep_metric.unwrap_or("mean_response_ms");
         let name = format!("sweep-{metric}.svg");
@@ -111,8 +122,16 @@ fn group_plots(runs: &[RunResult], dir: &Path, suffix: &str) -> Result<Vec<Strin
     let mut written = Vec::new();
     if !runs.is_empty() && runs.len() <= LINES_MAX {
         let name = format!("latency-over-time{suffix}.svg");
-        latency_over_time(runs, &dir.join(&name))?;
+        latency_over_time(runs, &dir.join(&name), false)?;
         written.push(name);
+        let name = format!("latency-max-over-time{suffix}.svg");
+        latency_over_time(runs, &dir.join(&name), true)?;
+        written.push(name);
+        if runs.iter().any(|r| r.report.growth.is_some()) {
+            let name = format!("growth-progress{suffix}.svg");
+            growth_progress(runs, &dir.join(&name))?;
+            written.push(name);
+        }
         let name = format!("latency-cdf{suffix}.svg");
         latency_cdf(runs, &dir.join(&name))?;
         written.push(name);
@@ -131,19 +150,33 @@ fn group_plots(runs: &[RunResult], dir: &Path, suffix: &str) -> Result<Vec<Strin
     Ok(written)
 }
 
-fn latency_over_time(runs: &[RunResult], path: &Path) -> PlotResult {
+/// Local average (or, with `max`, local maximum) response time per window
+/// over time: the ALV paper's Figs. 10, 12, 13 and FastScale's latency plots.
+fn latency_over_time(runs: &[RunResult], path: &Path, max: bool) -> PlotResult {
+    let value = |w: &eraid_trace::metrics::WindowStat| {
+        if max {
+            w.latency_max_ns as f64 / 1e6
+        } else {
+            w.latency_mean_ns / 1e6
+        }
+    };
     let x_max = runs
         .iter()
         .flat_map(|r| r.report.windows.iter().map(|w| w.end_ns as f64 / 1e9))
         .fold(0.0, f64::max);
     let y_max = runs
         .iter()
-        .flat_map(|r| r.report.windows.iter().map(|w| w.latency_mean_ns / 1e6))
+        .flat_map(|r| r.report.windows.iter().map(value))
         .fold(0.0, f64::max);
     let root = SVGBackend::new(path, SIZE).into_drawing_area();
     root.fill(&WHITE).map_err(err)?;
+    let caption = if max {
+        "local maximum response time"
+    } else {
+        "local average response time"
+    };
     let mut chart = ChartBuilder::on(&root)
-        .caption("local average response time", ("sans-serif", 22))
+        .caption(caption, ("sans-serif", 22))
         .margin(12)
         .x_label_area_size(44)
         .y_label_area_size(64)
@@ -157,12 +190,11 @@ fn latency_over_time(runs: &[RunResult], path: &Path) -> PlotResult {
         .map_err(err)?;
     for (i, r) in runs.iter().enumerate() {
         let c = colour(i);
-        let points = r.report.windows.iter().map(|w| {
-            (
-                (w.start_ns + w.end_ns) as f64 / 2e9,
-                w.latency_mean_ns / 1e6,
-            )
-        });
+        let points = r
+            .report
+            .windows
+            .iter()
+            .map(|w| ((w.start_ns + w.end_ns) as f64 / 2e9, value(w)));
         chart
             .draw_series(LineSeries::new(points, c.stroke_width(2)))
             .map_err(err)?
@@ -170,6 +202,100 @@ fn latency_over_time(runs: &[RunResult], path: &Path) -> PlotResult {
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2)));
     }
     legend(&mut chart)?;
+    root.present().map_err(err)
+}
+
+/// Growth progress (0..1) over simulated time, one line per growth run.
+fn growth_progress(runs: &[RunResult], path: &Path) -> PlotResult {
+    let x_max = runs
+        .iter()
+        .filter_map(|r| r.report.growth.as_ref())
+        .flat_map(|g| g.samples.iter().map(|s| s.time_s))
+        .fold(0.0, f64::max);
+    let root = SVGBackend::new(path, SIZE).into_drawing_area();
+    root.fill(&WHITE).map_err(err)?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption("growth progress", ("sans-serif", 22))
+        .margin(12)
+        .x_label_area_size(44)
+        .y_label_area_size(64)
+        .build_cartesian_2d(0f64..upper(x_max), 0f64..1.0)
+        .map_err(err)?;
+    chart
+        .configure_mesh()
+        .x_desc("time (s)")
+        .y_desc("fraction of the growth done")
+        .draw()
+        .map_err(err)?;
+    for (i, r) in runs.iter().enumerate() {
+        let Some(g) = &r.report.growth else {
+            continue;
+        };
+        let c = colour(i);
+        let steps = g.samples.iter().map(|s| s.step).max().unwrap_or(0) + 1;
+        let points = g
+            .samples
+            .iter()
+            .map(|s| (s.time_s, (s.step as f64 + s.progress) / steps as f64));
+        chart
+            .draw_series(LineSeries::new(points, c.stroke_width(2)))
+            .map_err(err)?
+            .label(r.name.clone())
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2)));
+    }
+    legend(&mut chart)?;
+    root.present().map_err(err)
+}
+
+/// Redistribution time against the mean user response time during the
+/// growth, one labelled point per run (the ALV paper's trade-off, Figs.
+/// 14-16).
+fn growth_tradeoff(runs: &[&RunResult], path: &Path) -> PlotResult {
+    let points: Vec<(String, f64, f64)> = runs
+        .iter()
+        .map(|r| {
+            (
+                r.name.clone(),
+                metric(r, "redistribution_time_s"),
+                metric(r, "growth_mean_response_ms"),
+            )
+        })
+        .collect();
+    let x_max = points.iter().map(|p| p.1).fold(0.0, f64::max);
+    let y_max = points.iter().map(|p| p.2).fold(0.0, f64::max);
+    let root = SVGBackend::new(path, SIZE).into_drawing_area();
+    root.fill(&WHITE).map_err(err)?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(
+            "redistribution time vs mean response time during the growth",
+            ("sans-serif", 22),
+        )
+        .margin(12)
+        .x_label_area_size(44)
+        .y_label_area_size(64)
+        .build_cartesian_2d(0f64..upper(x_max), 0f64..upper(y_max))
+        .map_err(err)?;
+    chart
+        .configure_mesh()
+        .x_desc("redistribution time (s)")
+        .y_desc("mean response time (ms)")
+        .draw()
+        .map_err(err)?;
+    for (i, (name, x, y)) in points.into_iter().enumerate() {
+        let c = colour(i);
+        chart
+            .draw_series(std::iter::once(Circle::new((x, y), 5, c.filled())))
+            .map_err(err)?
+            .label(name)
+            .legend(move |(x, y)| Circle::new((x + 10, y), 5, c.filled()));
+    }
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .position(SeriesLabelPosition::UpperRight)
+        .draw()
+        .map_err(|e| format!("plot: {e:?}"))?;
     root.present().map_err(err)
 }
 

@@ -160,3 +160,38 @@ pub fn disks_csv(result: &ExperimentResult) -> String {
     }
     out
 }
+
+/// Progress samples of every run with a growth: one row per sample, with
+/// the user response times seen since the previous sample.
+pub fn growth_csv(result: &ExperimentResult) -> String {
+    let mut out = String::from(
+        "name,step,time_s,progress,processed_bytes,moved_bytes,redistribution_reads,redistribution_writes,metadata_writes,valve_closed_periods,blocked_requests,user_requests,user_mean_ms,user_max_ms,user_over_bound\n",
+    );
+    for r in &result.runs {
+        let Some(g) = &r.report.growth else {
+            continue;
+        };
+        for s in &g.samples {
+            let _ = writeln!(
+                out,
+                "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+                field(&r.name),
+                s.step + 1,
+                s.time_s,
+                s.progress,
+                s.processed_bytes,
+                s.moved_bytes,
+                s.redistribution_reads,
+                s.redistribution_writes,
+                s.metadata_writes,
+                s.valve_closed_periods,
+                s.blocked_requests,
+                s.user_requests,
+                s.user_mean_ms,
+                s.user_max_ms,
+                s.user_over_bound
+            );
+        }
+    }
+    out
+}

@@ -1,0 +1,382 @@
+//! Online growth in the simulator: small growths of each level run end to
+//! end, deterministically, with sane counters and correct data; bad
+//! `[growth]` settings are errors naming the setting.
+
+mod sim_common;
+
+use eraid_sim::experiment::{parse, run_experiment, Experiment, ExperimentResult};
+use eraid_sim::report::write_all;
+use serde_json::Value;
+use sim_common::tiny_trace;
+
+const MIB: f64 = 1048576.0;
+
+fn experiment(dir: &std::path::Path, text: &str) -> Experiment {
+    parse("exp/growth.toml", text, dir).expect("parse")
+}
+
+fn run(e: &Experiment) -> ExperimentResult {
+    run_experiment(e, 2, &|_, _, _| {}).expect("run")
+}
+
+fn report<'a>(result: &'a ExperimentResult, run: &str) -> &'a eraid_sim::driver::SimReport {
+    &result
+        .runs
+        .iter()
+        .find(|r| r.name == run)
+        .unwrap_or_else(|| panic!("no run {run}"))
+        .report
+}
+
+fn metric(result: &ExperimentResult, run: &str, key: &str) -> f64 {
+    let r = result
+        .runs
+        .iter()
+        .find(|r| r.name == run)
+        .unwrap_or_else(|| panic!("no run {run}"));
+    r.metrics
+        .get(key)
+        .and_then(Value::as_f64)
+        .unwrap_or_else(|| panic!("run {run} has no metric {key}: {:?}", r.metrics))
+}
+
+/// RAID-0, 4 disks of 64 MiB, 32 KiB chunks, grown by 2 under a small
+/// trace (data stored and checked), by FastScale and by round-robin.
+const RAID0: &str = r#"
+name = "raid0-growth"
+seed = 5
+[array]
+level = 0
+disks = 4
+chunk = "32K"
+member_size = "64M"
+[disk]
+model = "cheetah-15k5"
+[engine]
+write_intent_bitmap = false
+[workload]
+trace = "tiny.trace"
+format = "mqsim"
+[run]
+data_mode = "store"
+window_ms = 100
+max_time_s = 600
+[growth]
+add = 2
+strategy = "fastscale"
+start_s = 0.05
+sample_ms = 100
+[[variant]]
+name = "fastscale"
+[[variant]]
+name = "round-robin"
+growth.strategy = "round-robin"
+"#;
+
+/// RAID-5, 3 disks of 48 MiB, 64 KiB chunks, grown by 1 under the same
+/// trace slowed 5x (100 IOPS; at its own 500 IOPS it overloads 3 disks and
+/// no growth can finish), looped until the growth is done, by ALV and by
+/// MD-Reshape.
+const RAID5: &str = r#"
+name = "raid5-growth"
+seed = 5
+[array]
+level = 5
+disks = 3
+chunk = "64K"
+layout = "left-asymmetric"
+member_size = "48M"
+[disk]
+model = "cheetah-10k7"
+merge = "512K"
+[engine]
+write_intent_bitmap = false
+[workload]
+trace = "tiny.trace"
+format = "mqsim"
+time_scale = 5.0
+[run]
+data_mode = "store"
+until = "growth-done"
+window_ms = 100
+max_time_s = 600
+[growth]
+add = 1
+strategy = "alv"
+sample_ms = 100
+[[variant]]
+name = "alv"
+[[variant]]
+name = "md-reshape"
+growth.strategy = "md-reshape"
+"#;
+
+fn written_files(e: &Experiment, result: &ExperimentResult) -> Vec<(String, Vec<u8>)> {
+    let out = tempfile::tempdir().expect("tempdir");
+    let mut names = write_all(e, result, out.path()).expect("write");
+    names.sort();
+    names
+        .into_iter()
+        .map(|n| {
+            let bytes = std::fs::read(out.path().join(&n)).expect("read");
+            (n, bytes)
+        })
+        .collect()
+}
+
+#[test]
+fn raid0_growth_is_deterministic_correct_and_moves_the_minimum() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    tiny_trace(dir.path(), 300);
+    let e = experiment(dir.path(), RAID0);
+    let a = run(&e);
+    let b = run(&e);
+    let files_a = written_files(&e, &a);
+    assert_eq!(
+        files_a,
+        written_files(&e, &b),
+        "two runs must write identical files"
+    );
+    assert!(files_a.iter().any(|(n, _)| n == "growth.csv"));
+    assert!(files_a
+        .iter()
+        .any(|(n, _)| n == "latency-max-over-time.svg"));
+
+    let member_data = 64.0 * MIB - MIB; // the first MiB holds metadata
+    let old_capacity = 4.0 * member_data;
+    for name in ["fastscale", "round-robin"] {
+        assert_eq!(metric(&a, name, "growth_done"), 1.0, "{name}");
+        assert_eq!(metric(&a, name, "final_member_count"), 6.0, "{name}");
+        assert_eq!(metric(&a, name, "failed_requests"), 0.0, "{name}");
+        assert_eq!(metric(&a, name, "requests"), 300.0, "{name}");
+        assert!(report(&a, name).data_checked_reads > 0, "{name}");
+        assert_eq!(report(&a, name).data_mismatches, 0, "{name}");
+        assert!(metric(&a, name, "redistribution_time_s") > 0.0, "{name}");
+        assert!(metric(&a, name, "redistribution_reads") > 0.0, "{name}");
+        assert!(metric(&a, name, "redistribution_writes") > 0.0, "{name}");
+        assert!(metric(&a, name, "metadata_writes") >= 1.0, "{name}");
+    }
+    // FastScale moves n/(m+n) = 2/6 of the old data, up to one region
+    // (m + n offsets on each of the m + n disks).
+    let region = 6.0 * 6.0 * 32768.0;
+    let moved = metric(&a, "fastscale", "moved_bytes");
+    assert!(
+        (moved - old_capacity * 2.0 / 6.0).abs() <= region,
+        "fastscale moved {moved} bytes, expected {} +- {region}",
+        old_capacity * 2.0 / 6.0
+    );
+    // Round-robin moves nearly everything (only the first row stays).
+    let moved_rr = metric(&a, "round-robin", "moved_bytes");
+    assert!(
+        moved_rr >= old_capacity - 4.0 * 32768.0,
+        "round-robin moved {moved_rr}"
+    );
+}
+
+#[test]
+fn raid5_growth_is_deterministic_correct_and_alv_is_frugal() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    tiny_trace(dir.path(), 300);
+    let e = experiment(dir.path(), RAID5);
+    let a = run(&e);
+    let b = run(&e);
+    assert_eq!(written_files(&e, &a), written_files(&e, &b));
+    for name in ["alv", "md-reshape"] {
+        assert_eq!(metric(&a, name, "growth_done"), 1.0, "{name}");
+        assert_eq!(metric(&a, name, "final_member_count"), 4.0, "{name}");
+        assert_eq!(metric(&a, name, "failed_requests"), 0.0, "{name}");
+        assert!(report(&a, name).data_checked_reads > 0, "{name}");
+        assert_eq!(report(&a, name).data_mismatches, 0, "{name}");
+        assert!(metric(&a, name, "growth_requests") > 0.0, "{name}");
+        // The trace is looped until the growth is done, then cut.
+        assert!(metric(&a, name, "requests") >= metric(&a, name, "growth_requests"));
+        assert!(metric(&a, name, "moved_bytes") > 0.0, "{name}");
+    }
+    let ios = |n| metric(&a, n, "redistribution_reads") + metric(&a, n, "redistribution_writes");
+    assert!(
+        ios("alv") * 20.0 < ios("md-reshape"),
+        "alv {} I/Os, md-reshape {}",
+        ios("alv"),
+        ios("md-reshape")
+    );
+    assert!(metric(&a, "alv", "metadata_writes") < metric(&a, "md-reshape", "metadata_writes"));
+    // md-reshape's 4 KiB I/Os issued together were merged by the host.
+    assert!(metric(&a, "md-reshape", "merged_ios") > 0.0);
+}
+
+#[test]
+fn growths_in_a_row_then_replay_and_unloaded_lower_bound() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    tiny_trace(dir.path(), 100);
+    let text = r#"
+name = "after"
+[array]
+level = 0
+disks = 4
+chunk = "32K"
+member_size = "32M"
+[disk]
+model = "cheetah-15k5"
+[workload]
+trace = "tiny.trace"
+format = "mqsim"
+[growth]
+add = [1, 1]
+strategy = "fastscale"
+load = "after"
+[[variant]]
+name = "after"
+[[variant]]
+name = "unloaded"
+workload = { none = true }
+growth.add = 2
+"#;
+    let e = experiment(dir.path(), text);
+    let r = run(&e);
+    assert_eq!(metric(&r, "after", "growth_steps"), 2.0);
+    assert_eq!(metric(&r, "after", "final_member_count"), 6.0);
+    assert_eq!(metric(&r, "after", "requests"), 100.0);
+    // No user request arrived during the growths.
+    assert_eq!(metric(&r, "after", "growth_requests"), 0.0);
+    let t1 = metric(&r, "after", "redistribution_time_s_1");
+    let t2 = metric(&r, "after", "redistribution_time_s_2");
+    let total = metric(&r, "after", "redistribution_time_s");
+    assert!((t1 + t2 - total).abs() < 1e-6, "{t1} + {t2} != {total}");
+    let run = r.runs.iter().find(|r| r.name == "after").expect("run");
+    let growth = run.report.growth.as_ref().expect("growth report");
+    let finish = growth.steps[1].finish_s.expect("finished");
+    assert!(run
+        .report
+        .windows
+        .iter()
+        .all(|w| w.start_ns as f64 / 1e9 >= finish - 1e-9));
+
+    assert_eq!(metric(&r, "unloaded", "requests"), 0.0);
+    let bound = metric(&r, "unloaded", "lower_bound_s");
+    let time = metric(&r, "unloaded", "redistribution_time_s");
+    assert!(bound > 0.0 && bound <= time, "bound {bound}, time {time}");
+    assert!(metric(&r, "unloaded", "lower_bound_busiest_disk_s") >= bound);
+}
+
+#[test]
+fn growth_settings_are_sweepable() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    tiny_trace(dir.path(), 10);
+    let text = format!(
+        "{}\n[sweep]\nfield = \"growth.latency_bound_ms\"\nvalues = [6, 12.5]\n",
+        RAID5.split("[[variant]]").next().expect("head")
+    );
+    let e = experiment(dir.path(), &text);
+    let bounds: Vec<f64> = e
+        .runs
+        .iter()
+        .map(|r| {
+            r.config.growth.as_ref().expect("growth").steps[0]
+                .config
+                .latency_bound_ms
+        })
+        .collect();
+    assert_eq!(bounds, [6.0, 12.5]);
+}
+
+fn error(text: &str) -> String {
+    parse("exp/t.toml", text, std::path::Path::new(".")).expect_err("should fail")
+}
+
+const GOOD: &str = r#"
+name = "t"
+[array]
+level = 5
+disks = 3
+[disk]
+model = "cheetah-15k5"
+[growth]
+add = 1
+strategy = "alv"
+"#;
+
+#[test]
+fn bad_growth_settings_name_the_setting() {
+    parse("exp/t.toml", GOOD, std::path::Path::new(".")).expect("the good file parses");
+    let cases = [
+        (GOOD.replace("\"alv\"", "\"fast\""), "[growth] strategy"),
+        (
+            GOOD.replace("\"alv\"", "\"fastscale\""),
+            "[growth] strategy",
+        ),
+        (GOOD.replace("level = 5", "level = 0"), "[growth] strategy"),
+        (GOOD.replace("level = 5", "level = 6"), "RAID-6"),
+        (GOOD.replace("add = 1", "add = 0"), "[growth] add"),
+        (GOOD.replace("add = 1", "add = [1, 0]"), "[growth] add"),
+        (GOOD.replace("add = 1", "add = []"), "[growth] add"),
+        (GOOD.replace("add = 1\n", ""), "[growth] add"),
+        (
+            GOOD.replace("strategy = \"alv\"\n", ""),
+            "[growth] strategy",
+        ),
+        (format!("{GOOD}slack = 1.5\n"), "[growth] slack"),
+        (
+            format!("{GOOD}latency_bound_ms = 0\n"),
+            "[growth] latency_bound_ms",
+        ),
+        (
+            format!("{GOOD}aggregation = \"1000\"\n"),
+            "[growth] aggregation",
+        ),
+        (
+            format!("{GOOD}speed_min = \"20M\"\nspeed_max = \"10M\"\n"),
+            "[growth] speed_min",
+        ),
+        (
+            format!("{GOOD}speed_max = \"fast\"\n"),
+            "[growth] speed_max",
+        ),
+        (format!("{GOOD}load = \"before\"\n"), "[growth] load"),
+        (format!("{GOOD}strateg = \"alv\"\n"), "strateg"),
+        (
+            format!("{GOOD}load = \"after\"\n[run]\nuntil = \"growth-done\"\n"),
+            "[run] until",
+        ),
+        (
+            GOOD.replace(
+                "[growth]\nadd = 1\nstrategy = \"alv\"\n",
+                "[workload]\npreset = \"financial1\"\n[run]\nuntil = \"growth-done\"\n",
+            ),
+            "[run] until",
+        ),
+        (format!("{GOOD}[run]\nuntil = \"forever\"\n"), "[run] until"),
+    ];
+    for (text, wanted) in cases {
+        let e = error(&text);
+        assert!(
+            e.starts_with("exp/t.toml") && e.contains(wanted),
+            "expected an error naming {wanted:?}, got: {e}\n--- file:\n{text}"
+        );
+    }
+}
+
+#[test]
+fn an_unknown_strategy_lists_the_known_ones() {
+    let e = error(&GOOD.replace("\"alv\"", "\"slas\""));
+    assert!(
+        e.contains("alv") && e.contains("md-reshape") && e.contains("fastscale"),
+        "{e}"
+    );
+}
+
+#[test]
+fn shipped_growth_experiments_load() {
+    let dir = sim_common::experiments_dir();
+    for (file, runs) in [
+        ("alv-counts.toml", 3),
+        ("alv-unloaded.toml", 3),
+        ("alv-online.toml", 12),
+        ("alv-sensitivity.toml", 10),
+        ("fastscale-online.toml", 4),
+        ("fastscale-after.toml", 4),
+    ] {
+        let e = eraid_sim::experiment::load(&dir.join(file)).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(e.runs.len(), runs, "{file}");
+        assert!(e.runs.iter().all(|r| r.config.growth.is_some()), "{file}");
+    }
+}
