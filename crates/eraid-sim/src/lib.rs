@@ -7,11 +7,14 @@
 //! - [`driver`]: the discrete-event driver running the eraid engine over
 //!   those models, fed by traces or synthetic workloads.
 //! - [`experiment`]: TOML experiment files, variants run side by side.
+//! - [`examination`]: layout-only experiments (the FastScale paper's
+//!   migration and uniformity examination), no disk model needed.
 //! - [`report`]: results files, plots and Markdown summaries of experiments.
 
 pub mod disk;
 pub mod diskspec;
 pub mod driver;
+pub mod examination;
 pub mod experiment;
 pub mod report;
 pub mod sim_command;

@@ -41,6 +41,20 @@ impl ExperimentCommand {
 
 impl RunArgs {
     pub fn run(self) -> anyhow::Result<i32> {
+        let text = std::fs::read_to_string(&self.file)
+            .with_context(|| format!("cannot read {}", self.file.display()))?;
+        if eraid_sim::examination::is_examination(&text) {
+            // Layout arithmetic only: no disks, no runs to schedule.
+            let file = self.file.display().to_string();
+            let summary =
+                eraid_sim::examination::run(&file, &text, &self.out).map_err(|e| anyhow!(e))?;
+            println!(
+                "{}: layout examination; wrote summary.json, summary.md, a CSV and an SVG to {}",
+                summary["name"].as_str().unwrap_or("examination"),
+                self.out.display()
+            );
+            return Ok(0);
+        }
         let experiment = load(&self.file).map_err(|e| anyhow!(e))?;
         let threads = self
             .jobs
