@@ -53,6 +53,9 @@ pub(super) struct Reshape {
     /// User requests waiting for a window or a checkpoint.
     pub blocked: VecDeque<crate::io::UserRequest>,
     pub pacing: Pacing,
+    /// Bytes of data written by redistribution since this run started
+    /// (what the rate limits count).
+    pub paced_bytes: u64,
     /// Data chunks per new-layout row: windows are multiples of it.
     pub new_row_chunks: u64,
     /// The resync found at open, run once a pending backup is restored.
@@ -84,6 +87,7 @@ impl Reshape {
             checkpoint_wanted: false,
             blocked: VecDeque::new(),
             pacing: Pacing::default(),
+            paced_bytes: 0,
             new_row_chunks,
             deferred_resync: None,
             started_at: now,
@@ -299,13 +303,6 @@ impl Array {
         Ok(())
     }
 
-    /// Array bytes the growth has processed (its progress, for rates).
-    pub(super) fn reshape_processed_bytes(&self) -> u64 {
-        self.reshape
-            .as_ref()
-            .map_or(0, |r| r.copied_end * self.geometry.chunk_bytes)
-    }
-
     /// Pauses the growth, saying why; user I/O goes on.
     pub(super) fn pause_reshape(&mut self, reason: String) {
         let record = self.reshape_record_mut();
@@ -348,7 +345,7 @@ impl Array {
         let (copied_end, rate, blocked, valve) = match &self.reshape {
             Some(r) => (
                 r.copied_end,
-                r.pacing.rate_bytes_s(self.now, r.copied_end * chunk),
+                r.pacing.rate_bytes_s(self.now, r.paced_bytes),
                 r.blocked.len(),
                 (r.pacing.valve_periods, r.pacing.valve_closed_periods),
             ),

@@ -21,6 +21,22 @@ impl Array {
         old.stripe_map(stripe).data[index]
     }
 
+    /// The logical chunk the new layout keeps at a RAID-0 place (None on
+    /// parity levels, where places hold stripes).
+    pub(super) fn new_occupant(&self, member: usize, member_chunk: u64) -> Option<u64> {
+        if self.geometry.level != Level::Raid0 {
+            return None;
+        }
+        Some(match &self.superblock.placement {
+            None => member_chunk * self.geometry.member_count as u64 + member as u64,
+            Some(p) => p.strategy.chunk_at(
+                &p.history,
+                p.history.addition_count(),
+                ChunkLocation::new(member as u32, member_chunk),
+            ),
+        })
+    }
+
     pub(super) fn new_place(&self, chunk: u64) -> ChunkPlace {
         let (stripe, index) = self.layout.locate(chunk);
         self.layout.stripe_map(stripe).data[index]
