@@ -402,7 +402,10 @@ impl Array {
             Phase::Closing(CloseStage::Draining) => {
                 let scrub_idle = self.scrub.as_ref().is_none_or(|s| s.inflight == 0);
                 let reshape_idle = self.reshape.as_ref().is_none_or(|r| {
-                    r.window.is_none() && r.checkpoint_stage.is_none() && r.blocked.is_empty()
+                    r.window.is_none()
+                        && r.ahead.is_none()
+                        && r.checkpoint_stage.is_none()
+                        && r.blocked.is_empty()
                 });
                 if self.ops.is_empty()
                     && self.requests.is_empty()

@@ -47,6 +47,8 @@ pub(super) struct Reshape {
     /// Copied, not yet checkpointed, up to here.
     pub copied_end: u64,
     pub window: Option<Window>,
+    /// The next window, read while `window` writes.
+    pub ahead: Option<Window>,
     pub checkpoint_stage: Option<CheckpointStage>,
     /// A user write waits for `copied_end` to be checkpointed.
     pub checkpoint_wanted: bool,
@@ -83,6 +85,7 @@ impl Reshape {
             checkpoint: record.checkpoint_chunk,
             copied_end: record.checkpoint_chunk,
             window: None,
+            ahead: None,
             checkpoint_stage: None,
             checkpoint_wanted: false,
             blocked: VecDeque::new(),
@@ -319,7 +322,7 @@ impl Array {
     /// The last window is checkpointed: the array has its new shape.
     fn finish_reshape(&mut self) {
         let reshape = self.reshape.take().expect("growth");
-        assert!(reshape.blocked.is_empty() && reshape.window.is_none());
+        assert!(reshape.blocked.is_empty() && reshape.window.is_none() && reshape.ahead.is_none());
         let record = self.reshape_record_mut();
         record.state = ReshapeState::Done;
         record.backup = None;
@@ -403,7 +406,9 @@ impl Array {
             return None;
         }
         let config = self.reshape_config();
-        let idle = reshape.window.is_none() && reshape.checkpoint_stage.is_none();
+        let idle = reshape.window.is_none()
+            && reshape.ahead.is_none()
+            && reshape.checkpoint_stage.is_none();
         let paced =
             (idle && reshape.pacing.not_before > self.now).then_some(reshape.pacing.not_before);
         let valve = (config.strategy == ReshapeStrategy::Alv)

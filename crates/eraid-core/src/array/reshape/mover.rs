@@ -22,12 +22,17 @@ pub enum WindowStage {
         generation: u64,
     },
     Writing,
+    /// A window read ahead (while the one before it writes), waiting for
+    /// its turn to write: windows complete in order.
+    ReadDone,
 }
 
 /// Which I/O of the window a device I/O is.
 #[derive(Clone, Copy, Debug)]
 pub struct ReshapeIo {
     run: usize,
+    /// Belongs to the window read ahead (`Reshape::ahead`).
+    ahead: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -187,9 +192,16 @@ impl Array {
                     && !self.users_overlap(window.start, window.end)
                 {
                     // A window with nothing to move finishes at once: go on.
-                    self.window_issue_reads();
+                    self.window_issue_reads(false);
                     continue;
                 }
+                if window.stage == WindowStage::Writing {
+                    self.pump_ahead();
+                }
+                return;
+            }
+            if reshape.ahead.is_some() {
+                // Its reads are in flight; it takes over when they finish.
                 return;
             }
             // Closing: record what was copied, so the next run need not
@@ -221,7 +233,8 @@ impl Array {
             let record = self.reshape_record().expect("growth record");
             if let Some(backup) = record.backup.clone() {
                 // A crash interrupted a backed-up window: rewrite it first.
-                self.new_window(backup.start_chunk, backup.end_chunk, true, true);
+                let window = self.new_window(backup.start_chunk, backup.end_chunk, true, true);
+                self.reshape.as_mut().expect("growth").window = Some(window);
                 continue;
             }
             if reshape.copied_end >= record.total_chunks {
@@ -240,9 +253,11 @@ impl Array {
                 reshape.pacing.not_before = wake;
                 return;
             }
-            match self.plan_next_window() {
+            let start = reshape.copied_end;
+            match self.plan_next_window(start) {
                 PlanOutcome::Window { start, end, backup } => {
-                    self.new_window(start, end, backup, false);
+                    let window = self.new_window(start, end, backup, false);
+                    self.reshape.as_mut().expect("growth").window = Some(window);
                 }
                 PlanOutcome::CheckpointFirst => {
                     self.start_checkpoint();
@@ -256,13 +271,57 @@ impl Array {
         }
     }
 
+    /// While the front window writes, reads the next one (a different set
+    /// of places: the rule keeps the front's writes off every old place at
+    /// or past the checkpoint), so reading and writing disks overlap.
+    fn pump_ahead(&mut self) {
+        let reshape = self.reshape.as_ref().expect("growth");
+        let front = reshape.window.as_ref().expect("front window");
+        if let Some(ahead) = &reshape.ahead {
+            if ahead.stage == WindowStage::Planned && !self.users_overlap(ahead.start, ahead.end) {
+                self.window_issue_reads(true);
+            }
+            return;
+        }
+        let record = self.reshape_record().expect("growth record");
+        let pipelinable = record.config.strategy.lazy_checkpoints()
+            && !front.backup
+            && !front.restore
+            && !reshape.checkpoint_wanted
+            && self.phase == super::super::Phase::Running
+            && self.reshape_runnable()
+            && !self.is_degraded()
+            && front.end < record.total_chunks;
+        if !pipelinable {
+            return;
+        }
+        let start = front.end;
+        let config = record.config.clone();
+        let paced = reshape.paced_bytes;
+        if reshape.pacing.gate(self.now, paced, &config).is_some() {
+            return;
+        }
+        if let PlanOutcome::Window {
+            start,
+            end,
+            backup: false,
+        } = self.plan_next_window(start)
+        {
+            let window = self.new_window(start, end, false, false);
+            self.reshape.as_mut().expect("growth").ahead = Some(window);
+            if !self.users_overlap(start, end) {
+                self.window_issue_reads(true);
+            }
+        }
+    }
+
     fn users_overlap(&self, start: u64, end: u64) -> bool {
         self.requests
             .values()
             .any(|p| p.chunks.start < end && start < p.chunks.end)
     }
 
-    fn new_window(&mut self, start: u64, end: u64, backup: bool, restore: bool) {
+    fn new_window(&self, start: u64, end: u64, backup: bool, restore: bool) -> Window {
         let chunk = self.geometry.chunk_bytes as usize;
         let stripes = if self.geometry.parity_per_stripe() > 0 {
             ((end - start) / self.geometry.data_per_stripe() as u64) as usize
@@ -270,9 +329,7 @@ impl Array {
             0
         };
         let parity_len = stripes * self.geometry.parity_per_stripe() * chunk;
-        let reshape = self.reshape.as_mut().expect("growth");
-        assert!(reshape.window.is_none(), "one window at a time");
-        reshape.window = Some(Window {
+        Window {
             start,
             end,
             backup,
@@ -283,7 +340,7 @@ impl Array {
             runs: Vec::new(),
             pending: 0,
             failed: None,
-        });
+        }
     }
 
     fn window_mut(&mut self) -> &mut Window {
@@ -293,8 +350,21 @@ impl Array {
             .expect("window")
     }
 
+    fn slot_mut(&mut self, ahead: bool) -> &mut Window {
+        let reshape = self.reshape.as_mut().expect("growth");
+        if ahead {
+            reshape.ahead.as_mut().expect("window read ahead")
+        } else {
+            reshape.window.as_mut().expect("window")
+        }
+    }
+
     fn issue_runs(&mut self, runs: Vec<Run>, write: bool) {
-        let window = self.window_mut();
+        self.issue_runs_for(runs, write, false)
+    }
+
+    fn issue_runs_for(&mut self, runs: Vec<Run>, write: bool, ahead: bool) {
+        let window = self.slot_mut(ahead);
         assert_eq!(window.pending, 0);
         window.pending = runs.len();
         window.runs = runs.clone();
@@ -320,11 +390,15 @@ impl Array {
                 run.member,
                 op,
                 IoCause::Redistribution,
-                Owner::Reshape(ReshapeIo { run: index }),
+                Owner::Reshape(ReshapeIo { run: index, ahead }),
             );
         }
         if runs.is_empty() {
-            self.window_stage_done();
+            if ahead {
+                self.ahead_reads_done();
+            } else {
+                self.window_stage_done();
+            }
         }
     }
 
@@ -357,16 +431,12 @@ impl Array {
         (max_chunks, page.map_or(0, |_| 0), page)
     }
 
-    fn window_issue_reads(&mut self) {
+    fn window_issue_reads(&mut self, ahead: bool) {
         let (start, end, restore) = {
-            let w = self
-                .reshape
-                .as_ref()
-                .and_then(|r| r.window.as_ref())
-                .expect("window");
+            let w = self.slot_mut(ahead);
             (w.start, w.end, w.restore)
         };
-        self.window_mut().stage = WindowStage::Reading;
+        self.slot_mut(ahead).stage = WindowStage::Reading;
         let chunk = self.geometry.chunk_bytes;
         if restore {
             let backup = self
@@ -399,13 +469,16 @@ impl Array {
             }
         }
         let (max_chunks, _, page) = self.run_shape();
-        // Old parity sits between data of successive rows: read through it
-        // so each member is one I/O (ALV's m reads), as the paper does. (On
-        // RAID-0, reading through the chunks that stay measured no faster
-        // in the simulator: the head passes over them either way.)
+        // Read through what lies between wanted chunks: old parity between
+        // rows (so each member is one I/O, ALV's m reads), or on RAID-0 the
+        // chunks that stay between those that move (FastScale, Semi-RR):
+        // the head passes over them anyway, and fewer commands are queued.
         let old = self.reshape_record().expect("record").old_geometry;
         let gaps = Gaps {
-            max_chunks: old.parity_per_stripe() as u64,
+            max_chunks: match old.level {
+                crate::geometry::Level::Raid0 => old.member_count as u64,
+                _ => old.parity_per_stripe() as u64,
+            },
             buf: Buf::Discard,
             allowed: &|_, _| true,
         };
@@ -417,7 +490,7 @@ impl Array {
             &gaps,
             page,
         );
-        self.issue_runs(runs, false);
+        self.issue_runs_for(runs, false, ahead);
     }
 
     fn window_issue_writes(&mut self) {
@@ -521,18 +594,18 @@ impl Array {
     }
 
     pub(in crate::array) fn reshape_io_done(&mut self, io: ReshapeIo, completion: IoCompletion) {
-        let member = self.window_mut().runs[io.run].member;
+        let member = self.slot_mut(io.ahead).runs[io.run].member;
         match completion {
             IoCompletion::Failed(reason) => {
                 self.fail_member(member, reason.clone());
-                let window = self.window_mut();
+                let window = self.slot_mut(io.ahead);
                 window.failed.get_or_insert(format!(
                     "member {member} failed during the growth ({reason}); growth paused, \
                      the array is degraded"
                 ));
             }
             IoCompletion::Read(bytes) => {
-                let window = self.window_mut();
+                let window = self.slot_mut(io.ahead);
                 let run = window.runs[io.run].clone();
                 let mut at = 0;
                 for piece in &run.pieces {
@@ -548,10 +621,32 @@ impl Array {
             }
             IoCompletion::Done => {}
         }
-        let window = self.window_mut();
+        let window = self.slot_mut(io.ahead);
         window.pending -= 1;
         if window.pending == 0 {
-            self.window_stage_done();
+            if io.ahead {
+                self.ahead_reads_done();
+            } else {
+                self.window_stage_done();
+            }
+        }
+    }
+
+    /// The window read ahead has its data: it writes once the front window
+    /// is done (at once if it already is).
+    fn ahead_reads_done(&mut self) {
+        let reshape = self.reshape.as_mut().expect("growth");
+        let ahead = reshape.ahead.as_mut().expect("window read ahead");
+        if let Some(reason) = ahead.failed.take() {
+            reshape.ahead = None;
+            self.pause_reshape(reason);
+            self.release_blocked();
+            return;
+        }
+        ahead.stage = WindowStage::ReadDone;
+        if reshape.window.is_none() {
+            reshape.window = reshape.ahead.take();
+            self.window_issue_writes();
         }
     }
 
@@ -619,7 +714,7 @@ impl Array {
                 unreachable!("no device I/O in this stage")
             }
             WindowStage::Writing => self.window_written(),
-            WindowStage::Planned => unreachable!("no I/O before reads"),
+            WindowStage::Planned | WindowStage::ReadDone => unreachable!("no I/O in this stage"),
         }
     }
 
@@ -658,6 +753,19 @@ impl Array {
         if window.backup || window.restore || md {
             reshape.checkpoint_wanted = true;
         }
+        // The window read ahead takes its turn (if still reading, it does
+        // when its reads finish).
+        if reshape
+            .ahead
+            .as_ref()
+            .is_some_and(|a| matches!(a.stage, WindowStage::ReadDone | WindowStage::Planned))
+        {
+            reshape.window = reshape.ahead.take();
+            if reshape.window.as_ref().expect("promoted").stage == WindowStage::ReadDone {
+                self.window_issue_writes();
+            }
+        }
+        let reshape = self.reshape.as_mut().expect("growth");
         let paced = reshape.paced_bytes;
         let now = self.now;
         self.reshape
@@ -670,7 +778,11 @@ impl Array {
 
     pub(in crate::array) fn start_checkpoint(&mut self) {
         let reshape = self.reshape.as_mut().expect("growth");
-        assert!(reshape.window.is_none() && reshape.checkpoint_stage.is_none());
+        assert!(
+            reshape.window.is_none()
+                && reshape.ahead.is_none()
+                && reshape.checkpoint_stage.is_none()
+        );
         reshape.checkpoint_stage = Some(CheckpointStage::Flushing);
         // Copied data must be durable before the checkpoint says so.
         self.flush_members(FlushPurpose::ReshapeCheckpoint);

@@ -21,7 +21,11 @@ impl Array {
         let in_window = reshape
             .window
             .as_ref()
-            .is_some_and(|w| first < w.end && w.start < end);
+            .is_some_and(|w| first < w.end && w.start < end)
+            || reshape
+                .ahead
+                .as_ref()
+                .is_some_and(|w| first < w.end && w.start < end);
         let writes = !matches!(request.op, UserOp::Read { .. });
         // A write into copied-but-not-checkpointed chunks: the copy it
         // would update is not yet the one a crash would come back to.

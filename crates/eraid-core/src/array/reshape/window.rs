@@ -164,14 +164,14 @@ impl Array {
         })
     }
 
-    /// The next window from `copied_end`, or what must happen first.
-    pub(super) fn plan_next_window(&self) -> PlanOutcome {
+    /// The next window from `start` (`copied_end`, or the end of the window
+    /// being written when reading ahead), or what must happen first.
+    pub(super) fn plan_next_window(&self, start: u64) -> PlanOutcome {
         let reshape = self.reshape.as_ref().expect("growth");
         let record = self.reshape_record().expect("growth record");
         let config = &record.config;
         let chunk_bytes = self.geometry.chunk_bytes;
         let row = reshape.new_row_chunks;
-        let start = reshape.copied_end;
         let size = match config.strategy {
             ReshapeStrategy::MdReshape => (config.md_window_bytes / chunk_bytes / row).max(1) * row,
             _ => (config.aggregation_bytes / chunk_bytes).max(1) * row,
@@ -179,7 +179,7 @@ impl Array {
         let end = (start + size).min(record.total_chunks);
         let lazy = config.strategy.lazy_checkpoints();
         let sliding_max = (config.sliding_window_bytes_max / chunk_bytes).max(size);
-        if reshape.copied_end > reshape.checkpoint && end - reshape.checkpoint > sliding_max {
+        if start > reshape.checkpoint && end - reshape.checkpoint > sliding_max {
             return PlanOutcome::CheckpointFirst;
         }
         if self.window_safe(start, end, reshape.checkpoint) {
@@ -189,7 +189,7 @@ impl Array {
                 backup: false,
             };
         }
-        if lazy && reshape.copied_end > reshape.checkpoint {
+        if lazy && start > reshape.checkpoint {
             // The sliding window has reached the reordering window's end.
             return PlanOutcome::CheckpointFirst;
         }
