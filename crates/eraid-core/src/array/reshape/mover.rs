@@ -284,7 +284,12 @@ impl Array {
             return;
         }
         let record = self.reshape_record().expect("growth record");
-        let pipelinable = record.config.strategy.lazy_checkpoints()
+        // RAID-0 strategies only: there the reads and writes of successive
+        // windows fall on different disks (FastScale: old disks read while
+        // new ones write). On RAID-5 both hit every disk, and reading ahead
+        // only queued more in front of users (simulated ALV under TPC-C
+        // light: 28.7 -> 37.2 ms mean response for 4% less time).
+        let pipelinable = record.config.strategy.raid0_placement().is_some()
             && !front.backup
             && !front.restore
             && !reshape.checkpoint_wanted
