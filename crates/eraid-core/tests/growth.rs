@@ -15,18 +15,8 @@ use rand_chacha::ChaCha8Rng;
 
 const MEMBER_CHUNKS: u64 = 48;
 
-pub fn fast_config(strategy: ReshapeStrategy) -> ReshapeConfig {
-    ReshapeConfig {
-        // Small windows so a test array sees many windows and checkpoints.
-        aggregation_bytes: 2 * CHUNK,
-        md_window_bytes: 6 * CHUNK,
-        sliding_window_bytes_max: 24 * CHUNK,
-        md_page_bytes: 1024,
-        // Never throttled: the floor is above any rate the harness reaches.
-        speed_min_kib_s: u64::MAX / 4096,
-        speed_max_kib_s: u64::MAX / 4096,
-        ..ReshapeConfig::with_strategy(strategy)
-    }
+fn fast_config(strategy: ReshapeStrategy) -> ReshapeConfig {
+    growth_config(strategy, 24 * CHUNK)
 }
 
 fn reshape_state(array: &Array) -> String {

@@ -20,17 +20,9 @@ use rand_chacha::ChaCha8Rng;
 const MEMBER_CHUNKS: u64 = 40;
 
 fn config(strategy: ReshapeStrategy) -> ReshapeConfig {
-    ReshapeConfig {
-        aggregation_bytes: 2 * CHUNK,
-        md_window_bytes: 6 * CHUNK,
-        // Lazy strategies checkpoint only when the rule or a user write
-        // forces it, so copied-not-checkpointed chunks stay around.
-        sliding_window_bytes_max: 1 << 30,
-        md_page_bytes: 1024,
-        speed_min_kib_s: u64::MAX / 4096,
-        speed_max_kib_s: u64::MAX / 4096,
-        ..ReshapeConfig::with_strategy(strategy)
-    }
+    // Lazy strategies checkpoint only when the rule or a user write forces
+    // it, so copied-not-checkpointed chunks stay around.
+    growth_config(strategy, 1 << 30)
 }
 
 fn status_u64(array: &Array, field: &str) -> u64 {

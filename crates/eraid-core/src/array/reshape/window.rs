@@ -125,7 +125,8 @@ impl Array {
         places
     }
 
-    fn window_safe(&self, start: u64, end: u64, from: u64) -> bool {
+    /// Every place the window writes, data and parity.
+    fn window_write_places(&self, start: u64, end: u64) -> Vec<ChunkPlace> {
         self.window_writes(start, end)
             .into_iter()
             .map(|(_, p)| p)
@@ -134,6 +135,12 @@ impl Array {
                     .into_iter()
                     .map(|(_, _, p)| p),
             )
+            .collect()
+    }
+
+    fn window_safe(&self, start: u64, end: u64, from: u64) -> bool {
+        self.window_write_places(start, end)
+            .into_iter()
             .all(|place| !self.protected(place, from))
     }
 
@@ -146,14 +153,8 @@ impl Array {
         let member_chunks = self.geometry.member_chunks();
         let first_row = member_chunks.checked_sub(rows)?;
         let clear = self
-            .window_writes(start, end)
+            .window_write_places(start, end)
             .into_iter()
-            .map(|(_, p)| p)
-            .chain(
-                self.window_parity_places(start, end)
-                    .into_iter()
-                    .map(|(_, _, p)| p),
-            )
             .filter(|p| p.member == member)
             .all(|p| p.member_chunk < first_row);
         clear.then(|| {
