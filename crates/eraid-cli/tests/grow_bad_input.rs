@@ -281,3 +281,35 @@ fn grow_help_explains_strategies_and_knobs() {
     }
     assert!(snapshot(d).is_empty(), "help created files");
 }
+
+/// A growth interrupted (SIGINT closes the array cleanly, the growth stays
+/// recorded as running), then `serve` without the new member: refused,
+/// naming it, and nothing changed (resuming with every member is covered by
+/// the acceptance tests in grow_online.rs).
+#[test]
+fn serve_refuses_an_unfinished_growth_with_a_member_missing() {
+    let s = scratch();
+    let d = s.path();
+    create(d, &["--level", "5", "--size", "64M", "p", "q", "r"]);
+    blank(d, "n", 64 << 20);
+    let mut grow = std::process::Command::new(eraid_bin())
+        .args(["grow", "p", "q", "r", "--add", "n", "--speed-max", "4000"])
+        .current_dir(d)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("eraid grow starts");
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    signal(&grow, 2);
+    let status = wait_timeout(&mut grow, std::time::Duration::from_secs(30)).expect("grow stops");
+    assert!(!status.success(), "interrupted growth exits non-zero");
+    let detail = detail_json(d, &["p", "q", "r", "n"]);
+    assert_eq!(detail["reshape"]["state"], "running", "{detail:#}");
+    let out = rejected(
+        d,
+        &["serve", "--socket", "x.sock", "p", "q", "r"],
+        &["member 3", "growth"],
+    );
+    assert!(out.stderr.contains("--allow-degraded-growth"), "{out}");
+}
