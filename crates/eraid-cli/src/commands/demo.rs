@@ -11,12 +11,13 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// Run the demo: RAID-5 on sparse files, NBD, nbdcopy, a lost member
+/// Run the demo: RAID-5 on sparse files, NBD, nbdcopy, online growth, a lost member
 ///
 /// Creates a RAID-5 on four sparse files in a temporary directory, serves
 /// it over NBD, writes random data with nbdcopy (a real NBD client) and
-/// reads it back, stops the server, checks parity, removes one member and
-/// shows that degraded reads still return every byte. Needs nbdcopy
+/// reads it back, stops the server, checks parity, grows the served array
+/// to five members online (ALV), reads back and checks again, removes one
+/// member and shows that degraded reads still return every byte. Needs nbdcopy
 /// (Debian package libnbd-bin; scripts/demo.sh installs it).
 #[derive(Args, Debug)]
 pub struct DemoArgs {
@@ -74,9 +75,14 @@ struct Server {
 
 impl Server {
     fn start(dir: &Path, members: &[&str]) -> Result<(Server, String)> {
+        Server::start_with(dir, &[], members)
+    }
+
+    fn start_with(dir: &Path, options: &[&str], members: &[&str]) -> Result<(Server, String)> {
         let socket = dir.join("eraid.sock");
         let _ = std::fs::remove_file(&socket);
         let mut args = vec!["serve", "--socket", "eraid.sock"];
+        args.extend_from_slice(options);
         args.extend_from_slice(members);
         println!("$ eraid {} &", args.join(" "));
         let child = Command::new(eraid()?)
@@ -172,9 +178,42 @@ impl DemoArgs {
         run(&dir, &e, &["detail", "d0", "d1", "d2", "d3"])?;
         run(&dir, &e, &["check", "d0", "d1", "d2", "d3"])?;
 
-        step("Member d2 is lost: serve the three survivors and read everything back");
+        step(
+            "Grow it online to five members (ALV) while served; the data stays in place for users",
+        );
+        std::fs::File::create(dir.join("d4"))?.set_len(128 << 20)?;
+        let (server, uri) =
+            Server::start_with(&dir, &["--control", "ctl.sock"], &["d0", "d1", "d2", "d3"])?;
+        run(
+            &dir,
+            &e,
+            &[
+                "grow",
+                "--add",
+                "d4",
+                "--strategy",
+                "alv",
+                "--control",
+                "ctl.sock",
+            ],
+        )?;
+        nbdcopy(&dir, &uri, "grown.bin")?;
+        let ok = same_prefix(&dir.join("data.bin"), &dir.join("grown.bin"), data_bytes)?;
+        println!(
+            "read back {} MiB after the growth: {}",
+            data_bytes >> 20,
+            if ok { "identical" } else { "DIFFERENT" }
+        );
+        server.stop()?;
+        if !ok {
+            bail!("data read back after the growth differs from what was written");
+        }
+        run(&dir, &e, &["detail", "d0", "d1", "d2", "d3", "d4"])?;
+        run(&dir, &e, &["check", "d0", "d1", "d2", "d3", "d4"])?;
+
+        step("Member d2 is lost: serve the four survivors and read everything back");
         std::fs::rename(dir.join("d2"), dir.join("d2.removed"))?;
-        let (server, uri) = Server::start(&dir, &["d0", "d1", "d3"])?;
+        let (server, uri) = Server::start(&dir, &["d0", "d1", "d3", "d4"])?;
         nbdcopy(&dir, &uri, "degraded.bin")?;
         let ok = same_prefix(&dir.join("data.bin"), &dir.join("degraded.bin"), data_bytes)?;
         println!(
@@ -183,14 +222,15 @@ impl DemoArgs {
             if ok { "identical" } else { "DIFFERENT" }
         );
         server.stop()?;
-        run(&dir, &e, &["detail", "d0", "d1", "d3"])?;
+        run(&dir, &e, &["detail", "d0", "d1", "d3", "d4"])?;
         if !ok {
             bail!("degraded read differs from what was written");
         }
         step("Done");
         println!(
             "eraid created a RAID-5, served it over NBD, stored and verified {} MiB with nbdcopy, \
-             checked parity (0 mismatches), lost a member and still returned every byte.",
+             checked parity (0 mismatches), grew it online from four members to five, lost a \
+             member and still returned every byte.",
             data_bytes >> 20
         );
         Ok(0)
