@@ -313,3 +313,28 @@ fn serve_refuses_an_unfinished_growth_with_a_member_missing() {
     );
     assert!(out.stderr.contains("--allow-degraded-growth"), "{out}");
 }
+
+/// A RAID-0 grown with fastscale keeps growing with fastscale: another
+/// strategy is refused before anything is written.
+#[test]
+fn a_fastscale_array_refuses_other_strategies() {
+    let s = scratch();
+    let d = s.path();
+    create(d, &["--level", "0", "--size", "8M", "a", "b"]);
+    blank(d, "c", 8 << 20);
+    blank(d, "e", 8 << 20);
+    eraid(
+        d,
+        &["grow", "a", "b", "--add", "c", "--strategy", "fastscale"],
+    )
+    .expect_ok();
+    for strategy in ["round-robin", "semi-rr"] {
+        rejected(
+            d,
+            &["grow", "a", "b", "c", "--add", "e", "--strategy", strategy],
+            &["grown with fastscale"],
+        );
+    }
+    eraid(d, &["grow", "a", "b", "c", "--add", "e"]).expect_ok();
+    assert_eq!(detail_json(d, &["a", "b", "c", "e"])["member_count"], 4);
+}

@@ -241,6 +241,17 @@ impl GrowArgs {
         }
         let level = sb.geometry.level.number() as u64;
         let config = self.config(level)?;
+        // A RAID-0 grown by fastscale or semi-rr keeps growing that way
+        // (the core refuses otherwise; say so before anything is written).
+        if let Some(placement) = &sb.placement {
+            if config.strategy.raid0_placement() != Some(placement.strategy) {
+                bail!(
+                    "this array was grown with {}; grow it again with --strategy {}",
+                    placement.strategy.name(),
+                    placement.strategy.name()
+                );
+            }
+        }
         if assembled.assembly.missing_or_stale() > 0 {
             bail!(
                 "the array is degraded (a member is missing or stale); rebuild it before growing"

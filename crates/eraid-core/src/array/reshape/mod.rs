@@ -236,13 +236,25 @@ impl Array {
         // RAID-0 placement after the growth.
         let old_placement = self.superblock.placement.clone();
         let new_placement = match strategy.raid0_placement() {
+            // Back to round-robin from a FastScale or Semi-RR placement would
+            // be an arbitrary permutation: a window's writes would land on
+            // chunks far past it, which neither the window rule nor a backup
+            // of the window covers.
+            Some(GrowthStrategy::RoundRobin) if old_placement.is_some() => {
+                let p = old_placement.as_ref().expect("placement");
+                return Err(format!(
+                    "this array was grown with {}; grow it again with {}",
+                    p.strategy.name(),
+                    p.strategy.name()
+                ));
+            }
             None | Some(GrowthStrategy::RoundRobin) => None,
             Some(wanted) => {
                 let mut history = match &old_placement {
                     Some(p) if p.strategy == wanted => p.history.clone(),
                     Some(p) => {
                         return Err(format!(
-                            "this array was grown with {}; grow it again with {} or round-robin",
+                            "this array was grown with {}; grow it again with {}",
                             p.strategy.name(),
                             p.strategy.name()
                         ))
