@@ -72,6 +72,11 @@ impl ReshapeStrategy {
     }
 }
 
+/// Largest aggregation (per-member I/O) a growth accepts.
+pub const AGGREGATION_BYTES_MAX: u64 = 256 << 20;
+/// Largest md-reshape window a growth accepts.
+pub const MD_WINDOW_BYTES_MAX: u64 = 1 << 30;
+
 /// Tunables of one growth. Defaults follow the papers.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -132,8 +137,18 @@ impl ReshapeConfig {
 
     /// Rejects settings no growth can run with, naming the setting.
     pub fn validate(&self) -> Result<(), String> {
-        if self.aggregation_bytes == 0 {
-            return Err("aggregation_bytes must be positive".into());
+        // Window buffers are this big per member: keep them reasonable.
+        if self.aggregation_bytes == 0 || self.aggregation_bytes > AGGREGATION_BYTES_MAX {
+            return Err(format!(
+                "aggregation_bytes must be within 1..={AGGREGATION_BYTES_MAX}, got {}",
+                self.aggregation_bytes
+            ));
+        }
+        if self.md_window_bytes > MD_WINDOW_BYTES_MAX || self.md_page_bytes > MD_WINDOW_BYTES_MAX {
+            return Err(format!(
+                "md_window_bytes and md_page_bytes must be at most {MD_WINDOW_BYTES_MAX}, got {} and {}",
+                self.md_window_bytes, self.md_page_bytes
+            ));
         }
         if self.md_page_bytes == 0 || !self.md_page_bytes.is_multiple_of(512) {
             return Err(format!(
