@@ -157,7 +157,8 @@ fn wait_done(test: &str, dir: &Path, control: &str, server: &mut Server) -> Valu
         );
         assert!(
             started.elapsed() < Duration::from_secs(150),
-            "{test}: the growth did not finish within 150 s: {status:#}"
+            "{test}: the growth did not finish within 150 s: {status:#}\n{}",
+            server.log_text()
         );
         std::thread::sleep(Duration::from_millis(200));
     }

@@ -515,6 +515,10 @@ impl Machine for Array {
 
     fn handle_admin(&mut self, now: TimeNs, command: AdminCommand) -> serde_json::Value {
         self.now = now;
+        // Time moved: a growth waiting for it may go on now. (Its deadline
+        // is relative to `self.now`; without this, an admin call landing
+        // after the deadline would leave nobody to start the next window.)
+        self.pump_reshape();
         match command {
             AdminCommand::Status => self.status_json(),
             AdminCommand::StartCheck { repair } => match self.start_check(repair) {

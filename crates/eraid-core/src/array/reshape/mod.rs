@@ -391,6 +391,11 @@ impl Array {
             "blocked_requests": blocked,
             "valve_periods": valve.0,
             "valve_closed_periods": valve.1,
+            "throttle": self.reshape.as_ref().map(|r| serde_json::json!({
+                "user_io_age_ms": r.pacing.last_user_io.map(|t| self.now.0.saturating_sub(t.0) / 1_000_000),
+                "wait_ms": r.pacing.not_before.0.saturating_sub(self.now.0) / 1_000_000,
+                "paced_bytes": r.paced_bytes,
+            })),
             "elapsed_s": self.reshape.as_ref().map(|r| (self.now.0.saturating_sub(r.started_at.0)) as f64 / 1e9),
             "window": self.reshape.as_ref().and_then(|r| r.window.as_ref()).map(|w| serde_json::json!({
                 "start_bytes": w.start * chunk,
@@ -398,9 +403,54 @@ impl Array {
                 "stage": format!("{:?}", w.stage),
                 "backup": w.backup,
             })),
+            "window_ahead": self.reshape.as_ref().and_then(|r| r.ahead.as_ref()).map(|w| serde_json::json!({
+                "start_bytes": w.start * chunk,
+                "end_bytes": w.end * chunk,
+                "stage": format!("{:?}", w.stage),
+            })),
+            "waiting_for": self.reshape_waiting_for(),
+            "checkpoint_wanted": self.reshape.as_ref().map(|r| r.checkpoint_wanted),
             "checkpointing": self.reshape.as_ref().and_then(|r| r.checkpoint_stage).map(|c| format!("{c:?}")),
             "config": record.config,
         }))
+    }
+
+    /// What the growth waits for now, in words (for `detail`).
+    fn reshape_waiting_for(&self) -> Option<String> {
+        let reshape = self.reshape.as_ref()?;
+        let record = self.reshape_record()?;
+        let why = if reshape.checkpoint_stage.is_some() {
+            "a checkpoint".to_string()
+        } else if let Some(w) = &reshape.window {
+            format!("window {}..{} ({:?})", w.start, w.end, w.stage)
+        } else if reshape.ahead.is_some() {
+            "the window read ahead".to_string()
+        } else if reshape.checkpoint_wanted {
+            "a checkpoint to start".to_string()
+        } else if self.phase != Phase::Running {
+            "the array to run".to_string()
+        } else if record.state != ReshapeState::Running {
+            "nothing (paused)".to_string()
+        } else if self.scrub_running() {
+            "a resync or check".to_string()
+        } else if let Some(t) = reshape
+            .pacing
+            .gate(self.now, reshape.paced_bytes, &record.config)
+        {
+            format!(
+                "rate control until {} ms from now",
+                t.0.saturating_sub(self.now.0) / 1_000_000
+            )
+        } else {
+            match self.plan_next_window(reshape.copied_end) {
+                window::PlanOutcome::Window { start, end, backup } => {
+                    format!("nothing: next window {start}..{end} (backup {backup}) is ready")
+                }
+                window::PlanOutcome::CheckpointFirst => "a checkpoint first".to_string(),
+                window::PlanOutcome::Stuck(reason) => reason,
+            }
+        };
+        Some(why)
     }
 
     pub(super) fn reshape_backup_pending(&self) -> bool {
