@@ -426,6 +426,28 @@ impl Array {
     }
 }
 
+impl Array {
+    /// Time-driven growth work, the same whichever input brought the time:
+    /// close the valve periods that ended, then let the growth go on.
+    fn reshape_time_passed(&mut self, now: TimeNs) {
+        if self.reshape_strategy() == Some(reshape_config::ReshapeStrategy::Alv) {
+            let config = self.reshape_config().clone();
+            if let Some(reshape) = &mut self.reshape {
+                reshape.pacing.advance_valve(now, &config);
+                let (periods, closed) = (
+                    reshape.pacing.valve_periods,
+                    reshape.pacing.valve_closed_periods,
+                );
+                if let Some(record) = &mut self.superblock.reshape {
+                    record.counters.valve_periods = periods;
+                    record.counters.valve_closed_periods = closed;
+                }
+            }
+        }
+        self.pump_reshape();
+    }
+}
+
 impl Machine for Array {
     fn handle_request(&mut self, now: TimeNs, request: UserRequest) {
         self.now = now;
@@ -474,13 +496,7 @@ impl Machine for Array {
 
     fn handle_tick(&mut self, now: TimeNs) {
         self.now = now;
-        if self.reshape_strategy() == Some(reshape_config::ReshapeStrategy::Alv) {
-            let config = self.reshape_config().clone();
-            if let Some(reshape) = &mut self.reshape {
-                reshape.pacing.advance_valve(now, &config);
-            }
-        }
-        self.pump_reshape();
+        self.reshape_time_passed(now);
         if self.phase != Phase::Running || self.clean_cycle_active {
             return;
         }
@@ -518,7 +534,7 @@ impl Machine for Array {
         // Time moved: a growth waiting for it may go on now. (Its deadline
         // is relative to `self.now`; without this, an admin call landing
         // after the deadline would leave nobody to start the next window.)
-        self.pump_reshape();
+        self.reshape_time_passed(now);
         match command {
             AdminCommand::Status => self.status_json(),
             AdminCommand::StartCheck { repair } => match self.start_check(repair) {

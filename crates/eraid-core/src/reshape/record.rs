@@ -47,6 +47,9 @@ pub struct ReshapeCounters {
     pub metadata_writes: u64,
     /// Windows moved through a backup copy (the critical section).
     pub backup_windows: u64,
+    /// ALV valve periods judged, and those after which it closed (this run).
+    pub valve_periods: u64,
+    pub valve_closed_periods: u64,
 }
 
 /// A window whose source data was copied aside before it was overwritten:

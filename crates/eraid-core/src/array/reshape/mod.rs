@@ -357,14 +357,13 @@ impl Array {
     pub(super) fn reshape_status_json(&self) -> Option<serde_json::Value> {
         let record = self.reshape_record()?;
         let chunk = self.geometry.chunk_bytes;
-        let (copied_end, rate, blocked, valve) = match &self.reshape {
+        let (copied_end, rate, blocked) = match &self.reshape {
             Some(r) => (
                 r.copied_end,
                 r.pacing.rate_bytes_s(self.now, r.paced_bytes),
                 r.blocked.len(),
-                (r.pacing.valve_periods, r.pacing.valve_closed_periods),
             ),
-            None => (record.total_chunks, 0.0, 0, (0, 0)),
+            None => (record.total_chunks, 0.0, 0),
         };
         let progress = if record.total_chunks == 0 {
             1.0
@@ -389,8 +388,8 @@ impl Array {
             "backup_windows": c.backup_windows,
             "rate_bytes_s": rate,
             "blocked_requests": blocked,
-            "valve_periods": valve.0,
-            "valve_closed_periods": valve.1,
+            "valve_periods": c.valve_periods,
+            "valve_closed_periods": c.valve_closed_periods,
             "throttle": self.reshape.as_ref().map(|r| serde_json::json!({
                 "user_io_age_ms": r.pacing.last_user_io.map(|t| self.now.0.saturating_sub(t.0) / 1_000_000),
                 "wait_ms": r.pacing.not_before.0.saturating_sub(self.now.0) / 1_000_000,
