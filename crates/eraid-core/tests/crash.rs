@@ -132,27 +132,13 @@ fn crash_once(
         .events
         .iter()
         .any(|e| matches!(e, ArrayEvent::ResyncStarted { .. }));
-    let whole = call(
+    assert_flushed_sectors_survive(
         &mut h,
         &mut array,
-        1,
-        UserOp::Read {
-            offset_bytes: 0,
-            len_bytes: capacity as usize,
-        },
-    )
-    .unwrap()
-    .unwrap();
-    #[allow(clippy::needless_range_loop)] // s indexes three buffers
-    for s in 0..sectors {
-        if !touched[s] {
-            let range = s * SECTOR_BYTES as usize..(s + 1) * SECTOR_BYTES as usize;
-            assert!(
-                whole[range.clone()] == flushed[range],
-                "seed {seed} {level:?}: flushed sector {s} lost after crash"
-            );
-        }
-    }
+        &flushed,
+        &touched,
+        &format!("seed {seed} {level:?}"),
+    );
     let mismatches = if level == Level::Raid0 {
         0
     } else {

@@ -99,6 +99,25 @@ pub struct GrowArgs {
     members: Vec<PathBuf>,
 }
 
+/// Reports how waiting for a growth ended; the exit code: 0 done,
+/// 1 paused, 130 interrupted (`interrupted` says what happens next).
+fn exit_code(end: WaitEnd, interrupted: &str) -> i32 {
+    match end {
+        WaitEnd::Done(status, waited) => {
+            report_done(&status, waited);
+            0
+        }
+        WaitEnd::Paused(reason) => {
+            eprintln!("eraid: the growth paused: {reason}");
+            1
+        }
+        WaitEnd::Interrupted => {
+            eprintln!("{interrupted}");
+            130
+        }
+    }
+}
+
 /// Which strategies grow which level.
 pub fn check_strategy(level: u64, strategy: ReshapeStrategy) -> Result<()> {
     match (level, strategy.raid0_placement().is_some()) {
@@ -198,23 +217,14 @@ impl GrowArgs {
             println!("follow it with: eraid detail --control {}", path.display());
             return Ok(0);
         }
-        match wait_for_growth(&mut || client.status(), stop)? {
-            WaitEnd::Done(status, waited) => {
-                report_done(&status, waited);
-                Ok(0)
-            }
-            WaitEnd::Paused(reason) => {
-                eprintln!("eraid: the growth paused: {reason}");
-                Ok(1)
-            }
-            WaitEnd::Interrupted => {
-                eprintln!(
-                    "stopped waiting; the growth goes on in the server (eraid detail --control {})",
-                    path.display()
-                );
-                Ok(130)
-            }
-        }
+        let interrupted = format!(
+            "stopped waiting; the growth goes on in the server (eraid detail --control {})",
+            path.display()
+        );
+        Ok(exit_code(
+            wait_for_growth(&mut || client.status(), stop)?,
+            &interrupted,
+        ))
     }
 
     fn run_offline(self, stop: &AtomicBool) -> Result<i32> {
@@ -299,23 +309,11 @@ impl GrowArgs {
         let end = end?;
         closed?;
         drop(locks);
-        match end {
-            WaitEnd::Done(status, waited) => {
-                report_done(&status, waited);
-                Ok(0)
-            }
-            WaitEnd::Paused(reason) => {
-                eprintln!("eraid: the growth paused: {reason}");
-                Ok(1)
-            }
-            WaitEnd::Interrupted => {
-                eprintln!(
-                    "interrupted: the growth is checkpointed and resumes when the array is next \
-                     served (eraid serve with all its members)"
-                );
-                Ok(130)
-            }
-        }
+        Ok(exit_code(
+            end,
+            "interrupted: the growth is checkpointed and resumes when the array is next \
+             served (eraid serve with all its members)",
+        ))
     }
 }
 

@@ -108,3 +108,33 @@ pub fn growth_config(
         ..eraid_core::reshape::config::ReshapeConfig::with_strategy(strategy)
     }
 }
+
+/// Reads the whole array and asserts that every sector not `touched` since
+/// the last completed flush holds what `flushed` says; `what` names the run.
+pub fn assert_flushed_sectors_survive(
+    h: &mut MemHarness,
+    array: &mut Array,
+    flushed: &[u8],
+    touched: &[bool],
+    what: &str,
+) {
+    let sector = eraid_core::geometry::SECTOR_BYTES as usize;
+    let whole = call(
+        h,
+        array,
+        1,
+        UserOp::Read {
+            offset_bytes: 0,
+            len_bytes: flushed.len(),
+        },
+    )
+    .unwrap()
+    .unwrap();
+    for (s, _) in touched.iter().enumerate().filter(|(_, t)| !**t) {
+        let range = s * sector..(s + 1) * sector;
+        assert!(
+            whole[range.clone()] == flushed[range],
+            "{what}: flushed sector {s} lost after a crash"
+        );
+    }
+}
