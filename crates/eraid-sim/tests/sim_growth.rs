@@ -380,3 +380,123 @@ fn shipped_growth_experiments_load() {
         assert!(e.runs.iter().all(|r| r.config.growth.is_some()), "{file}");
     }
 }
+
+/// RAID-0 of 2 disks with 1 MiB chunks under a dense burst (the tiny trace
+/// played 100x faster): with `host_queue_depth = 1` the host keeps one
+/// request in the array, so no drive ever queues more than one command,
+/// every request still completes, and waiting at the host shows in the
+/// response times; without it the drives queue many.
+const HOST_QUEUE: &str = r#"
+name = "host-queue"
+seed = 5
+[array]
+level = 0
+disks = 2
+chunk = "1M"
+member_size = "64M"
+[disk]
+model = "cheetah-15k5"
+[workload]
+trace = "tiny.trace"
+format = "mqsim"
+time_scale = 0.01
+[run]
+window_ms = 100
+[[variant]]
+name = "unlimited"
+[[variant]]
+name = "serial"
+workload.host_queue_depth = 1
+"#;
+
+#[test]
+fn host_queue_depth_keeps_that_many_requests_in_the_array() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    tiny_trace(dir.path(), 300);
+    let e = experiment(dir.path(), HOST_QUEUE);
+    let result = run(&e);
+    let deepest = |name: &str| {
+        report(&result, name)
+            .disks
+            .iter()
+            .map(|d| d.max_queue_length)
+            .max()
+            .expect("disks")
+    };
+    assert_eq!(metric(&result, "serial", "requests"), 300.0);
+    assert_eq!(metric(&result, "unlimited", "requests"), 300.0);
+    assert_eq!(deepest("serial"), 1, "one request at a time");
+    assert!(deepest("unlimited") > 4, "the burst queues at the drives");
+    // Served one by one, the burst's last request waits for all the others.
+    assert!(
+        metric(&result, "serial", "max_response_ms")
+            > metric(&result, "unlimited", "max_response_ms"),
+        "serial max {} vs unlimited {}",
+        metric(&result, "serial", "max_response_ms"),
+        metric(&result, "unlimited", "max_response_ms")
+    );
+}
+
+#[test]
+fn host_queue_depth_is_checked() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    tiny_trace(dir.path(), 10);
+    let zero = HOST_QUEUE.replace(
+        "workload.host_queue_depth = 1",
+        "workload.host_queue_depth = 0",
+    );
+    let err = parse("exp/q.toml", &zero, dir.path()).expect_err("depth 0 is refused");
+    assert!(
+        err.to_string()
+            .contains("host_queue_depth: must be at least 1"),
+        "{err}"
+    );
+    let closed = HOST_QUEUE.replace(
+        "trace = \"tiny.trace\"\nformat = \"mqsim\"\ntime_scale = 0.01",
+        "preset = \"financial1\"\noutstanding = 4",
+    );
+    let err = parse("exp/q.toml", &closed, dir.path()).expect_err("closed loop has its own depth");
+    assert!(err.to_string().contains("only for open-loop"), "{err}");
+}
+
+/// The RAID-5 growths again behind the host a replay tool on Linux 2.6.18
+/// had: one request at a time, and CFQ time slices between user and
+/// background I/O. Checkpoint flushes wait for commands held at the host,
+/// so the data must still check out, and no drive ever holds more than a
+/// quantum of each class.
+#[test]
+fn raid5_growth_behind_a_serial_host_and_cfq_is_correct() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    tiny_trace(dir.path(), 300);
+    let text = RAID5
+        .replace(
+            "merge = \"512K\"",
+            "merge = \"512K\"\nhost_scheduler = \"cfq\"",
+        )
+        .replace("time_scale = 5.0", "time_scale = 5.0\nhost_queue_depth = 1");
+    let e = experiment(dir.path(), &text);
+    let a = run(&e);
+    for name in ["alv", "md-reshape"] {
+        assert_eq!(metric(&a, name, "growth_done"), 1.0, "{name}");
+        assert_eq!(metric(&a, name, "failed_requests"), 0.0, "{name}");
+        assert!(report(&a, name).data_checked_reads > 0, "{name}");
+        assert_eq!(report(&a, name).data_mismatches, 0, "{name}");
+        let deepest = report(&a, name)
+            .disks
+            .iter()
+            .map(|d| d.max_queue_length)
+            .max()
+            .expect("disks");
+        assert!(
+            deepest <= 2 * u64::from(eraid_sim::driver::host_sched::QUANTUM),
+            "{name}: a drive held {deepest} commands"
+        );
+    }
+    let bad = text.replace("host_scheduler = \"cfq\"", "host_scheduler = \"deadline\"");
+    let err = parse("exp/g.toml", &bad, dir.path()).expect_err("unknown scheduler");
+    assert!(
+        err.to_string()
+            .contains("[disk] host_scheduler: 'deadline' is not noop or cfq"),
+        "{err}"
+    );
+}

@@ -255,6 +255,14 @@ impl Array {
 
     fn issue(&mut self, member: usize, op: DeviceOp, cause: IoCause, owner: Owner) {
         assert!(member < self.geometry.member_count);
+        if let (IoCause::User, Some(reshape)) = (cause, &mut self.reshape) {
+            let bytes = match &op {
+                DeviceOp::Read { len_bytes, .. } => *len_bytes as u64,
+                DeviceOp::Write { data, .. } => data.len() as u64,
+                _ => 0,
+            };
+            reshape.pacing.user_io_issued(member, bytes);
+        }
         let id = IoId(self.next_io_id);
         self.next_io_id += 1;
         self.io_owner.insert(id, owner);

@@ -107,6 +107,11 @@ pub struct ReshapeConfig {
     /// MD-style throttling (every strategy but alv): with user I/O seen
     /// within this long and the rate above the floor, wait this long.
     pub idle_check_ms: u64,
+    /// MD-style throttling: users count as busy once they have moved more
+    /// than this (KiB) on one member since the growth last yielded, as in
+    /// Linux 2.6.18 (4096 sectors). 0: any user I/O within
+    /// `idle_check_ms` counts.
+    pub idle_user_kib: u64,
 }
 
 impl Default for ReshapeConfig {
@@ -123,6 +128,7 @@ impl Default for ReshapeConfig {
             latency_bound_ms: 15.0,
             slack: 0.1,
             idle_check_ms: 500,
+            idle_user_kib: 2048,
         }
     }
 }

@@ -17,6 +17,7 @@ use std::collections::BTreeMap;
 
 use eraid_core::io::{DeviceOp, IoCause, IoId};
 
+use super::host_sched::{Cfq, HostSchedulerKind, IoClass};
 use super::stats::MemberStats;
 use super::store::SparseStore;
 use crate::disk::{Device, DiskCompletion, DiskRequest};
@@ -26,6 +27,7 @@ pub struct DeviceInflight {
     /// by the host block layer (see [`Member::submit_batch`]).
     pub parts: Vec<(IoId, InflightKind)>,
     pub submit_ns: u64,
+    class: IoClass,
 }
 
 pub enum InflightKind {
@@ -42,6 +44,9 @@ pub enum InflightKind {
 
 /// A drive command being assembled from engine I/Os.
 struct Command {
+    /// Given when the command is complete (merging done), in issue order.
+    id: u64,
+    class: IoClass,
     is_read: bool,
     offset_bytes: u64,
     len_bytes: u64,
@@ -60,6 +65,8 @@ pub struct Member {
     next_command: u64,
     /// Flushes waiting: (io, commands with a lower id must finish first).
     flush_waiters: Vec<(IoId, u64)>,
+    /// Commands held by a `cfq` host scheduler (`None`: noop).
+    host: Option<Cfq<Command>>,
 }
 
 /// A command the model refused (beyond its capacity): fail it.
@@ -69,7 +76,12 @@ pub struct Refused {
 }
 
 impl Member {
-    pub fn new(device: Device, store: Option<SparseStore>, write_back: bool) -> Member {
+    pub fn new(
+        device: Device,
+        store: Option<SparseStore>,
+        write_back: bool,
+        scheduler: HostSchedulerKind,
+    ) -> Member {
         Member {
             device,
             stats: MemberStats::default(),
@@ -79,6 +91,7 @@ impl Member {
             inflight: BTreeMap::new(),
             next_command: 0,
             flush_waiters: Vec::new(),
+            host: (scheduler == HostSchedulerKind::Cfq).then(Cfq::default),
         }
     }
 
@@ -100,7 +113,7 @@ impl Member {
             let (is_read, offset_bytes, len_bytes, kind) = match op {
                 DeviceOp::Flush => {
                     for command in commands.drain(..) {
-                        refused.extend(self.dispatch(now_ns, command));
+                        refused.extend(self.hand_over(now_ns, command));
                     }
                     self.stats.count(cause, |c| c.flushes += 1);
                     self.flush_waiters.push((io, self.next_command));
@@ -135,9 +148,13 @@ impl Member {
                     )
                 }
             };
+            let class = IoClass::of(cause);
+            // CFQ keeps each class's requests apart; noop merges anything.
+            let separate = self.host.is_some();
             let merged = merge_max_bytes.and_then(|max| {
                 commands.iter_mut().find(|c| {
                     c.is_read == is_read
+                        && (!separate || c.class == class)
                         && c.len_bytes + len_bytes <= max
                         && (c.offset_bytes + c.len_bytes == offset_bytes
                             || offset_bytes + len_bytes == c.offset_bytes)
@@ -151,6 +168,8 @@ impl Member {
                     self.stats.merged += 1;
                 }
                 None => commands.push(Command {
+                    id: 0,
+                    class,
                     is_read,
                     offset_bytes,
                     len_bytes,
@@ -159,15 +178,43 @@ impl Member {
             }
         }
         for command in commands {
+            refused.extend(self.hand_over(now_ns, command));
+        }
+        refused
+    }
+
+    /// Numbers a finished command and gives it to the drive, or to the host
+    /// scheduler to hand over when its slice comes.
+    fn hand_over(&mut self, now_ns: u64, mut command: Command) -> Vec<Refused> {
+        command.id = self.next_command;
+        self.next_command += 1;
+        match &mut self.host {
+            None => self.dispatch(now_ns, command),
+            Some(host) => {
+                host.push(command.class, command);
+                self.pump_host(now_ns)
+            }
+        }
+    }
+
+    /// Hands the drive what the host scheduler lets through now.
+    pub fn pump_host(&mut self, now_ns: u64) -> Vec<Refused> {
+        let mut refused = Vec::new();
+        while let Some((_, command)) = self.host.as_mut().and_then(|h| h.next(now_ns)) {
             refused.extend(self.dispatch(now_ns, command));
         }
         refused
     }
 
+    /// When the host scheduler may let something through by itself.
+    pub fn host_timer_ns(&self) -> Option<u64> {
+        self.host.as_ref().and_then(Cfq::timer_ns)
+    }
+
     /// Submits one drive command; on refusal every part is failed.
     fn dispatch(&mut self, now_ns: u64, command: Command) -> Vec<Refused> {
-        let id = self.next_command;
-        self.next_command += 1;
+        let id = command.id;
+        let class = command.class;
         let request = DiskRequest {
             id,
             lbn: command.offset_bytes / 512,
@@ -175,6 +222,9 @@ impl Member {
             is_read: command.is_read,
         };
         if let Err(e) = self.device.submit(now_ns, request) {
+            if let Some(host) = &mut self.host {
+                host.completed(class);
+            }
             let reason = e.to_string();
             return command
                 .parts
@@ -191,6 +241,7 @@ impl Member {
             DeviceInflight {
                 parts: command.parts,
                 submit_ns: now_ns,
+                class,
             },
         );
         Vec::new()
@@ -199,6 +250,9 @@ impl Member {
     /// Records a finished command and returns what it was.
     pub fn complete(&mut self, now_ns: u64, done: &DiskCompletion) -> Option<DeviceInflight> {
         let inflight = self.inflight.remove(&done.id)?;
+        if let Some(host) = &mut self.host {
+            host.completed(inflight.class);
+        }
         let service_ns = now_ns.saturating_sub(inflight.submit_ns);
         self.stats
             .completed(now_ns, service_ns, done.seek_cyls, done.cache_hit);
@@ -210,7 +264,14 @@ impl Member {
         if self.flush_waiters.is_empty() {
             return Vec::new();
         }
-        let oldest = self.inflight.keys().next().copied().unwrap_or(u64::MAX);
+        let at_host = self.host.iter().flat_map(|h| h.waiting()).map(|c| c.id);
+        let oldest = self
+            .inflight
+            .keys()
+            .copied()
+            .chain(at_host)
+            .min()
+            .unwrap_or(u64::MAX);
         let mut ready = Vec::new();
         self.flush_waiters.retain(|&(io, watermark)| {
             let done = !self.write_back || oldest >= watermark;

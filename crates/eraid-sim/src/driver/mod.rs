@@ -23,6 +23,7 @@ mod disk_choice;
 mod event_queue;
 mod feed;
 pub mod growth;
+pub mod host_sched;
 mod member;
 mod oracle;
 mod passthrough;
@@ -77,6 +78,14 @@ pub struct SimConfig {
     /// many bytes (Linux's elevator merging; `None`: every engine I/O is
     /// its own command).
     pub merge_max_bytes: Option<u64>,
+    /// Open loop: the host keeps at most this many user requests in the
+    /// array; later arrivals wait in arrival order, and their response time
+    /// includes that wait (the engine, like the ALV paper's controller,
+    /// only sees the time from admission). `None`: no limit.
+    pub host_queue_depth: Option<u32>,
+    /// The host's I/O scheduler in front of every drive (see
+    /// [`host_sched`]).
+    pub host_scheduler: host_sched::HostSchedulerKind,
 }
 
 impl SimConfig {
@@ -95,6 +104,8 @@ impl SimConfig {
             growth: None,
             max_time_ns: None,
             merge_max_bytes: None,
+            host_queue_depth: None,
+            host_scheduler: host_sched::HostSchedulerKind::Noop,
         }
     }
 }

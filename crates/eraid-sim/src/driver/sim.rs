@@ -80,6 +80,8 @@ pub(super) struct Simulation {
     feed_done: bool,
     /// The workload was cut (the growth finished): later arrivals are dropped.
     cut: bool,
+    /// Arrivals waiting for the host's queue depth, in arrival order.
+    host_waiting: VecDeque<TraceRequest>,
     member_bytes: u64,
     growth: Option<GrowthRun>,
     /// The run stopped at `max_time_ns` with work left.
@@ -127,7 +129,14 @@ impl Simulation {
         let members = devices
             .into_iter()
             .zip(contents)
-            .map(|(device, contents)| Member::new(device, store.then_some(contents), write_back))
+            .map(|(device, contents)| {
+                Member::new(
+                    device,
+                    store.then_some(contents),
+                    write_back,
+                    config.host_scheduler,
+                )
+            })
             .collect();
         let feed_later = config
             .growth
@@ -165,6 +174,7 @@ impl Simulation {
             feed_offset_ns: 0,
             feed_done: false,
             cut: false,
+            host_waiting: VecDeque::new(),
             member_bytes,
             growth,
             timed_out: false,
@@ -193,7 +203,11 @@ impl Simulation {
         self.pump()?;
         loop {
             let growth_settled = self.growth.as_ref().is_none_or(GrowthRun::all_done);
-            if self.feed_done && self.users.is_empty() && growth_settled {
+            if self.feed_done
+                && self.users.is_empty()
+                && self.host_waiting.is_empty()
+                && growth_settled
+            {
                 break;
             }
             let Some((time_ns, event)) = self.queue.pop() else {
@@ -318,6 +332,24 @@ impl Simulation {
             self.feed_done = true;
             return Ok(());
         }
+        let host_full = self
+            .config
+            .host_queue_depth
+            .is_some_and(|depth| self.users.len() >= depth as usize);
+        if host_full {
+            self.host_waiting.push_back(request);
+        } else {
+            self.admit(request);
+        }
+        if matches!(self.feed, Some(Feed::Open(_))) {
+            self.pull_open()?;
+        }
+        Ok(())
+    }
+
+    /// Hands a request to the engine; its response time still counts from
+    /// its arrival.
+    fn admit(&mut self, request: TraceRequest) {
         let request = self.normalise(request);
         let id = self.next_request_id;
         self.next_request_id += 1;
@@ -356,10 +388,6 @@ impl Simulation {
                 op,
             },
         );
-        if matches!(self.feed, Some(Feed::Open(_))) {
-            self.pull_open()?;
-        }
-        Ok(())
     }
 
     fn wake(&mut self, member: usize, time_ns: u64) {
@@ -398,6 +426,10 @@ impl Simulation {
                 }
             }
         }
+        for refused in self.members[member].pump_host(now_ns) {
+            self.immediate
+                .push_back((refused.io, IoCompletion::Failed(refused.reason)));
+        }
         self.settle_member(member);
     }
 
@@ -408,7 +440,11 @@ impl Simulation {
         for io in m.ready_flushes() {
             self.immediate.push_back((io, IoCompletion::Done));
         }
-        if let Some(t) = m.device.next_event_ns() {
+        let next = match (m.device.next_event_ns(), m.host_timer_ns()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        if let Some(t) = next {
             // The model has done everything up to now, so a wake at or
             // before now can only come from rounding: nudge it forward.
             let t = if t <= now_ns { now_ns + 1 } else { t };
@@ -522,6 +558,15 @@ impl Simulation {
                 if let Some(oracle) = &mut self.oracle {
                     oracle.forget(id);
                 }
+            }
+        }
+        if let Some(depth) = self.config.host_queue_depth {
+            // Waiting requests arrived before any cut: they still run.
+            while self.users.len() < depth as usize {
+                let Some(next) = self.host_waiting.pop_front() else {
+                    break;
+                };
+                self.admit(next);
             }
         }
         if matches!(self.feed, Some(Feed::Closed { .. })) {

@@ -22,6 +22,7 @@
 //! read_ahead = "segment"        # none | track | cylinder | segment | next-track
 //! cache = true
 //! merge = "512K"                # host block layer merges contiguous I/Os issued together ("off": default)
+//! host_scheduler = "cfq"        # host I/O scheduler: noop (default) | cfq (time slices between user and background I/O, as Linux 2.6's CFQ)
 //!
 //! [engine]                      # eraid_core::ArrayOptions
 //! bitmap_clean_delay_ms = 5000
@@ -36,6 +37,7 @@
 //! devices = [0, 1]              # default: every device, all on the one array
 //! # preset = "financial1"       # or spec = "workload.toml"
 //! # outstanding = 8             # closed loop for preset/spec
+//! # host_queue_depth = 1        # open loop: the host keeps at most this many requests in the array, the rest wait in arrival order (a replay tool on glibc's POSIX AIO: 1 per file)
 //! # stride = { op = "write", block = "4K", stride_blocks = 1, span_blocks = 8192, outstanding = 32 }
 //! # none = true                 # no user load (growth experiments)
 //!
@@ -60,7 +62,8 @@
 //! valve_period_ms = 1000        # alv: valve period
 //! latency_bound_ms = 15         # alv: latency bound B
 //! slack = 0.1                   # alv: slack factor theta
-//! idle_check_ms = 500           # md-style throttling: how long users count as busy
+//! idle_check_ms = 500           # md-style throttling: how long the growth yields to users
+//! idle_user = "2M"              # md-style throttling: user data on one member that makes the array busy (Linux 2.6.18: 2M; 0: any user I/O within idle_check_ms)
 //! sample_ms = 1000              # period of the progress samples (growth.csv)
 //! enabled = true                # a variant may set false: no growth
 //!
@@ -120,6 +123,8 @@ pub struct DiskTable {
     pub cache: Option<bool>,
     /// Host block layer merging: the largest merged command ("512K").
     pub merge: Option<IntOrText>,
+    /// The host's I/O scheduler: "noop" (default) or "cfq".
+    pub host_scheduler: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -155,6 +160,8 @@ pub struct WorkloadTable {
     pub preset: Option<String>,
     pub spec: Option<String>,
     pub outstanding: Option<u32>,
+    /// Open loop: most requests the host keeps in the array at once.
+    pub host_queue_depth: Option<u32>,
     pub stride: Option<StrideTable>,
     /// No user requests at all (an unloaded growth).
     pub none: Option<bool>,
@@ -200,6 +207,7 @@ pub struct GrowthTable {
     pub latency_bound_ms: Option<f64>,
     pub slack: Option<f64>,
     pub idle_check_ms: Option<u64>,
+    pub idle_user: Option<IntOrText>,
     pub sample_ms: Option<u64>,
 }
 
@@ -303,13 +311,16 @@ macro_rules! overlay_fields {
 }
 
 overlay_fields!(ArrayTable { level, disks, chunk, layout, member_size } nested {});
-overlay_fields!(DiskTable { model, scheduler, queue_depth, write_cache, read_ahead, cache, merge } nested {});
+overlay_fields!(DiskTable {
+    model, scheduler, queue_depth, write_cache, read_ahead, cache, merge, host_scheduler
+} nested {});
 overlay_fields!(EngineTable { bitmap_clean_delay_ms, scrub_window_stripes, resync_on_open, write_intent_bitmap } nested {});
 overlay_fields!(StrideTable { op, block, stride_blocks, span_blocks, start, outstanding } nested {});
 overlay_fields!(RunTable { max_requests, window_requests, window_ms, data_mode, until, max_time_s } nested {});
 overlay_fields!(GrowthTable {
     enabled, add, strategy, start_s, load, aggregation, md_page, md_window, sliding_window_max,
-    speed_min, speed_max, valve_period_ms, latency_bound_ms, slack, idle_check_ms, sample_ms
+    speed_min, speed_max, valve_period_ms, latency_bound_ms, slack, idle_check_ms, idle_user,
+    sample_ms
 } nested {});
 
 /// As the macro, except that a variant naming a workload source (trace,
@@ -343,6 +354,7 @@ impl Overlay for WorkloadTable {
             preset: o.preset.or(b.preset),
             spec: o.spec.or(b.spec),
             outstanding: o.outstanding.or(b.outstanding),
+            host_queue_depth: o.host_queue_depth.or(b.host_queue_depth),
             stride: Overlay::overlay(b.stride, o.stride),
             none: o.none.or(b.none),
         })

@@ -232,6 +232,10 @@ fn resolve(
     apply_disk_settings(&mut disk, &disk_table)?;
     let mut config = SimConfig::new(target, members, disk);
     config.seed = seed;
+    if let Some(name) = &disk_table.host_scheduler {
+        config.host_scheduler = crate::driver::host_sched::HostSchedulerKind::parse(name)
+            .map_err(|e| format!("[disk] host_scheduler: {e}"))?;
+    }
     config.merge_max_bytes = disk_table
         .merge
         .as_ref()
@@ -321,6 +325,25 @@ fn resolve(
                 options.max_duration_ns = Some(u64::MAX);
             }
         }
+    }
+    if let Some(depth) = workload.host_queue_depth {
+        if depth == 0 {
+            return Err("[workload] host_queue_depth: must be at least 1".into());
+        }
+        if !matches!(
+            feed,
+            FeedSpec::Trace { .. }
+                | FeedSpec::Synthetic {
+                    outstanding: None,
+                    ..
+                }
+        ) {
+            return Err(
+                "[workload] host_queue_depth: only for open-loop workloads (a trace, or a preset or spec without outstanding)"
+                    .into(),
+            );
+        }
+        config.host_queue_depth = Some(depth);
     }
     config.growth = growth.map(|mut plan| {
         plan.until_done = until_growth;
@@ -468,6 +491,15 @@ fn resolve_growth(
             return Err("[growth] idle_check_ms: must be positive".into());
         }
         config.idle_check_ms = ms;
+    }
+    match &g.idle_user {
+        None => {}
+        Some(IntOrText::Int(bytes)) => config.idle_user_kib = *bytes / 1024,
+        Some(IntOrText::Text(t)) => {
+            config.idle_user_kib = parse_size_bytes(t.trim())
+                .map_err(|e| format!("[growth] idle_user: {e} (a size, e.g. \"2M\", or 0)"))?
+                / 1024;
+        }
     }
     if let Some(b) = g.latency_bound_ms {
         if !(b.is_finite() && b > 0.0) {

@@ -1,6 +1,13 @@
 //! Rate control of redistribution: a floor and a ceiling on the rate (MD's
 //! sync_speed_min/max), MD's "yield while users are busy" rule, and ALV's
 //! on/off valve, judged per period from user congestion and latency.
+//!
+//! MD's rule, as Linux 2.6.18's `is_mddev_idle` has it: a member is busy
+//! once users have moved more than a threshold (4096 sectors) on it since
+//! the last time the array was found busy; the count is only reset by a
+//! busy verdict, so slow but steady user traffic still makes MD yield now
+//! and then. With the threshold at 0, any user I/O within the idle check
+//! time counts (later kernels look at in-flight user I/O the same way).
 
 use crate::io::TimeNs;
 use crate::reshape::config::{ReshapeConfig, ReshapeStrategy};
@@ -16,6 +23,8 @@ pub struct Pacing {
     /// No new window before this instant.
     pub not_before: TimeNs,
     pub last_user_io: Option<TimeNs>,
+    /// User bytes per member since the array was last found busy.
+    user_bytes_since_busy: Vec<u64>,
     /// Valve: the current period and what users saw in it.
     period_start: Option<TimeNs>,
     period_requests: u64,
@@ -51,6 +60,37 @@ impl Pacing {
 
     pub fn user_arrived(&mut self, now: TimeNs) {
         self.last_user_io = Some(now);
+    }
+
+    /// A user device I/O of `bytes` went to `member`.
+    pub fn user_io_issued(&mut self, member: usize, bytes: u64) {
+        if self.user_bytes_since_busy.len() <= member {
+            self.user_bytes_since_busy.resize(member + 1, 0);
+        }
+        self.user_bytes_since_busy[member] += bytes;
+    }
+
+    /// MD's idle test: some member moved more user data than the threshold
+    /// since the last busy verdict (threshold 0: users seen recently).
+    fn users_busy(&self, now: TimeNs, config: &ReshapeConfig) -> bool {
+        if config.idle_user_kib == 0 {
+            let idle_ns = config.idle_check_ms * 1_000_000;
+            return self.last_user_io.is_some_and(|t| now.0 < t.0 + idle_ns);
+        }
+        let threshold = config.idle_user_kib * 1024;
+        self.user_bytes_since_busy.iter().any(|&b| b > threshold)
+    }
+
+    /// The growth waits until `wake`, as `gate` said. A busy verdict starts
+    /// a new count, as `is_mddev_idle` does when it finds a member busy.
+    pub fn wait_until(&mut self, now: TimeNs, wake: TimeNs, config: &ReshapeConfig) {
+        if config.strategy != ReshapeStrategy::Alv
+            && now >= self.not_before
+            && self.users_busy(now, config)
+        {
+            self.user_bytes_since_busy.iter_mut().for_each(|b| *b = 0);
+        }
+        self.not_before = wake;
     }
 
     pub fn user_congested(&mut self) {
@@ -119,10 +159,79 @@ impl Pacing {
         if config.strategy == ReshapeStrategy::Alv {
             return (now < self.valve_closed_until).then_some(self.valve_closed_until);
         }
-        let idle_ns = config.idle_check_ms * 1_000_000;
-        match self.last_user_io {
-            Some(t) if now.0 < t.0 + idle_ns => Some(TimeNs(now.0 + idle_ns)),
-            _ => None,
+        self.users_busy(now, config)
+            .then_some(TimeNs(now.0 + config.idle_check_ms * 1_000_000))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: u64 = 1_000_000;
+
+    fn md(idle_user_kib: u64) -> ReshapeConfig {
+        ReshapeConfig {
+            idle_user_kib,
+            ..ReshapeConfig::with_strategy(ReshapeStrategy::MdReshape)
         }
+    }
+
+    /// A pacing that has moved data well above the floor, so only the idle
+    /// rule can hold it.
+    fn fast_pacing(now: TimeNs) -> (Pacing, u64) {
+        let mut pacing = Pacing::default();
+        pacing.note(TimeNs(now.0 - 1_000 * MS), 0);
+        let processed = 100 << 20;
+        pacing.note(now, processed);
+        (pacing, processed)
+    }
+
+    #[test]
+    fn md_2_6_18_rule_yields_once_users_moved_2_mib_on_a_member_then_counts_again() {
+        let config = md(2048);
+        let now = TimeNs(10_000 * MS);
+        let (mut pacing, processed) = fast_pacing(now);
+        // Steady small user traffic below the threshold: no yield, however
+        // recent it is.
+        pacing.user_arrived(now);
+        pacing.user_io_issued(0, 1 << 20);
+        pacing.user_io_issued(1, 2 << 20);
+        assert_eq!(pacing.gate(now, processed, &config), None);
+        // Member 0 passes 2 MiB since the last busy verdict: yield 500 ms.
+        pacing.user_io_issued(0, (1 << 20) + 4096);
+        let wake = pacing.gate(now, processed, &config).expect("busy");
+        assert_eq!(wake, TimeNs(now.0 + 500 * MS));
+        pacing.wait_until(now, wake, &config);
+        // The verdict reset every member's count: at the wake, idle again.
+        assert_eq!(pacing.gate(wake, processed, &config), None);
+        pacing.user_io_issued(1, 1 << 20);
+        assert_eq!(pacing.gate(wake, processed, &config), None);
+    }
+
+    #[test]
+    fn threshold_zero_yields_to_any_recent_user() {
+        let config = md(0);
+        let now = TimeNs(10_000 * MS);
+        let (mut pacing, processed) = fast_pacing(now);
+        assert_eq!(pacing.gate(now, processed, &config), None);
+        pacing.user_arrived(TimeNs(now.0 - 100 * MS));
+        assert_eq!(
+            pacing.gate(now, processed, &config),
+            Some(TimeNs(now.0 + 500 * MS))
+        );
+        let later = TimeNs(now.0 + 400 * MS);
+        assert_eq!(pacing.gate(later, processed, &config), None);
+    }
+
+    #[test]
+    fn below_the_floor_users_do_not_hold_the_growth() {
+        let config = md(2048);
+        let now = TimeNs(10_000 * MS);
+        let mut pacing = Pacing::default();
+        pacing.note(TimeNs(now.0 - 1_000 * MS), 0);
+        pacing.note(now, 1024); // 1 KiB/s, below the 1,000 KiB/s floor
+        pacing.user_io_issued(0, 64 << 20);
+        assert_eq!(pacing.gate(now, 1024, &config), None);
     }
 }
