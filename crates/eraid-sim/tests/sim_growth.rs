@@ -371,6 +371,7 @@ fn shipped_growth_experiments_load() {
         ("alv-counts.toml", 3),
         ("alv-unloaded.toml", 3),
         ("alv-online.toml", 12),
+        ("alv-online-testbed.toml", 9),
         ("alv-sensitivity.toml", 10),
         ("fastscale-online.toml", 4),
         ("fastscale-after.toml", 4),
@@ -378,6 +379,11 @@ fn shipped_growth_experiments_load() {
         let e = eraid_sim::experiment::load(&dir.join(file)).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(e.runs.len(), runs, "{file}");
         assert!(e.runs.iter().all(|r| r.config.growth.is_some()), "{file}");
+        if file == "alv-online-testbed.toml" {
+            use eraid_sim::driver::host_sched::HostSchedulerKind;
+            assert!(e.runs.iter().all(|r| r.config.host_queue_depth == Some(1)
+                && r.config.host_scheduler == HostSchedulerKind::Cfq));
+        }
     }
 }
 

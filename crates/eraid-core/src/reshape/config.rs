@@ -89,6 +89,10 @@ pub struct ReshapeConfig {
     pub md_page_bytes: u64,
     /// md-reshape: the fixed reshape window (a checkpoint after each).
     pub md_window_bytes: u64,
+    /// md-reshape: while a window is moved every user request waits (the
+    /// window fills MD's stripe cache, so no stripe head is free); false:
+    /// only requests touching the window wait.
+    pub md_window_blocks_all: bool,
     /// Lazy strategies: most array data copied but not yet checkpointed
     /// (the sliding window never exceeds the reordering window either).
     pub sliding_window_bytes_max: u64,
@@ -121,6 +125,7 @@ impl Default for ReshapeConfig {
             aggregation_bytes: 1 << 20,
             md_page_bytes: 4096,
             md_window_bytes: 3 << 20,
+            md_window_blocks_all: true,
             sliding_window_bytes_max: 256 << 20,
             speed_min_kib_s: 1_000,
             speed_max_kib_s: 200_000,

@@ -446,6 +446,9 @@ fn resolve_growth(
     bytes(&g.aggregation, "aggregation", &mut config.aggregation_bytes)?;
     bytes(&g.md_page, "md_page", &mut config.md_page_bytes)?;
     bytes(&g.md_window, "md_window", &mut config.md_window_bytes)?;
+    if let Some(all) = g.md_window_blocks_all {
+        config.md_window_blocks_all = all;
+    }
     bytes(
         &g.sliding_window_max,
         "sliding_window_max",

@@ -12,8 +12,9 @@ impl Array {
     /// growth can serve it.
     pub(in crate::array) fn reshape_admit(&mut self, request: UserRequest) -> Option<UserRequest> {
         let chunk_bytes = self.geometry.chunk_bytes;
-        let strategy_is_md = self.reshape_record().is_some_and(|r| {
+        let md_blocks_all = self.reshape_record().is_some_and(|r| {
             r.config.strategy == crate::reshape::config::ReshapeStrategy::MdReshape
+                && r.config.md_window_blocks_all
         });
         let Some(reshape) = &mut self.reshape else {
             return Some(request);
@@ -32,7 +33,7 @@ impl Array {
         // md-reshape's 3 MiB window is MD's whole stripe cache (256 stripes
         // of 4 KiB pages over the new data disks): while one is moved, no
         // stripe head is free and every user request waits.
-        let cache_full = strategy_is_md && reshape.window.is_some();
+        let cache_full = md_blocks_all && reshape.window.is_some();
         let in_window = in_window || cache_full;
         let writes = !matches!(request.op, UserOp::Read { .. });
         // A write into copied-but-not-checkpointed chunks: the copy it
