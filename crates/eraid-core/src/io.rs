@@ -200,6 +200,15 @@ pub enum AdminCommand {
         members: Vec<crate::reshape::config::NewMember>,
         config: crate::reshape::config::ReshapeConfig,
     },
+    /// Pause the running growth (the window in flight finishes and what was
+    /// copied is checkpointed); it stays paused across restarts until
+    /// `ResumeGrow`. User I/O goes on.
+    PauseGrow,
+    /// Let a paused growth go on (refused while the array is degraded).
+    ResumeGrow,
+    /// Change the growth's rate settings; the new ones apply at once and
+    /// are recorded in the superblock.
+    TuneGrow(crate::reshape::config::GrowthTuning),
 }
 
 /// The sans-IO interface every array engine offers to its drivers.

@@ -305,6 +305,14 @@ fn member_fails_during_growth(
             reason.contains(&format!("member {victim}")),
             "pause names the member: {reason}"
         );
+        // The operator cannot resume it while a member is missing.
+        let refused = array.handle_admin(h.now, AdminCommand::ResumeGrow);
+        let error = refused["error"].as_str().unwrap_or("");
+        assert!(
+            error.contains("degraded") && error.contains(&victim.to_string()),
+            "{refused}"
+        );
+        assert_eq!(reshape_state(&array), "paused");
     }
     assert_eq!(status["degraded"], true);
     verify_all(&mut h, &mut array, &model, &mut id);
@@ -462,4 +470,107 @@ fn md_reshape_window_blocks_every_user_or_only_those_touching_it() {
             "blocks_all {blocks_all}"
         );
     }
+}
+
+/// The operator pauses a growth: the window in flight finishes, what was
+/// copied is checkpointed, nothing more moves however long it waits, users
+/// are served, and it stays paused across a restart; settings can change
+/// (bad ones are refused, naming them); resumed, it finishes with every
+/// byte in place.
+#[test]
+fn operator_pauses_tunes_and_resumes_a_growth() {
+    use eraid_core::reshape::config::GrowthTuning;
+    let (mut h, mut array, mut model, _) = filled_and_growing(
+        11,
+        Level::Raid5,
+        ParityLayout::LeftSymmetric,
+        3,
+        1,
+        ReshapeStrategy::Alv,
+    );
+    for _ in 0..40 {
+        h.step(&mut array);
+    }
+    let answer = array.handle_admin(h.now, AdminCommand::PauseGrow);
+    assert!(answer.get("error").is_none(), "{answer}");
+    h.run(&mut array);
+    let r = array.status_json()["reshape"].clone();
+    assert_eq!(r["state"], "paused", "{r}");
+    assert_eq!(r["held"], true);
+    assert_eq!(r["pause_reason"], "paused by the operator");
+    let processed = r["processed_bytes"].as_u64().unwrap();
+    assert!(
+        processed > 0 && processed < r["total_bytes"].as_u64().unwrap(),
+        "{r}"
+    );
+    assert_eq!(
+        r["checkpoint_bytes"], r["processed_bytes"],
+        "copied data checkpointed"
+    );
+    h.idle(&mut array, 5_000);
+    assert_eq!(array.status_json()["reshape"]["processed_bytes"], processed);
+    let again = array.handle_admin(h.now, AdminCommand::PauseGrow);
+    assert!(
+        again["error"].as_str().unwrap().contains("already paused"),
+        "{again}"
+    );
+
+    // Users are served while it is paused.
+    let mut id = 100;
+    let data: Vec<u8> = (0..2 * CHUNK).map(|i| (i % 253) as u8).collect();
+    let at = 3 * CHUNK + 512;
+    let write = UserOp::Write {
+        offset_bytes: at,
+        data: data.clone(),
+        fua: false,
+    };
+    call(&mut h, &mut array, id, write).expect("write while paused");
+    model[at as usize..(at + 2 * CHUNK) as usize].copy_from_slice(&data);
+
+    // Settings: a bad one is refused and changes nothing; a good one holds.
+    let bad = GrowthTuning {
+        speed_min_kib_s: Some(10),
+        speed_max_kib_s: Some(5),
+        ..Default::default()
+    };
+    let refused = array.handle_admin(h.now, AdminCommand::TuneGrow(bad));
+    assert!(
+        refused["error"]
+            .as_str()
+            .unwrap()
+            .contains("speed_min_kib_s"),
+        "{refused}"
+    );
+    let config = &array.status_json()["reshape"]["config"];
+    assert_ne!(config["speed_max_kib_s"], 5);
+    let good = GrowthTuning {
+        latency_bound_ms: Some(30.0),
+        ..Default::default()
+    };
+    let tuned = array.handle_admin(h.now, AdminCommand::TuneGrow(good));
+    assert_eq!(
+        tuned["reshape"]["config"]["latency_bound_ms"], 30.0,
+        "{tuned}"
+    );
+
+    // A restart keeps it paused, with its settings.
+    close(&mut h, &mut array);
+    let mut array = open(&mut h);
+    let r = array.status_json()["reshape"].clone();
+    assert_eq!(r["state"], "paused", "{r}");
+    assert_eq!(r["config"]["latency_bound_ms"], 30.0);
+    h.idle(&mut array, 2_000);
+    assert_eq!(array.status_json()["reshape"]["processed_bytes"], processed);
+
+    let answer = array.handle_admin(h.now, AdminCommand::ResumeGrow);
+    assert!(answer.get("error").is_none(), "{answer}");
+    h.run(&mut array);
+    while reshape_state(&array) != "done" {
+        h.idle(&mut array, 100);
+    }
+    id += 1;
+    verify_all(&mut h, &mut array, &model, &mut id);
+    assert_eq!(check(&mut h, &mut array, false), (0, 0));
+    let late = array.handle_admin(h.now, AdminCommand::ResumeGrow);
+    assert_eq!(late["error"], "no growth is in progress", "{late}");
 }

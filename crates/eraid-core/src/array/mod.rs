@@ -556,6 +556,11 @@ impl Machine for Array {
                 }
                 Err(reason) => serde_json::json!({ "error": reason }),
             },
+            AdminCommand::PauseGrow => self.answer_with_status(Self::hold_reshape),
+            AdminCommand::ResumeGrow => self.answer_with_status(Self::release_reshape),
+            AdminCommand::TuneGrow(tuning) => {
+                self.answer_with_status(|array| array.tune_reshape(&tuning))
+            }
         }
     }
 

@@ -202,3 +202,39 @@ pub struct NewMember {
     pub path_hint: String,
     pub size_bytes: u64,
 }
+
+/// Rate settings an operator may change while a growth runs (the others
+/// shape windows already planned and stay as they were).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct GrowthTuning {
+    pub speed_min_kib_s: Option<u64>,
+    pub speed_max_kib_s: Option<u64>,
+    pub latency_bound_ms: Option<f64>,
+    pub slack: Option<f64>,
+}
+
+impl GrowthTuning {
+    pub fn is_empty(&self) -> bool {
+        *self == GrowthTuning::default()
+    }
+
+    /// `config` with these settings applied, or why they cannot be.
+    pub fn applied_to(&self, config: &ReshapeConfig) -> Result<ReshapeConfig, String> {
+        let mut tuned = config.clone();
+        if let Some(v) = self.speed_min_kib_s {
+            tuned.speed_min_kib_s = v;
+        }
+        if let Some(v) = self.speed_max_kib_s {
+            tuned.speed_max_kib_s = v;
+        }
+        if let Some(v) = self.latency_bound_ms {
+            tuned.latency_bound_ms = v;
+        }
+        if let Some(v) = self.slack {
+            tuned.slack = v;
+        }
+        tuned.validate()?;
+        Ok(tuned)
+    }
+}

@@ -86,6 +86,10 @@ pub struct ReshapeRecord {
     pub state: ReshapeState,
     #[serde(default)]
     pub pause_reason: Option<String>,
+    /// Paused by the operator: stays paused, across restarts too, until the
+    /// operator resumes it.
+    #[serde(default)]
+    pub held: bool,
     #[serde(default)]
     pub counters: ReshapeCounters,
 }

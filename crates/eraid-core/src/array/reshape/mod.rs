@@ -16,6 +16,7 @@
 //! rule (the first stripes), the window's data is first copied aside to a
 //! backup area and recorded (MD's critical section).
 
+mod control;
 mod mover;
 mod pacing;
 mod routing;
@@ -151,8 +152,9 @@ impl Array {
         }
         self.reshape = Some(Reshape::build(record, &self.geometry, self.now));
         // A growth paused by a failure retries once every member is back;
-        // if the cause remains it pauses again, saying why.
-        if !self.is_degraded() {
+        // if the cause remains it pauses again, saying why. One the
+        // operator paused stays paused.
+        if !self.is_degraded() && !record.held {
             let record = self.reshape_record_mut();
             record.state = ReshapeState::Running;
             record.pause_reason = None;
@@ -286,6 +288,7 @@ impl Array {
             backup: None,
             state: ReshapeState::Running,
             pause_reason: None,
+            held: false,
             counters: ReshapeCounters::default(),
         };
         // The new shape is recorded before any data moves; until the
@@ -375,6 +378,7 @@ impl Array {
             "strategy": record.config.strategy.name(),
             "state": record.state.name(),
             "pause_reason": record.pause_reason,
+            "held": record.held,
             "progress": progress,
             "old_member_count": record.old_geometry.member_count,
             "new_member_count": self.geometry.member_count,
