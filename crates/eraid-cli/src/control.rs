@@ -20,6 +20,11 @@
 //!   other process holds it; any failure changes nothing.
 //! - `{"command": "check", "repair": false}`: starts a parity / mirror check
 //!   (progress and result in the status's `activity`).
+//! - `{"command": "pause-grow"}`, `{"command": "resume-grow"}`: pause the
+//!   growth (it stays paused across restarts) or let it go on.
+//! - `{"command": "tune-grow", "settings": {"speed_max_kib_s": 20000}}`:
+//!   change the growth's `speed_min_kib_s`, `speed_max_kib_s`,
+//!   `latency_bound_ms` or `slack`.
 //!
 //! Answers: `{"ok": true, "status": {...}}` with the status after the
 //! command, or `{"ok": false, "error": "what was wrong"}`.
@@ -28,7 +33,8 @@
 //! `chunk_bytes`, `member_count`, `capacity_bytes` (what users can address:
 //! the old capacity until a growth is done), `members[{index, uuid, path,
 //! state}]`, `activity` (check or resync), and `reshape`: null or
-//! `{strategy, state: running|paused|done, pause_reason, progress (0..1),
+//! `{strategy, state: running|paused|done, pause_reason, held (paused by
+//! the operator), progress (0..1),
 //! old_member_count, new_member_count, processed_bytes, total_bytes,
 //! checkpoint_bytes, moved_bytes, metadata_writes, redistribution_reads,
 //! redistribution_writes, backup_windows, rate_bytes_s, elapsed_s,
@@ -214,10 +220,28 @@ fn answer(request: &Value, context: &ControlContext) -> Value {
             Ok(status) => json!({"ok": true, "status": status}),
             Err(error) => failure(format!("{error:#}")),
         },
+        Some(command @ ("pause-grow" | "resume-grow" | "tune-grow")) => {
+            let admin = match command {
+                "pause-grow" => AdminCommand::PauseGrow,
+                "resume-grow" => AdminCommand::ResumeGrow,
+                _ => match request.get("settings").map(|s| serde_json::from_value(s.clone())) {
+                    Some(Ok(tuning)) => AdminCommand::TuneGrow(tuning),
+                    Some(Err(e)) => return failure(format!("bad growth settings: {e}")),
+                    None => return failure("tune-grow needs \"settings\" (speed_min_kib_s, speed_max_kib_s, latency_bound_ms, slack)"),
+                },
+            };
+            match context.handle.admin(admin) {
+                Ok(answer) => match answer.get("error") {
+                    Some(error) => failure(error.as_str().unwrap_or("refused")),
+                    None => json!({"ok": true, "status": answer}),
+                },
+                Err(error) => failure(format!("the array is not running: {error}")),
+            }
+        }
         Some(other) => failure(format!(
-            "unknown command {other:?}: expected status, grow or check"
+            "unknown command {other:?}: expected status, grow, check, pause-grow, resume-grow or tune-grow"
         )),
-        None => failure("the request has no \"command\" (status, grow or check)"),
+        None => failure("the request has no \"command\" (status, grow, check, pause-grow, resume-grow or tune-grow)"),
     }
 }
 

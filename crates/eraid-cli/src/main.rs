@@ -27,6 +27,7 @@ enum Command {
     Serve(commands::serve::ServeArgs),
     Check(commands::check::CheckArgs),
     Grow(commands::grow::GrowArgs),
+    Reshape(commands::reshape::ReshapeArgs),
     Demo(commands::demo::DemoArgs),
     /// Simulate an array of modelled drives replaying a trace or workload.
     Sim(commands::sim::SimArgs),
@@ -57,6 +58,7 @@ fn main() {
         Command::Serve(args) => args.run(),
         Command::Check(args) => args.run(),
         Command::Grow(args) => args.run(),
+        Command::Reshape(args) => args.run(),
         Command::Demo(args) => args.run(),
         Command::Sim(args) => args.run(),
         Command::Experiment { command } => command.run(),

@@ -540,3 +540,139 @@ fn offline_growth_keeps_the_data() {
         assert_eq!(check.code(), Some(0), "{test}: {check}");
     }
 }
+
+/// `eraid reshape pause|set|resume` on a served RAID-5 growing 3 -> 4: the
+/// paused growth moves nothing, stays paused across a server restart, takes
+/// new settings (bad ones refused, naming them), and once resumed finishes
+/// with the data intact and parity clean.
+#[test]
+fn operator_pauses_retunes_and_resumes_a_served_growth() {
+    let test = "eraid reshape pause / set / resume";
+    if !require_tools(test, &["nbdcopy", "nbdkit"]) {
+        return;
+    }
+    let scratch = scratch();
+    let dir = scratch.path();
+    let names = member_names(4);
+    let all = strs(&names);
+    create(dir, 5, &all[..3], "64M");
+    blank(dir, all[3], 64 * MIB);
+    let data = 100 * MIB;
+    write_random(&dir.join("data.bin"), data, 4242);
+    let server = Server::start_with(dir, &["--control", "ctl.sock"], &all[..3]);
+    run_tool(dir, "nbdcopy", &["--flush", "data.bin", &server.uri]).expect_ok();
+
+    let none = eraid(dir, &["reshape", "pause", "--control", "ctl.sock"]);
+    assert_eq!(none.code(), Some(2), "{test}: {none}");
+    assert!(
+        none.stderr.contains("no growth is in progress"),
+        "{test}: {none}"
+    );
+
+    let grow = [
+        "grow",
+        "--add",
+        all[3],
+        "--strategy",
+        "alv",
+        "--speed-max",
+        "10000",
+        "--no-wait",
+        "--control",
+        "ctl.sock",
+    ];
+    eraid(dir, &grow).expect_ok();
+    let started = Instant::now();
+    while live(dir, "ctl.sock")["reshape"]["processed_bytes"] == 0 {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "{test}: nothing moved"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let paused = eraid(dir, &["reshape", "pause", "--control", "ctl.sock"]).expect_ok();
+    assert!(paused.stdout.contains("growth paused"), "{test}: {paused}");
+    let status = live(dir, "ctl.sock");
+    let reshape = &status["reshape"];
+    assert_eq!(reshape["state"], "paused", "{test}: {status:#}");
+    assert_eq!(reshape["held"], true, "{test}: {status:#}");
+    let progress = reshape["progress"].as_f64().unwrap();
+    assert!(progress > 0.0 && progress < 1.0, "{test}: {status:#}");
+    std::thread::sleep(Duration::from_millis(1500));
+    let later = live(dir, "ctl.sock");
+    assert_eq!(
+        later["reshape"]["progress"], reshape["progress"],
+        "{test}: moved while paused"
+    );
+    assert_eq!(
+        later["reshape"]["checkpoint_bytes"], later["reshape"]["processed_bytes"],
+        "{test}: copied data checkpointed when paused: {later:#}"
+    );
+
+    let nothing = eraid(dir, &["reshape", "set", "--control", "ctl.sock"]);
+    assert_eq!(nothing.code(), Some(2), "{test}: {nothing}");
+    assert!(
+        nothing.stderr.contains("nothing to set"),
+        "{test}: {nothing}"
+    );
+    let bad = eraid(
+        dir,
+        &[
+            "reshape",
+            "set",
+            "--speed-min",
+            "5000",
+            "--speed-max",
+            "100",
+            "--control",
+            "ctl.sock",
+        ],
+    );
+    assert_eq!(bad.code(), Some(2), "{test}: {bad}");
+    assert!(bad.stderr.contains("speed_min_kib_s"), "{test}: {bad}");
+    let set = [
+        "reshape",
+        "set",
+        "--speed-max",
+        "400000",
+        "--control",
+        "ctl.sock",
+    ];
+    eraid(dir, &set).expect_ok();
+    assert_eq!(
+        live(dir, "ctl.sock")["reshape"]["config"]["speed_max_kib_s"],
+        400000,
+        "{test}: new ceiling"
+    );
+
+    // A restart keeps the growth paused, with its new setting.
+    server.stop();
+    let mut server = Server::start_with(dir, &["--control", "ctl.sock"], &all);
+    server.wait_for_log("eraid reshape resume", Duration::from_secs(30));
+    std::thread::sleep(Duration::from_millis(500));
+    let status = live(dir, "ctl.sock");
+    assert_eq!(status["reshape"]["state"], "paused", "{test}: {status:#}");
+    assert_eq!(
+        status["reshape"]["config"]["speed_max_kib_s"], 400000,
+        "{test}"
+    );
+    assert_eq!(
+        status["reshape"]["progress"], later["reshape"]["progress"],
+        "{test}"
+    );
+
+    let resumed = eraid(dir, &["reshape", "resume", "--control", "ctl.sock"]).expect_ok();
+    assert!(
+        resumed.stdout.contains("growth running"),
+        "{test}: {resumed}"
+    );
+    let status = wait_done(test, dir, "ctl.sock", &mut server);
+    assert_members(test, &status, 4);
+    assert_data_reads_back(test, dir, &server, data);
+    let check = eraid(dir, &["check", "--control", "ctl.sock"]);
+    assert!(
+        check.ok() && check.stdout.contains("0 mismatches"),
+        "{test}: {check}"
+    );
+    server.stop();
+}

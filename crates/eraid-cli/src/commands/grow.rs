@@ -57,7 +57,8 @@ use std::time::{Duration, Instant};
 /// the growth is done (exit 0) or pauses (exit 1, with the reason). After a
 /// crash, the next `eraid serve` of all members (old and new) resumes the
 /// growth from its last checkpoint by itself. `eraid detail` shows
-/// `reshape` during and after a growth.
+/// `reshape` during and after a growth; `eraid reshape pause|resume|set`
+/// pauses, resumes or retunes it on a running server.
 #[derive(Args, Debug)]
 #[command(verbatim_doc_comment)]
 pub struct GrowArgs {

@@ -6,5 +6,6 @@ pub mod detail;
 pub mod disk;
 pub mod experiment;
 pub mod grow;
+pub mod reshape;
 pub mod serve;
 pub mod sim;

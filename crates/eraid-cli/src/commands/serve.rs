@@ -30,7 +30,9 @@ use std::sync::{Arc, Mutex, OnceLock};
 /// detail --control PATH` and `eraid check --control PATH` reach the running
 /// array. Protocol: one JSON request per line, one JSON answer per line:
 /// {"command":"status"}, {"command":"grow","add":["/abs/path",...],
-/// "config":{"strategy":"alv",...}}, {"command":"check","repair":false};
+/// "config":{"strategy":"alv",...}}, {"command":"check","repair":false},
+/// {"command":"pause-grow"}, {"command":"resume-grow"},
+/// {"command":"tune-grow","settings":{"speed_max_kib_s":20000}};
 /// answers {"ok":true,"status":{...}} or {"ok":false,"error":"..."}.
 ///
 /// A growth recorded on the members (interrupted by a crash or a stop)
@@ -94,11 +96,16 @@ impl ServeArgs {
                     geometry.member_count
                 )),
                 ReshapeState::Paused => Some(format!(
-                    "growth paused ({}, {} -> {} members, {percent:.1}% checkpointed): {}",
+                    "growth paused ({}, {} -> {} members, {percent:.1}% checkpointed): {}{}",
                     record.config.strategy.name(),
                     record.old_geometry.member_count,
                     geometry.member_count,
-                    record.pause_reason.as_deref().unwrap_or("no reason recorded")
+                    record.pause_reason.as_deref().unwrap_or("no reason recorded"),
+                    if record.held {
+                        "; `eraid reshape resume --control PATH` continues it"
+                    } else {
+                        ""
+                    }
                 )),
             }
         });

@@ -1,0 +1,121 @@
+//! `eraid reshape`: pause, resume or retune the growth of a running array.
+
+use crate::control::ControlClient;
+use anyhow::{bail, Result};
+use clap::{Args, Subcommand};
+use serde_json::{json, Value};
+use std::path::PathBuf;
+
+/// Pause, resume or retune the growth of a running array
+///
+/// Acts on the growth (`reshape` in `eraid detail`) of an array served by
+/// `eraid serve --control PATH`:
+///   eraid reshape pause --control ctl.sock
+///   eraid reshape resume --control ctl.sock
+///   eraid reshape set --speed-max 20000 --control ctl.sock
+///
+/// pause: the window being moved finishes and what was copied is
+/// checkpointed; then nothing moves until `resume`, across restarts of the
+/// server too. Users are served throughout. resume is refused while a
+/// member is missing or failed. set changes the rate settings of the
+/// growth at once and records them with it.
+#[derive(Args, Debug)]
+#[command(verbatim_doc_comment)]
+pub struct ReshapeArgs {
+    #[command(subcommand)]
+    action: ReshapeAction,
+}
+
+#[derive(Subcommand, Debug)]
+enum ReshapeAction {
+    /// Pause the growth (it stays paused until `eraid reshape resume`).
+    Pause(Target),
+    /// Let a paused growth go on.
+    Resume(Target),
+    /// Change the growth's rate settings.
+    Set(SetArgs),
+}
+
+#[derive(Args, Debug)]
+struct Target {
+    /// The control socket of `eraid serve --control PATH`.
+    #[arg(long, value_name = "PATH")]
+    control: PathBuf,
+}
+
+#[derive(Args, Debug)]
+struct SetArgs {
+    /// Rate floor in KiB/s of array data: below it the growth does not
+    /// yield to users (MD's sync_speed_min).
+    #[arg(long = "speed-min", value_name = "KB/S")]
+    speed_min: Option<u64>,
+    /// Rate ceiling in KiB/s of array data (MD's sync_speed_max).
+    #[arg(long = "speed-max", value_name = "KB/S")]
+    speed_max: Option<u64>,
+    /// alv: a user I/O slower than this many milliseconds counts as slow.
+    #[arg(long, value_name = "MS")]
+    latency_bound: Option<f64>,
+    /// alv: the valve closes for a period when more than this fraction of
+    /// user I/Os were slow (0..1).
+    #[arg(long, value_name = "F")]
+    slack: Option<f64>,
+    #[command(flatten)]
+    target: Target,
+}
+
+impl ReshapeArgs {
+    pub fn run(self) -> Result<i32> {
+        let (target, request) = match &self.action {
+            ReshapeAction::Pause(t) => (t, json!({"command": "pause-grow"})),
+            ReshapeAction::Resume(t) => (t, json!({"command": "resume-grow"})),
+            ReshapeAction::Set(set) => {
+                let settings = json!({
+                    "speed_min_kib_s": set.speed_min,
+                    "speed_max_kib_s": set.speed_max,
+                    "latency_bound_ms": set.latency_bound,
+                    "slack": set.slack,
+                });
+                if settings
+                    .as_object()
+                    .is_some_and(|o| o.values().all(Value::is_null))
+                {
+                    bail!(
+                        "nothing to set: give --speed-min, --speed-max, --latency-bound or --slack"
+                    );
+                }
+                (
+                    &set.target,
+                    json!({"command": "tune-grow", "settings": settings}),
+                )
+            }
+        };
+        let status = ControlClient::connect(&target.control)?.call(&request)?;
+        println!("{}", summary(&status["reshape"]));
+        Ok(0)
+    }
+}
+
+/// One line on the growth after the command.
+fn summary(reshape: &Value) -> String {
+    let progress = reshape["progress"].as_f64().unwrap_or(0.0) * 100.0;
+    let config = &reshape["config"];
+    let mut line = format!(
+        "growth {} ({}, {progress:.1}% moved",
+        reshape["state"].as_str().unwrap_or("?"),
+        reshape["strategy"].as_str().unwrap_or("?"),
+    );
+    if let Some(reason) = reshape["pause_reason"].as_str() {
+        line.push_str(&format!(": {reason}"));
+    }
+    line.push_str(&format!(
+        "); speed {}..{} KiB/s",
+        config["speed_min_kib_s"], config["speed_max_kib_s"]
+    ));
+    if reshape["strategy"] == "alv" {
+        line.push_str(&format!(
+            ", latency bound {} ms, slack {}",
+            config["latency_bound_ms"], config["slack"]
+        ));
+    }
+    line
+}
