@@ -390,6 +390,12 @@ impl Array {
             "redistribution_reads": c.redistribution_reads,
             "redistribution_writes": c.redistribution_writes,
             "backup_windows": c.backup_windows,
+            // A backed-up window a crash interrupted, not yet rewritten.
+            "pending_backup": record.backup.as_ref().map(|b| serde_json::json!({
+                "start_bytes": b.start_chunk * chunk,
+                "end_bytes": b.end_chunk * chunk,
+                "member": b.member,
+            })),
             "rate_bytes_s": rate,
             "blocked_requests": blocked,
             "valve_periods": c.valve_periods,

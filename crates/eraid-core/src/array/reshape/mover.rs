@@ -211,14 +211,24 @@ impl Array {
                 self.start_checkpoint();
                 return;
             }
-            if self.phase != super::super::Phase::Running
-                || !self.reshape_runnable()
-                || self.scrub_running()
-            {
+            if self.phase != super::super::Phase::Running || self.scrub_running() {
                 return;
             }
-            // Checked before anything moves, a crashed window's restore
-            // included: its backup may be on the absent member.
+            // A crash interrupted a backed-up window: its old places may be
+            // partly overwritten, so it is rewritten from its backup before
+            // anything else, paused or degraded (users of its chunks wait;
+            // a write that fails on an absent member finishes it degraded).
+            let record = self.reshape_record().expect("growth record");
+            if let Some(backup) = record.backup.clone() {
+                if self.present.get(backup.member) == Some(&true) {
+                    let window = self.new_window(backup.start_chunk, backup.end_chunk, true, true);
+                    self.reshape.as_mut().expect("growth").window = Some(window);
+                    continue;
+                }
+            }
+            if !self.reshape_runnable() {
+                return;
+            }
             if self.is_degraded() {
                 let failed: Vec<String> = (0..self.present.len())
                     .filter(|&m| !self.present[m])
@@ -231,12 +241,6 @@ impl Array {
                 return;
             }
             let record = self.reshape_record().expect("growth record");
-            if let Some(backup) = record.backup.clone() {
-                // A crash interrupted a backed-up window: rewrite it first.
-                let window = self.new_window(backup.start_chunk, backup.end_chunk, true, true);
-                self.reshape.as_mut().expect("growth").window = Some(window);
-                continue;
-            }
             if reshape.copied_end >= record.total_chunks {
                 if reshape.checkpoint < reshape.copied_end {
                     self.start_checkpoint();

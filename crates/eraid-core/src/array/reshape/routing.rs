@@ -16,12 +16,35 @@ impl Array {
             r.config.strategy == crate::reshape::config::ReshapeStrategy::MdReshape
                 && r.config.md_window_blocks_all
         });
+        let pending_backup = self.reshape_record().and_then(|r| r.backup.clone());
+        let backup_member_present = pending_backup
+            .as_ref()
+            .is_some_and(|b| self.present.get(b.member) == Some(&true));
         let Some(reshape) = &mut self.reshape else {
             return Some(request);
         };
         let (offset_bytes, len_bytes) = request.op.byte_range().expect("data request");
         let first = offset_bytes / chunk_bytes;
         let end = (offset_bytes + len_bytes).div_ceil(chunk_bytes);
+        // Chunks of a backed-up window a crash interrupted are right only in
+        // the backup until it is rewritten: wait for that, or fail if the
+        // backup's member is missing (never serve the half-overwritten
+        // old places).
+        if let Some(b) = pending_backup.filter(|b| first < b.end_chunk && b.start_chunk < end) {
+            if !backup_member_present {
+                self.outbox_reply.push_back(crate::io::UserReply {
+                    id: request.id,
+                    result: Err(crate::io::UserError::Unavailable(format!(
+                        "chunks {}..{} were being moved when the array stopped and their only \
+                         intact copy is the backup on member {}, which is missing",
+                        b.start_chunk, b.end_chunk, b.member
+                    ))),
+                });
+                return None;
+            }
+            reshape.blocked.push_back(request);
+            return None;
+        }
         let in_window = reshape
             .window
             .as_ref()
