@@ -372,6 +372,7 @@ fn shipped_growth_experiments_load() {
         ("alv-unloaded.toml", 3),
         ("alv-online.toml", 12),
         ("alv-online-testbed.toml", 9),
+        ("alv-testbed-tradeoff.toml", 21),
         ("alv-sensitivity.toml", 10),
         ("fastscale-online.toml", 4),
         ("fastscale-after.toml", 4),
