@@ -708,3 +708,60 @@ fn verify_chunks_or_refused(
         at += CHUNK;
     }
 }
+
+/// A crash while a backed-up window is being written, then its backup found
+/// damaged at the restart: the growth pauses saying so (it does not retry
+/// forever), that window's chunks are refused as unavailable, and every
+/// other chunk reads back.
+#[test]
+fn a_damaged_backup_is_reported_not_retried() {
+    let g = geometry(Level::Raid5, ParityLayout::LeftAsymmetric, 3, MEMBER_CHUNKS);
+    let member_bytes = g.data_offset_bytes + g.member_data_bytes;
+    let mut h = MemHarness::create(g, 21);
+    let mut array = open(&mut h);
+    let capacity = array.capacity_bytes();
+    let model: Vec<u8> = (0..capacity)
+        .map(|i| (i.wrapping_mul(17) % 253) as u8)
+        .collect();
+    let write = UserOp::Write {
+        offset_bytes: 0,
+        data: model.clone(),
+        fua: false,
+    };
+    call(&mut h, &mut array, 1, write).unwrap();
+    call(&mut h, &mut array, 2, UserOp::Flush).unwrap();
+    let added = h.add_blank_members(1, member_bytes);
+    let config = growth_config(ReshapeStrategy::Alv, 1 << 30);
+    let reply = array.handle_admin(
+        h.now,
+        AdminCommand::StartGrow {
+            members: added,
+            config,
+        },
+    );
+    assert!(reply.get("error").is_none(), "{reply}");
+    // Step until the first window, backed up and recorded, is being written.
+    let backup = loop {
+        let r = array.status_json()["reshape"].clone();
+        if r["window"]["stage"] == "Writing" && !r["pending_backup"].is_null() {
+            break r["pending_backup"].clone();
+        }
+        assert!(h.step(&mut array), "no backed-up window: {r}");
+    };
+    h.crash();
+    let member = backup["member"].as_u64().unwrap() as usize;
+    let at = backup["member_offset_bytes"].as_u64().unwrap() as usize;
+    let m = h.members[member].as_mut().unwrap();
+    for bytes in [&mut m.durable, &mut m.current] {
+        bytes[at..at + 512].iter_mut().for_each(|b| *b ^= 0x5a);
+    }
+    let mut array = open(&mut h);
+    let r = array.status_json()["reshape"].clone();
+    assert_eq!(r["state"], "paused", "{r}");
+    assert!(
+        r["pause_reason"].as_str().unwrap().contains("damaged"),
+        "{r}"
+    );
+    let lost = backup["start_bytes"].as_u64().unwrap()..backup["end_bytes"].as_u64().unwrap();
+    verify_chunks_or_refused(&mut h, &mut array, &model, lost);
+}

@@ -63,6 +63,8 @@ pub(super) struct Reshape {
     pub new_row_chunks: u64,
     /// The resync found at open, run once a pending backup is restored.
     pub deferred_resync: Option<Vec<u64>>,
+    /// The pending backup failed its checksum: it is not tried again.
+    pub backup_damaged: bool,
     pub started_at: TimeNs,
 }
 
@@ -94,6 +96,7 @@ impl Reshape {
             paced_bytes: 0,
             new_row_chunks,
             deferred_resync: None,
+            backup_damaged: false,
             started_at: now,
         }
         .with_valve_started(now)
@@ -395,6 +398,7 @@ impl Array {
                 "start_bytes": b.start_chunk * chunk,
                 "end_bytes": b.end_chunk * chunk,
                 "member": b.member,
+                "member_offset_bytes": b.offset_bytes,
             })),
             "rate_bytes_s": rate,
             "blocked_requests": blocked,

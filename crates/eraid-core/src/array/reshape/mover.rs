@@ -220,7 +220,7 @@ impl Array {
             // a write that fails on an absent member finishes it degraded).
             let record = self.reshape_record().expect("growth record");
             if let Some(backup) = record.backup.clone() {
-                if self.present.get(backup.member) == Some(&true) {
+                if self.present.get(backup.member) == Some(&true) && !reshape.backup_damaged {
                     let window = self.new_window(backup.start_chunk, backup.end_chunk, true, true);
                     self.reshape.as_mut().expect("growth").window = Some(window);
                     continue;
@@ -685,7 +685,11 @@ impl Array {
                     .and_then(|r| r.backup.clone())
                     .expect("backup");
                 if crc != backup.crc32c {
-                    self.reshape.as_mut().expect("growth").window = None;
+                    let reshape = self.reshape.as_mut().expect("growth");
+                    reshape.window = None;
+                    reshape.backup_damaged = true;
+                    // Users of its chunks get an error now, not a wait.
+                    self.release_blocked();
                     self.pause_reshape(format!(
                         "the backup of chunks {}..{} on member {} is damaged (crc mismatch); \
                          the growth cannot resume safely",

@@ -17,9 +17,10 @@ impl Array {
                 && r.config.md_window_blocks_all
         });
         let pending_backup = self.reshape_record().and_then(|r| r.backup.clone());
-        let backup_member_present = pending_backup
-            .as_ref()
-            .is_some_and(|b| self.present.get(b.member) == Some(&true));
+        let backup_usable = pending_backup.as_ref().is_some_and(|b| {
+            self.present.get(b.member) == Some(&true)
+                && !self.reshape.as_ref().is_some_and(|r| r.backup_damaged)
+        });
         let Some(reshape) = &mut self.reshape else {
             return Some(request);
         };
@@ -31,12 +32,12 @@ impl Array {
         // backup's member is missing (never serve the half-overwritten
         // old places).
         if let Some(b) = pending_backup.filter(|b| first < b.end_chunk && b.start_chunk < end) {
-            if !backup_member_present {
+            if !backup_usable {
                 self.outbox_reply.push_back(crate::io::UserReply {
                     id: request.id,
                     result: Err(crate::io::UserError::Unavailable(format!(
                         "chunks {}..{} were being moved when the array stopped and their only \
-                         intact copy is the backup on member {}, which is missing",
+                         intact copy, the backup on member {}, is missing or damaged",
                         b.start_chunk, b.end_chunk, b.member
                     ))),
                 });
