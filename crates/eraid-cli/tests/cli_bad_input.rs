@@ -549,13 +549,13 @@ fn help_for_each_verb() {
     let s = scratch();
     let d = s.path();
     let top = eraid(d, &["--help"]).expect_ok();
-    for verb in ["create", "detail", "serve", "check", "demo"] {
+    for verb in ["create", "detail", "serve", "check", "demo", "grow", "reshape"] {
         assert!(
             top.stdout.contains(verb),
             "`eraid --help` should list {verb}: {top}"
         );
     }
-    let cases: [(&str, &[&str]); 5] = [
+    let cases: [(&str, &[&str]); 6] = [
         (
             "create",
             &[
@@ -566,6 +566,7 @@ fn help_for_each_verb() {
         ("serve", &["--socket", "--listen", "MEMBERS", "NBD"]),
         ("check", &["--repair", "mismatch", "MEMBERS"]),
         ("demo", &["RAID-5"]),
+        ("reshape", &["pause", "resume", "set", "--control"]),
     ];
     for (verb, words) in cases {
         let out = eraid(d, &[verb, "--help"]).expect_ok();
