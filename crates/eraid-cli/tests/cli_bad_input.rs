@@ -549,7 +549,9 @@ fn help_for_each_verb() {
     let s = scratch();
     let d = s.path();
     let top = eraid(d, &["--help"]).expect_ok();
-    for verb in ["create", "detail", "serve", "check", "demo", "grow", "reshape"] {
+    for verb in [
+        "create", "detail", "serve", "check", "demo", "grow", "reshape",
+    ] {
         assert!(
             top.stdout.contains(verb),
             "`eraid --help` should list {verb}: {top}"

@@ -661,10 +661,15 @@ fn operator_pauses_retunes_and_resumes_a_served_growth() {
         "{test}"
     );
 
-    let resumed = eraid(dir, &["reshape", "resume", "--control", "ctl.sock"]).expect_ok();
+    let resume = ["reshape", "resume", "--wait", "--control", "ctl.sock"];
+    let resumed = eraid(dir, &resume).expect_ok();
     assert!(
         resumed.stdout.contains("growth running"),
         "{test}: {resumed}"
+    );
+    assert!(
+        resumed.stdout.contains("growth done"),
+        "{test}: waited: {resumed}"
     );
     let status = wait_done(test, dir, "ctl.sock", &mut server);
     assert_members(test, &status, 4);

@@ -102,7 +102,7 @@ pub struct GrowArgs {
 
 /// Reports how waiting for a growth ended; the exit code: 0 done,
 /// 1 paused, 130 interrupted (`interrupted` says what happens next).
-fn exit_code(end: WaitEnd, interrupted: &str) -> i32 {
+pub(crate) fn exit_code(end: WaitEnd, interrupted: &str) -> i32 {
     match end {
         WaitEnd::Done(status, waited) => {
             report_done(&status, waited);
@@ -347,7 +347,7 @@ fn report_done(status: &Value, waited: Duration) {
     );
 }
 
-enum WaitEnd {
+pub(crate) enum WaitEnd {
     /// The last status, and how long the wait took.
     Done(Value, Duration),
     Paused(String),
@@ -356,7 +356,10 @@ enum WaitEnd {
 
 /// Polls the status until the growth is done or paused, drawing a progress
 /// bar (or, when stderr is not a terminal, a line every few seconds).
-fn wait_for_growth(poll: &mut dyn FnMut() -> Result<Value>, stop: &AtomicBool) -> Result<WaitEnd> {
+pub(crate) fn wait_for_growth(
+    poll: &mut dyn FnMut() -> Result<Value>,
+    stop: &AtomicBool,
+) -> Result<WaitEnd> {
     let bar = ProgressBar::new(1);
     bar.set_style(
         ProgressStyle::with_template("growing [{bar:30}] {percent:>3}% {msg}")

@@ -1,10 +1,13 @@
 //! `eraid reshape`: pause, resume or retune the growth of a running array.
 
+use super::grow::{exit_code, wait_for_growth};
 use crate::control::ControlClient;
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
 use serde_json::{json, Value};
 use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 
 /// Pause, resume or retune the growth of a running array
 ///
@@ -31,7 +34,7 @@ enum ReshapeAction {
     /// Pause the growth (it stays paused until `eraid reshape resume`).
     Pause(Target),
     /// Let a paused growth go on.
-    Resume(Target),
+    Resume(ResumeArgs),
     /// Change the growth's rate settings.
     Set(SetArgs),
 }
@@ -41,6 +44,16 @@ struct Target {
     /// The control socket of `eraid serve --control PATH`.
     #[arg(long, value_name = "PATH")]
     control: PathBuf,
+}
+
+#[derive(Args, Debug)]
+struct ResumeArgs {
+    /// Show a progress bar until the growth is done (exit 0) or pauses
+    /// again (exit 1, with the reason).
+    #[arg(long)]
+    wait: bool,
+    #[command(flatten)]
+    target: Target,
 }
 
 #[derive(Args, Debug)]
@@ -67,7 +80,7 @@ impl ReshapeArgs {
     pub fn run(self) -> Result<i32> {
         let (target, request) = match &self.action {
             ReshapeAction::Pause(t) => (t, json!({"command": "pause-grow"})),
-            ReshapeAction::Resume(t) => (t, json!({"command": "resume-grow"})),
+            ReshapeAction::Resume(r) => (&r.target, json!({"command": "resume-grow"})),
             ReshapeAction::Set(set) => {
                 let settings = json!({
                     "speed_min_kib_s": set.speed_min,
@@ -89,9 +102,25 @@ impl ReshapeArgs {
                 )
             }
         };
-        let status = ControlClient::connect(&target.control)?.call(&request)?;
+        let mut client = ControlClient::connect(&target.control)?;
+        let status = client.call(&request)?;
         println!("{}", summary(&status["reshape"]));
-        Ok(0)
+        match &self.action {
+            ReshapeAction::Resume(r) if r.wait => {
+                let stop = Arc::new(AtomicBool::new(false));
+                for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+                    signal_hook::flag::register(signal, Arc::clone(&stop))
+                        .context("cannot install signal handlers")?;
+                }
+                let end = wait_for_growth(&mut || client.status(), &stop)?;
+                let interrupted = format!(
+                    "stopped waiting; the growth goes on in the server (eraid detail --control {})",
+                    r.target.control.display()
+                );
+                Ok(exit_code(end, &interrupted))
+            }
+            _ => Ok(0),
+        }
     }
 }
 
