@@ -37,7 +37,8 @@
 //! the operator), progress (0..1),
 //! old_member_count, new_member_count, processed_bytes, total_bytes,
 //! checkpoint_bytes, moved_bytes, metadata_writes, redistribution_reads,
-//! redistribution_writes, backup_windows, rate_bytes_s, elapsed_s,
+//! redistribution_writes, backup_windows, pending_backup (a window a crash
+//! interrupted, rewritten from its backup first), rate_bytes_s, elapsed_s,
 //! blocked_requests, config}`.
 //!
 //! Try it by hand: `echo '{"command":"status"}' | socat - UNIX-CONNECT:ctl.sock`.

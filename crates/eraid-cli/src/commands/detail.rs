@@ -51,6 +51,7 @@ pub fn reshape_json(sb: &Superblock) -> Value {
         "strategy": record.config.strategy.name(),
         "state": record.state.name(),
         "pause_reason": record.pause_reason,
+        "held": record.held,
         "progress": progress,
         "old_member_count": record.old_geometry.member_count,
         "new_member_count": sb.geometry.member_count,
@@ -61,6 +62,12 @@ pub fn reshape_json(sb: &Superblock) -> Value {
         "redistribution_reads": c.redistribution_reads,
         "redistribution_writes": c.redistribution_writes,
         "backup_windows": c.backup_windows,
+        "pending_backup": record.backup.as_ref().map(|b| json!({
+            "start_bytes": b.start_chunk * chunk,
+            "end_bytes": b.end_chunk * chunk,
+            "member": b.member,
+            "member_offset_bytes": b.offset_bytes,
+        })),
         "config": record.config,
     })
 }
@@ -87,6 +94,11 @@ pub fn reshape_line(r: &Value) -> String {
     }
     if let Some(reason) = r["pause_reason"].as_str() {
         line.push_str(&format!(" (paused: {reason})"));
+    }
+    if let Some(member) = r["pending_backup"]["member"].as_u64() {
+        line.push_str(&format!(
+            "; a window interrupted by a crash is rewritten from its backup on member {member} first"
+        ));
     }
     line
 }
