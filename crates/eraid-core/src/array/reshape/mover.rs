@@ -254,7 +254,7 @@ impl Array {
             let now = self.now;
             let reshape = self.reshape.as_mut().expect("growth");
             if let Some(wake) = reshape.pacing.gate(now, paced, &config) {
-                reshape.pacing.wait_until(now, wake, &config);
+                reshape.pacing.wait_until(now, wake, paced, &config);
                 return;
             }
             let start = reshape.copied_end;

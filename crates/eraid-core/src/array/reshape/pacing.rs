@@ -81,13 +81,22 @@ impl Pacing {
         self.user_bytes_since_busy.iter().any(|&b| b > threshold)
     }
 
-    /// The growth waits until `wake`, as `gate` said. A busy verdict starts
-    /// a new count, as `is_mddev_idle` does when it finds a member busy.
-    pub fn wait_until(&mut self, now: TimeNs, wake: TimeNs, config: &ReshapeConfig) {
-        if config.strategy != ReshapeStrategy::Alv
+    /// The growth waits until `wake`, as `gate` said. If that was the idle
+    /// test finding users busy (MD evaluates it only between its floor and
+    /// ceiling), a new count starts, as `is_mddev_idle` does.
+    pub fn wait_until(
+        &mut self,
+        now: TimeNs,
+        wake: TimeNs,
+        processed_bytes: u64,
+        config: &ReshapeConfig,
+    ) {
+        let rate = self.rate_bytes_s(now, processed_bytes);
+        let judged_idle = config.strategy != ReshapeStrategy::Alv
             && now >= self.not_before
-            && self.users_busy(now, config)
-        {
+            && rate >= config.speed_min_kib_s as f64 * 1024.0
+            && rate <= config.speed_max_kib_s as f64 * 1024.0;
+        if judged_idle && self.users_busy(now, config) {
             self.user_bytes_since_busy.iter_mut().for_each(|b| *b = 0);
         }
         self.not_before = wake;
@@ -202,11 +211,29 @@ mod tests {
         pacing.user_io_issued(0, (1 << 20) + 4096);
         let wake = pacing.gate(now, processed, &config).expect("busy");
         assert_eq!(wake, TimeNs(now.0 + 500 * MS));
-        pacing.wait_until(now, wake, &config);
+        pacing.wait_until(now, wake, processed, &config);
         // The verdict reset every member's count: at the wake, idle again.
         assert_eq!(pacing.gate(wake, processed, &config), None);
         pacing.user_io_issued(1, 1 << 20);
         assert_eq!(pacing.gate(wake, processed, &config), None);
+    }
+
+    #[test]
+    fn a_wait_at_the_ceiling_keeps_the_user_count() {
+        // 100 MiB/s, above a 50 MiB/s ceiling: MD sleeps without asking
+        // is_mddev_idle, so the users' count stands for the next check.
+        let config = ReshapeConfig {
+            speed_max_kib_s: 50 * 1024,
+            ..md(2048)
+        };
+        let now = TimeNs(10_000 * MS);
+        let (mut pacing, processed) = fast_pacing(now);
+        pacing.user_io_issued(2, 3 << 20);
+        let wake = pacing
+            .gate(now, processed, &config)
+            .expect("above the ceiling");
+        pacing.wait_until(now, wake, processed, &config);
+        assert!(pacing.users_busy(wake, &config), "the count was kept");
     }
 
     #[test]
