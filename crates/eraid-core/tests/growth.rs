@@ -415,60 +415,74 @@ fn successive_growths_keep_every_byte() {
     verify_all(&mut h, &mut array, &model, &mut id);
 }
 
-/// md-reshape's window fills MD's stripe cache: with `md_window_blocks_all`
-/// a user read far from the window waits until the window is done; without
-/// it the read goes to the disks at once. Either way it is answered right.
+/// md-reshape's window holds MD's stripe cache: a user read far from the
+/// window waits while the window reads under `Window` and `Reads`, and goes
+/// to the disks at once under `Touching`; once the window writes, only
+/// `Window` still holds it. Either way it is answered right.
 #[test]
-fn md_reshape_window_blocks_every_user_or_only_those_touching_it() {
-    for blocks_all in [true, false] {
-        let g = geometry(Level::Raid5, ParityLayout::LeftAsymmetric, 3, MEMBER_CHUNKS);
-        let member_bytes = g.data_offset_bytes + g.member_data_bytes;
-        let mut h = MemHarness::create(g, 7);
-        let mut array = open(&mut h);
-        let capacity = array.capacity_bytes();
-        let model: Vec<u8> = (0..capacity).map(|i| (i * 7 % 251) as u8).collect();
-        let write = UserOp::Write {
-            offset_bytes: 0,
-            data: model.clone(),
-            fua: false,
-        };
-        call(&mut h, &mut array, 1, write).unwrap();
-        let added = h.add_blank_members(1, member_bytes);
-        let config = ReshapeConfig {
-            md_window_blocks_all: blocks_all,
-            ..fast_config(ReshapeStrategy::MdReshape)
-        };
-        let members = added;
-        let reply = array.handle_admin(h.now, AdminCommand::StartGrow { members, config });
-        assert!(reply.get("error").is_none(), "{reply}");
-        // Step until the first window is being read.
-        let reading = |a: &Array| a.status_json()["reshape"]["window"]["stage"] == "Reading";
-        while !reading(&array) {
+fn md_reshape_window_holds_users_as_its_stripe_cache_says() {
+    use eraid_core::reshape::config::MdUsersWait;
+    for (wait, waits_while_reading, waits_while_writing) in [
+        (MdUsersWait::Window, true, true),
+        (MdUsersWait::Reads, true, false),
+        (MdUsersWait::Touching, false, false),
+    ] {
+        for (stage, waits) in [
+            ("Reading", waits_while_reading),
+            ("Writing", waits_while_writing),
+        ] {
+            let g = geometry(Level::Raid5, ParityLayout::LeftAsymmetric, 3, MEMBER_CHUNKS);
+            let member_bytes = g.data_offset_bytes + g.member_data_bytes;
+            let mut h = MemHarness::create(g, 7);
+            let mut array = open(&mut h);
+            let capacity = array.capacity_bytes();
+            let model: Vec<u8> = (0..capacity).map(|i| (i * 7 % 251) as u8).collect();
+            let write = UserOp::Write {
+                offset_bytes: 0,
+                data: model.clone(),
+                fua: false,
+            };
+            call(&mut h, &mut array, 1, write).unwrap();
+            let added = h.add_blank_members(1, member_bytes);
+            let config = ReshapeConfig {
+                md_users_wait: wait,
+                ..fast_config(ReshapeStrategy::MdReshape)
+            };
+            let members = added;
+            let reply = array.handle_admin(h.now, AdminCommand::StartGrow { members, config });
+            assert!(reply.get("error").is_none(), "{reply}");
+            // Step to the first ordinary window (past any backed-up one) in `stage`.
+            let at_stage = |a: &Array| {
+                let w = &a.status_json()["reshape"]["window"];
+                w["stage"] == stage && w["backup"] == false
+            };
+            while !at_stage(&array) {
+                assert!(
+                    h.step(&mut array),
+                    "the growth stalled before a {stage} window"
+                );
+            }
+            let far = capacity - CHUNK;
+            let before = h.inflight();
+            let read = UserOp::Read {
+                offset_bytes: far,
+                len_bytes: CHUNK as usize,
+            };
+            h.submit(&mut array, 2, read);
+            let issued = h.inflight() - before;
+            if waits {
+                assert_eq!(issued, 0, "{wait:?} {stage}: the read waits for the window");
+                assert_eq!(array.status_json()["reshape"]["blocked_requests"], 1);
+            } else {
+                assert!(issued > 0, "{wait:?} {stage}: the read goes to the disks");
+            }
+            h.run(&mut array);
+            let got = h.take_reply(2).expect("answered").result.expect("read");
             assert!(
-                h.step(&mut array),
-                "the growth stalled before its first window"
+                got.expect("bytes") == model[far as usize..],
+                "{wait:?} {stage}"
             );
         }
-        let far = capacity - CHUNK;
-        let before = h.inflight();
-        let read = UserOp::Read {
-            offset_bytes: far,
-            len_bytes: CHUNK as usize,
-        };
-        h.submit(&mut array, 2, read);
-        let issued = h.inflight() - before;
-        if blocks_all {
-            assert_eq!(issued, 0, "the read waits for the window");
-            assert_eq!(array.status_json()["reshape"]["blocked_requests"], 1);
-        } else {
-            assert!(issued > 0, "the read goes to the disks");
-        }
-        h.run(&mut array);
-        let got = h.take_reply(2).expect("answered").result.expect("read");
-        assert!(
-            got.expect("bytes") == model[far as usize..],
-            "blocks_all {blocks_all}"
-        );
     }
 }
 

@@ -332,6 +332,14 @@ fn bad_growth_settings_name_the_setting() {
             "[growth] speed_max",
         ),
         (format!("{GOOD}load = \"before\"\n"), "[growth] load"),
+        (
+            format!("{GOOD}md_users_wait = \"nobody\"\n"),
+            "[growth] md_users_wait: 'nobody' is not window, reads or touching",
+        ),
+        (
+            format!("{GOOD}idle_user = \"lots\"\n"),
+            "[growth] idle_user",
+        ),
         (format!("{GOOD}strateg = \"alv\"\n"), "strateg"),
         (
             format!("{GOOD}load = \"after\"\n[run]\nuntil = \"growth-done\"\n"),
@@ -371,7 +379,7 @@ fn shipped_growth_experiments_load() {
         ("alv-counts.toml", 3),
         ("alv-unloaded.toml", 3),
         ("alv-online.toml", 12),
-        ("alv-online-testbed.toml", 9),
+        ("alv-online-testbed.toml", 12),
         ("alv-testbed-tradeoff.toml", 21),
         ("alv-sensitivity.toml", 10),
         ("fastscale-online.toml", 4),
@@ -505,5 +513,50 @@ fn raid5_growth_behind_a_serial_host_and_cfq_is_correct() {
         err.to_string()
             .contains("[disk] host_scheduler: 'deadline' is not noop or cfq"),
         "{err}"
+    );
+}
+
+/// md-reshape records its position as Linux 2.6.18 does: once more than
+/// 3000 KiB per member has been copied since the last record (plus the
+/// few the first windows need, when the next window would overwrite data
+/// not yet recorded), not after every 3 MiB window. A RAID-5 of 3 x 64 MiB
+/// members (63 MiB of data each) growing to 4: about 63 MiB / 3000 KiB = 22
+/// records, where one per window would be 63.
+#[test]
+fn md_reshape_records_its_position_every_3000_kib_per_member() {
+    let text = r#"
+name = "md-checkpoints"
+seed = 1
+[array]
+level = 5
+disks = 3
+chunk = "64K"
+layout = "left-asymmetric"
+member_size = "64M"
+[disk]
+model = "cheetah-10k7"
+merge = "512K"
+[engine]
+write_intent_bitmap = false
+[workload]
+none = true
+[growth]
+add = 1
+strategy = "md-reshape"
+speed_min = "1G"
+speed_max = "1G"
+[run]
+until = "growth-done"
+[[variant]]
+name = "md"
+"#;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let result = run(&experiment(dir.path(), text));
+    let records = metric(&result, "md", "metadata_writes");
+    let by_gap = (63.0 * 1024.0 / 3000.0_f64).ceil();
+    assert!(
+        (by_gap..=by_gap + 6.0).contains(&records),
+        "{records} position records, expected {by_gap} to {}",
+        by_gap + 6.0
     );
 }

@@ -46,8 +46,9 @@ use std::time::{Duration, Instant};
 ///                spread evenly over repeated growths (FastScale).
 ///   RAID-5:
 ///   md-reshape   Linux MD's reshape: page-sized I/O through a stripe
-///                cache, a fixed window that blocks users, a checkpoint
-///                every window; yields to users down to --speed-min.
+///                cache, a fixed window that blocks users, its position
+///                recorded every 3000 KiB per member; yields to users
+///                down to --speed-min.
 ///   alv          ALV: large aligned I/O (new parity from new data only),
 ///                lazy checkpoints, and an on/off valve that pauses moving
 ///                data for a period when users were congested or too many

@@ -4,6 +4,45 @@
 use super::fastscale::GrowthStrategy;
 use serde::{Deserialize, Serialize};
 
+/// md-reshape: which user requests wait while a window is moved, i.e. how
+/// much of MD's stripe cache the window holds. Users need free stripe heads;
+/// once the cache is exhausted they wait until fewer than 3/4 of it are
+/// active (get_active_stripe).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum MdUsersWait {
+    /// Every user request, for the whole window: its destination stripes
+    /// alone fill MD's default cache (256 pages per member, a 3 MiB window
+    /// over 3 data members).
+    Window,
+    /// Every user request while the window reads: destination and source
+    /// stripes together exceed a 512-page cache (the ALV paper's setting)
+    /// until the sources are released, after which fewer than 3/4 are active.
+    Reads,
+    /// Only requests touching the window's chunks (a cache users never lack).
+    Touching,
+}
+
+impl MdUsersWait {
+    pub fn name(self) -> &'static str {
+        match self {
+            MdUsersWait::Window => "window",
+            MdUsersWait::Reads => "reads",
+            MdUsersWait::Touching => "touching",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<MdUsersWait> {
+        [
+            MdUsersWait::Window,
+            MdUsersWait::Reads,
+            MdUsersWait::Touching,
+        ]
+        .into_iter()
+        .find(|w| w.name() == name)
+    }
+}
+
 /// How data is redistributed when members are added.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -17,7 +56,8 @@ pub enum ReshapeStrategy {
     #[serde(rename = "fastscale")]
     FastScale,
     /// RAID-5: Linux MD 2.6.18's reshape: page-sized I/O through a stripe
-    /// cache, a fixed window that blocks users, a checkpoint every window.
+    /// cache, a fixed window that blocks users, its position recorded every
+    /// 3000 KiB per member (or sooner when the next window needs it).
     MdReshape,
     /// RAID-5: ALV: reordering window, aligned aggregate I/O, lazy
     /// checkpoints and the on/off valve.
@@ -65,10 +105,11 @@ impl ReshapeStrategy {
         }
     }
 
-    /// Whether checkpoints are lazy (ALV, SLAS, FastScale) rather than
-    /// written after every window (MD).
+    /// Every strategy checkpoints lazily: when the reordering window or a
+    /// user write forces it, or the copied-not-checkpointed data reaches its
+    /// limit (md-reshape: `md_checkpoint_bytes` per member, as MD's 3 MB).
     pub fn lazy_checkpoints(self) -> bool {
-        self != Self::MdReshape
+        true
     }
 }
 
@@ -87,12 +128,15 @@ pub struct ReshapeConfig {
     pub aggregation_bytes: u64,
     /// md-reshape: the page size of its stripe-cache I/O.
     pub md_page_bytes: u64,
-    /// md-reshape: the fixed reshape window (a checkpoint after each).
+    /// md-reshape: the array data moved at once, MD's stripe cache (256
+    /// stripes of one page per new data member: 3 MiB over 3).
     pub md_window_bytes: u64,
-    /// md-reshape: while a window is moved every user request waits (the
-    /// window fills MD's stripe cache, so no stripe head is free); false:
-    /// only requests touching the window wait.
-    pub md_window_blocks_all: bool,
+    /// md-reshape: a checkpoint once this much per member has been copied
+    /// since the last one (MD 2.6.18: 3000 KiB), or sooner when the next
+    /// window would overwrite data not yet checkpointed.
+    pub md_checkpoint_bytes: u64,
+    /// md-reshape: which user requests wait while a window is moved.
+    pub md_users_wait: MdUsersWait,
     /// Lazy strategies: most array data copied but not yet checkpointed
     /// (the sliding window never exceeds the reordering window either).
     pub sliding_window_bytes_max: u64,
@@ -125,7 +169,8 @@ impl Default for ReshapeConfig {
             aggregation_bytes: 1 << 20,
             md_page_bytes: 4096,
             md_window_bytes: 3 << 20,
-            md_window_blocks_all: true,
+            md_checkpoint_bytes: 3000 << 10,
+            md_users_wait: MdUsersWait::Window,
             sliding_window_bytes_max: 256 << 20,
             speed_min_kib_s: 1_000,
             speed_max_kib_s: 200_000,
@@ -167,8 +212,14 @@ impl ReshapeConfig {
                 self.md_page_bytes
             ));
         }
-        if self.md_window_bytes == 0 || self.sliding_window_bytes_max == 0 {
-            return Err("md_window_bytes and sliding_window_bytes_max must be positive".into());
+        if self.md_window_bytes == 0
+            || self.sliding_window_bytes_max == 0
+            || self.md_checkpoint_bytes == 0
+        {
+            return Err(
+                "md_window_bytes, md_checkpoint_bytes and sliding_window_bytes_max must be positive"
+                    .into(),
+            );
         }
         if self.speed_max_kib_s == 0 {
             return Err("speed_max_kib_s must be positive".into());

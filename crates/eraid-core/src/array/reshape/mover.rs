@@ -759,11 +759,10 @@ impl Array {
         let reshape = self.reshape.as_mut().expect("growth");
         let window = reshape.window.take().expect("window");
         reshape.copied_end = window.end;
-        let md = self.reshape_config().strategy == ReshapeStrategy::MdReshape;
         let reshape = self.reshape.as_mut().expect("growth");
-        // A backed-up window, and every md-reshape window, is checkpointed
-        // at once; lazy strategies go on until the rule or a user says so.
-        if window.backup || window.restore || md {
+        // A backed-up window is checkpointed at once; otherwise the growth
+        // goes on until the rule, its limit or a user says so.
+        if window.backup || window.restore {
             reshape.checkpoint_wanted = true;
         }
         // The window read ahead takes its turn (if still reading, it does

@@ -3,8 +3,10 @@
 
 use super::super::op::{Epoch, OpTarget};
 use super::super::Array;
+use super::mover::WindowStage;
 use crate::io::{UserOp, UserRequest};
 use crate::layout::StripeMap;
+use crate::reshape::config::MdUsersWait;
 use crate::reshape::record::ReshapeState;
 
 impl Array {
@@ -12,9 +14,9 @@ impl Array {
     /// growth can serve it.
     pub(in crate::array) fn reshape_admit(&mut self, request: UserRequest) -> Option<UserRequest> {
         let chunk_bytes = self.geometry.chunk_bytes;
-        let md_blocks_all = self.reshape_record().is_some_and(|r| {
-            r.config.strategy == crate::reshape::config::ReshapeStrategy::MdReshape
-                && r.config.md_window_blocks_all
+        let md_wait = self.reshape_record().and_then(|r| {
+            (r.config.strategy == crate::reshape::config::ReshapeStrategy::MdReshape)
+                .then_some(r.config.md_users_wait)
         });
         let pending_backup = self.reshape_record().and_then(|r| r.backup.clone());
         let backup_usable = pending_backup.as_ref().is_some_and(|b| {
@@ -57,7 +59,13 @@ impl Array {
         // md-reshape's 3 MiB window is MD's whole stripe cache (256 stripes
         // of 4 KiB pages over the new data disks): while one is moved, no
         // stripe head is free and every user request waits.
-        let cache_full = md_blocks_all && reshape.window.is_some();
+        let cache_full = match (md_wait, reshape.window.as_ref()) {
+            (Some(MdUsersWait::Window), Some(_)) => true,
+            (Some(MdUsersWait::Reads), Some(w)) => {
+                matches!(w.stage, WindowStage::Planned | WindowStage::Reading)
+            }
+            _ => false,
+        };
         let in_window = in_window || cache_full;
         let writes = !matches!(request.op, UserOp::Read { .. });
         // A write into copied-but-not-checkpointed chunks: the copy it

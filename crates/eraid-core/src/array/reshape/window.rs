@@ -179,8 +179,19 @@ impl Array {
         };
         let end = (start + size).min(record.total_chunks);
         let lazy = config.strategy.lazy_checkpoints();
-        let sliding_max = (config.sliding_window_bytes_max / chunk_bytes).max(size);
-        if start > reshape.checkpoint && end - reshape.checkpoint > sliding_max {
+        let sliding_max = match config.strategy {
+            ReshapeStrategy::MdReshape => config.md_checkpoint_bytes * row / chunk_bytes,
+            _ => config.sliding_window_bytes_max / chunk_bytes,
+        }
+        .max(size);
+        // The limit: lazy strategies never let the copied-not-checkpointed
+        // data exceed it; MD checks its gap before each step and records
+        // the position once the gap has passed 3 MB.
+        let over_limit = match config.strategy {
+            ReshapeStrategy::MdReshape => start - reshape.checkpoint > sliding_max,
+            _ => end - reshape.checkpoint > sliding_max,
+        };
+        if start > reshape.checkpoint && over_limit {
             return PlanOutcome::CheckpointFirst;
         }
         if self.window_safe(start, end, reshape.checkpoint) {
