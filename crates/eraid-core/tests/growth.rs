@@ -293,7 +293,7 @@ fn member_fails_during_growth(
                 fua: false,
             },
         )
-        .expect("degraded write");
+        .unwrap_or_else(|e| panic!("degraded write: {e}; victim {victim}, seed {seed}, {strategy:?} {layout:?} {from}+{add}: {}", array.status_json()["reshape"]));
     }
     h.run(&mut array);
     let status = array.status_json();

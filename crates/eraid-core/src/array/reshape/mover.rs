@@ -220,7 +220,11 @@ impl Array {
             // a write that fails on an absent member finishes it degraded).
             let record = self.reshape_record().expect("growth record");
             if let Some(backup) = record.backup.clone() {
-                if self.present.get(backup.member) == Some(&true) && !reshape.backup_damaged {
+                let rewritten = reshape.copied_end >= backup.end_chunk;
+                if !rewritten
+                    && self.present.get(backup.member) == Some(&true)
+                    && !reshape.backup_damaged
+                {
                     let window = self.new_window(backup.start_chunk, backup.end_chunk, true, true);
                     self.reshape.as_mut().expect("growth").window = Some(window);
                     continue;
@@ -670,8 +674,16 @@ impl Array {
                 self.window_written();
                 self.reshape.as_mut().expect("growth").checkpoint_wanted = true;
             } else {
-                // Nothing overwritten yet: the old places still hold the data.
-                self.reshape.as_mut().expect("growth").window = None;
+                // Nothing overwritten yet: the old places still hold the data
+                // (so a backup this window recorded is not needed; a restore
+                // that failed still is).
+                let window = self.reshape.as_mut().expect("growth").window.take();
+                if window.is_some_and(|w| w.backup && !w.restore)
+                    && self.reshape_record().is_some_and(|r| r.backup.is_some())
+                {
+                    self.reshape_record_mut().backup = None;
+                    self.request_superblock_write();
+                }
                 self.release_blocked();
             }
             self.pause_reshape(reason);

@@ -18,7 +18,17 @@ impl Array {
             (r.config.strategy == crate::reshape::config::ReshapeStrategy::MdReshape)
                 .then_some(r.config.md_users_wait)
         });
-        let pending_backup = self.reshape_record().and_then(|r| r.backup.clone());
+        // A backed-up window a crash interrupted and nothing has rewritten
+        // yet (in this run no window has copied past it, none is moving it).
+        let pending_backup = self
+            .reshape_record()
+            .and_then(|r| r.backup.clone())
+            .filter(|b| {
+                self.reshape.as_ref().is_some_and(|r| {
+                    r.copied_end < b.end_chunk
+                        && !r.window.as_ref().is_some_and(|w| w.start == b.start_chunk)
+                })
+            });
         let backup_usable = pending_backup.as_ref().is_some_and(|b| {
             self.present.get(b.member) == Some(&true)
                 && !self.reshape.as_ref().is_some_and(|r| r.backup_damaged)
