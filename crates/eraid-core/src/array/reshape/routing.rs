@@ -26,7 +26,7 @@ impl Array {
             .filter(|b| {
                 self.reshape.as_ref().is_some_and(|r| {
                     r.copied_end < b.end_chunk
-                        && !r.window.as_ref().is_some_and(|w| w.start == b.start_chunk)
+                        && r.window.as_ref().is_none_or(|w| w.start != b.start_chunk)
                 })
             });
         let backup_usable = pending_backup.as_ref().is_some_and(|b| {
