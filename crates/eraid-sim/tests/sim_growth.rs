@@ -340,6 +340,10 @@ fn bad_growth_settings_name_the_setting() {
             format!("{GOOD}idle_user = \"lots\"\n"),
             "[growth] idle_user",
         ),
+        (
+            format!("{GOOD}md_checkpoint = 0\n"),
+            "[growth] md_checkpoint",
+        ),
         (format!("{GOOD}strateg = \"alv\"\n"), "strateg"),
         (
             format!("{GOOD}load = \"after\"\n[run]\nuntil = \"growth-done\"\n"),

@@ -55,7 +55,8 @@
 //! load = "during"               # or "after": replay the workload on the grown array
 //! aggregation = "1M"            # largest redistribution I/O per member
 //! md_page = "4K"                # md-reshape: its stripe-cache page
-//! md_window = "3M"              # md-reshape: reshape window (a checkpoint each)
+//! md_window = "3M"              # md-reshape: array data moved at once (its stripe cache)
+//! md_checkpoint = "3000K"       # md-reshape: copied per member between position records (Linux 2.6.18)
 //! md_users_wait = "window"      # md-reshape: who waits while a window moves: window (everyone, MD's default cache) | reads (everyone while it reads: a 512-page cache) | touching (only its users)
 //! sliding_window_max = "256M"   # lazy strategies: most copied-not-checkpointed data
 //! speed_min = "1M"              # rate floor per second (a bare number is KiB/s, as MD's sync_speed_min)
@@ -201,6 +202,7 @@ pub struct GrowthTable {
     pub aggregation: Option<IntOrText>,
     pub md_page: Option<IntOrText>,
     pub md_window: Option<IntOrText>,
+    pub md_checkpoint: Option<IntOrText>,
     pub md_users_wait: Option<String>,
     pub sliding_window_max: Option<IntOrText>,
     pub speed_min: Option<IntOrText>,
@@ -320,7 +322,8 @@ overlay_fields!(EngineTable { bitmap_clean_delay_ms, scrub_window_stripes, resyn
 overlay_fields!(StrideTable { op, block, stride_blocks, span_blocks, start, outstanding } nested {});
 overlay_fields!(RunTable { max_requests, window_requests, window_ms, data_mode, until, max_time_s } nested {});
 overlay_fields!(GrowthTable {
-    enabled, add, strategy, start_s, load, aggregation, md_page, md_window, md_users_wait,
+    enabled, add, strategy, start_s, load, aggregation, md_page, md_window, md_checkpoint,
+    md_users_wait,
     sliding_window_max,
     speed_min, speed_max, valve_period_ms, latency_bound_ms, slack, idle_check_ms, idle_user,
     sample_ms

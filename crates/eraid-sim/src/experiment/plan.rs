@@ -446,6 +446,11 @@ fn resolve_growth(
     bytes(&g.aggregation, "aggregation", &mut config.aggregation_bytes)?;
     bytes(&g.md_page, "md_page", &mut config.md_page_bytes)?;
     bytes(&g.md_window, "md_window", &mut config.md_window_bytes)?;
+    bytes(
+        &g.md_checkpoint,
+        "md_checkpoint",
+        &mut config.md_checkpoint_bytes,
+    )?;
     if let Some(name) = &g.md_users_wait {
         config.md_users_wait =
             eraid_core::reshape::config::MdUsersWait::parse(name).ok_or_else(|| {
