@@ -194,51 +194,44 @@ fn failure(error: impl std::fmt::Display) -> Value {
     json!({"ok": false, "error": error.to_string()})
 }
 
-fn answer(request: &Value, context: &ControlContext) -> Value {
-    let status = |context: &ControlContext| match context.handle.admin(AdminCommand::Status) {
-        Ok(status) => json!({"ok": true, "status": status}),
+/// Runs an engine command: the status it answers, or its refusal (after
+/// `refused`, when given) or why the array could not take it.
+fn run_admin(context: &ControlContext, command: AdminCommand, refused: &str) -> Value {
+    match context.handle.admin(command) {
+        Ok(answer) => match answer.get("error") {
+            Some(error) => failure(format!(
+                "{refused}{}",
+                error.as_str().unwrap_or("unknown reason")
+            )),
+            None => json!({"ok": true, "status": answer}),
+        },
         Err(error) => failure(format!("the array is not running: {error}")),
-    };
+    }
+}
+
+fn answer(request: &Value, context: &ControlContext) -> Value {
     match request.get("command").and_then(Value::as_str) {
-        Some("status") => status(context),
+        Some("status") => run_admin(context, AdminCommand::Status, ""),
         Some("check") => {
             let repair = request
                 .get("repair")
                 .and_then(Value::as_bool)
                 .unwrap_or(false);
-            match context.handle.admin(AdminCommand::StartCheck { repair }) {
-                Ok(answer) => match answer.get("error") {
-                    Some(error) => failure(format!(
-                        "cannot check: {}",
-                        error.as_str().unwrap_or("unknown reason")
-                    )),
-                    None => json!({"ok": true, "status": answer}),
-                },
-                Err(error) => failure(format!("the array is not running: {error}")),
-            }
+            run_admin(context, AdminCommand::StartCheck { repair }, "cannot check: ")
         }
         Some("grow") => match grow(request, context) {
             Ok(status) => json!({"ok": true, "status": status}),
             Err(error) => failure(format!("{error:#}")),
         },
-        Some(command @ ("pause-grow" | "resume-grow" | "tune-grow")) => {
-            let admin = match command {
-                "pause-grow" => AdminCommand::PauseGrow,
-                "resume-grow" => AdminCommand::ResumeGrow,
-                _ => match request.get("settings").map(|s| serde_json::from_value(s.clone())) {
-                    Some(Ok(tuning)) => AdminCommand::TuneGrow(tuning),
-                    Some(Err(e)) => return failure(format!("bad growth settings: {e}")),
-                    None => return failure("tune-grow needs \"settings\" (speed_min_kib_s, speed_max_kib_s, latency_bound_ms, slack)"),
-                },
-            };
-            match context.handle.admin(admin) {
-                Ok(answer) => match answer.get("error") {
-                    Some(error) => failure(error.as_str().unwrap_or("refused")),
-                    None => json!({"ok": true, "status": answer}),
-                },
-                Err(error) => failure(format!("the array is not running: {error}")),
-            }
-        }
+        Some("pause-grow") => run_admin(context, AdminCommand::PauseGrow, ""),
+        Some("resume-grow") => run_admin(context, AdminCommand::ResumeGrow, ""),
+        Some("tune-grow") => match request.get("settings").map(|s| serde_json::from_value(s.clone())) {
+            Some(Ok(tuning)) => run_admin(context, AdminCommand::TuneGrow(tuning), ""),
+            Some(Err(e)) => failure(format!("bad growth settings: {e}")),
+            None => failure(
+                "tune-grow needs \"settings\" (speed_min_kib_s, speed_max_kib_s, latency_bound_ms, slack)",
+            ),
+        },
         Some(other) => failure(format!(
             "unknown command {other:?}: expected status, grow, check, pause-grow, resume-grow or tune-grow"
         )),

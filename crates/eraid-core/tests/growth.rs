@@ -93,6 +93,34 @@ fn filled_and_growing(
     (h, array, model, rng)
 }
 
+/// A RAID-5 of 3 members holding a pattern (written and flushed), growing
+/// onto one blank member with `config`: (harness, array, model).
+fn flushed_raid5_growing(
+    seed: u64,
+    layout: ParityLayout,
+    config: ReshapeConfig,
+) -> (MemHarness, Array, Vec<u8>) {
+    let g = geometry(Level::Raid5, layout, 3, MEMBER_CHUNKS);
+    let member_bytes = g.data_offset_bytes + g.member_data_bytes;
+    let mut h = MemHarness::create(g, seed);
+    let mut array = open(&mut h);
+    let capacity = array.capacity_bytes();
+    let model: Vec<u8> = (0..capacity)
+        .map(|i| (i.wrapping_mul(31 + seed) % 251) as u8)
+        .collect();
+    let write = UserOp::Write {
+        offset_bytes: 0,
+        data: model.clone(),
+        fua: false,
+    };
+    call(&mut h, &mut array, 1, write).unwrap();
+    call(&mut h, &mut array, 2, UserOp::Flush).unwrap();
+    let members = h.add_blank_members(1, member_bytes);
+    let reply = array.handle_admin(h.now, AdminCommand::StartGrow { members, config });
+    assert!(reply.get("error").is_none(), "growth started: {reply}");
+    (h, array, model)
+}
+
 fn grow_under_load(
     seed: u64,
     level: Level,
@@ -431,26 +459,13 @@ fn md_reshape_window_holds_users_as_its_stripe_cache_says() {
             ("Reading", waits_while_reading),
             ("Writing", waits_while_writing),
         ] {
-            let g = geometry(Level::Raid5, ParityLayout::LeftAsymmetric, 3, MEMBER_CHUNKS);
-            let member_bytes = g.data_offset_bytes + g.member_data_bytes;
-            let mut h = MemHarness::create(g, 7);
-            let mut array = open(&mut h);
-            let capacity = array.capacity_bytes();
-            let model: Vec<u8> = (0..capacity).map(|i| (i * 7 % 251) as u8).collect();
-            let write = UserOp::Write {
-                offset_bytes: 0,
-                data: model.clone(),
-                fua: false,
-            };
-            call(&mut h, &mut array, 1, write).unwrap();
-            let added = h.add_blank_members(1, member_bytes);
             let config = ReshapeConfig {
                 md_users_wait: wait,
                 ..fast_config(ReshapeStrategy::MdReshape)
             };
-            let members = added;
-            let reply = array.handle_admin(h.now, AdminCommand::StartGrow { members, config });
-            assert!(reply.get("error").is_none(), "{reply}");
+            let (mut h, mut array, model) =
+                flushed_raid5_growing(7, ParityLayout::LeftAsymmetric, config);
+            let capacity = array.capacity_bytes();
             // Step to the first ordinary window (past any backed-up one) in `stage`.
             let at_stage = |a: &Array| {
                 let w = &a.status_json()["reshape"]["window"];
@@ -645,30 +660,10 @@ fn a_crash_then_a_missing_member_loses_nothing() {
         for layout in [ParityLayout::LeftAsymmetric, ParityLayout::RightSymmetric] {
             for stop in 1..=windows {
                 for victim in 0..4 {
-                    let g = geometry(Level::Raid5, layout, 3, MEMBER_CHUNKS);
-                    let member_bytes = g.data_offset_bytes + g.member_data_bytes;
-                    let mut h = MemHarness::create(g, 9 + stop as u64);
-                    let mut array = open(&mut h);
-                    let capacity = array.capacity_bytes();
-                    let model: Vec<u8> = (0..capacity)
-                        .map(|i| (i.wrapping_mul(31) % 251) as u8)
-                        .collect();
-                    let write = UserOp::Write {
-                        offset_bytes: 0,
-                        data: model.clone(),
-                        fua: false,
-                    };
-                    call(&mut h, &mut array, 1, write).unwrap();
-                    call(&mut h, &mut array, 2, UserOp::Flush).unwrap();
-                    let added = h.add_blank_members(1, member_bytes);
                     // Lazy: checkpoints only when the rule forces one.
                     let config = growth_config(strategy, 1 << 30);
-                    let grow = AdminCommand::StartGrow {
-                        members: added,
-                        config,
-                    };
-                    let reply = array.handle_admin(h.now, grow);
-                    assert!(reply.get("error").is_none(), "{reply}");
+                    let (mut h, mut array, model) =
+                        flushed_raid5_growing(9 + stop as u64, layout, config);
                     run_windows(&mut h, &mut array, stop);
                     h.crash();
                     h.members[victim] = None;
@@ -729,31 +724,8 @@ fn verify_chunks_or_refused(
 /// other chunk reads back.
 #[test]
 fn a_damaged_backup_is_reported_not_retried() {
-    let g = geometry(Level::Raid5, ParityLayout::LeftAsymmetric, 3, MEMBER_CHUNKS);
-    let member_bytes = g.data_offset_bytes + g.member_data_bytes;
-    let mut h = MemHarness::create(g, 21);
-    let mut array = open(&mut h);
-    let capacity = array.capacity_bytes();
-    let model: Vec<u8> = (0..capacity)
-        .map(|i| (i.wrapping_mul(17) % 253) as u8)
-        .collect();
-    let write = UserOp::Write {
-        offset_bytes: 0,
-        data: model.clone(),
-        fua: false,
-    };
-    call(&mut h, &mut array, 1, write).unwrap();
-    call(&mut h, &mut array, 2, UserOp::Flush).unwrap();
-    let added = h.add_blank_members(1, member_bytes);
     let config = growth_config(ReshapeStrategy::Alv, 1 << 30);
-    let reply = array.handle_admin(
-        h.now,
-        AdminCommand::StartGrow {
-            members: added,
-            config,
-        },
-    );
-    assert!(reply.get("error").is_none(), "{reply}");
+    let (mut h, mut array, model) = flushed_raid5_growing(21, ParityLayout::LeftAsymmetric, config);
     // Step until the first window, backed up and recorded, is being written.
     let backup = loop {
         let r = array.status_json()["reshape"].clone();

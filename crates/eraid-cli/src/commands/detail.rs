@@ -46,30 +46,22 @@ pub fn reshape_json(sb: &Superblock) -> Value {
     } else {
         record.checkpoint_chunk as f64 / record.total_chunks as f64
     };
-    let c = record.counters;
-    json!({
-        "strategy": record.config.strategy.name(),
-        "state": record.state.name(),
-        "pause_reason": record.pause_reason,
-        "held": record.held,
-        "progress": progress,
-        "old_member_count": record.old_geometry.member_count,
-        "new_member_count": sb.geometry.member_count,
-        "checkpoint_bytes": record.checkpoint_chunk * chunk,
-        "total_bytes": record.total_chunks * chunk,
-        "moved_bytes": c.moved_bytes,
-        "metadata_writes": c.metadata_writes,
-        "redistribution_reads": c.redistribution_reads,
-        "redistribution_writes": c.redistribution_writes,
-        "backup_windows": c.backup_windows,
-        "pending_backup": record.backup.as_ref().map(|b| json!({
-            "start_bytes": b.start_chunk * chunk,
-            "end_bytes": b.end_chunk * chunk,
-            "member": b.member,
-            "member_offset_bytes": b.offset_bytes,
-        })),
-        "config": record.config,
-    })
+    let mut fields = record.recorded_json(sb.geometry.member_count, chunk);
+    fields.insert("progress".into(), json!(progress));
+    Value::Object(fields)
+}
+
+/// The members table of the human-readable detail.
+fn print_members<'a>(members: impl IntoIterator<Item = &'a Value>) {
+    println!("  members");
+    for m in members {
+        println!(
+            "    {:>2}  {:<8} {}",
+            m["index"],
+            m["state"].as_str().unwrap_or(""),
+            m["path"].as_str().unwrap_or("")
+        );
+    }
 }
 
 /// One line describing a `reshape` object (live or recorded).
@@ -156,15 +148,7 @@ impl DetailArgs {
         if !status["reshape"].is_null() {
             println!("  reshape     {}", reshape_line(&status["reshape"]));
         }
-        println!("  members");
-        for m in status["members"].as_array().into_iter().flatten() {
-            println!(
-                "    {:>2}  {:<8} {}",
-                m["index"],
-                m["state"].as_str().unwrap_or(""),
-                m["path"].as_str().unwrap_or("")
-            );
-        }
+        print_members(status["members"].as_array().into_iter().flatten());
         Ok(0)
     }
 
@@ -246,15 +230,7 @@ impl DetailArgs {
             }
             println!("  reshape     {line}");
         }
-        println!("  members");
-        for m in &members {
-            println!(
-                "    {:>2}  {:<8} {}",
-                m["index"],
-                m["state"].as_str().unwrap_or(""),
-                m["path"].as_str().unwrap_or("")
-            );
-        }
+        print_members(&members);
         Ok(0)
     }
 }

@@ -101,9 +101,36 @@ pub struct GrowArgs {
     members: Vec<PathBuf>,
 }
 
+/// A flag raised by SIGINT or SIGTERM: waiting stops, the growth goes on.
+pub(crate) fn stop_on_signals() -> Result<Arc<AtomicBool>> {
+    let stop = Arc::new(AtomicBool::new(false));
+    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(signal, Arc::clone(&stop))
+            .context("cannot install signal handlers")?;
+    }
+    Ok(stop)
+}
+
+/// Shows a served growth's progress until it is done or paused, or `stop`
+/// is raised; the exit code.
+pub(crate) fn follow_served_growth(
+    client: &mut ControlClient,
+    path: &std::path::Path,
+    stop: &AtomicBool,
+) -> Result<i32> {
+    let interrupted = format!(
+        "stopped waiting; the growth goes on in the server (eraid detail --control {})",
+        path.display()
+    );
+    Ok(exit_code(
+        wait_for_growth(&mut || client.status(), stop)?,
+        &interrupted,
+    ))
+}
+
 /// Reports how waiting for a growth ended; the exit code: 0 done,
 /// 1 paused, 130 interrupted (`interrupted` says what happens next).
-pub(crate) fn exit_code(end: WaitEnd, interrupted: &str) -> i32 {
+fn exit_code(end: WaitEnd, interrupted: &str) -> i32 {
     match end {
         WaitEnd::Done(status, waited) => {
             report_done(&status, waited);
@@ -183,11 +210,7 @@ impl GrowArgs {
 
     pub fn run(self) -> Result<i32> {
         self.precheck()?;
-        let stop = Arc::new(AtomicBool::new(false));
-        for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-            signal_hook::flag::register(signal, Arc::clone(&stop))
-                .context("cannot install signal handlers")?;
-        }
+        let stop = stop_on_signals()?;
         match self.control.clone() {
             Some(path) => self.run_control(&path, &stop),
             None => self.run_offline(&stop),
@@ -219,14 +242,7 @@ impl GrowArgs {
             println!("follow it with: eraid detail --control {}", path.display());
             return Ok(0);
         }
-        let interrupted = format!(
-            "stopped waiting; the growth goes on in the server (eraid detail --control {})",
-            path.display()
-        );
-        Ok(exit_code(
-            wait_for_growth(&mut || client.status(), stop)?,
-            &interrupted,
-        ))
+        follow_served_growth(&mut client, path, stop)
     }
 
     fn run_offline(self, stop: &AtomicBool) -> Result<i32> {
@@ -348,7 +364,7 @@ fn report_done(status: &Value, waited: Duration) {
     );
 }
 
-pub(crate) enum WaitEnd {
+enum WaitEnd {
     /// The last status, and how long the wait took.
     Done(Value, Duration),
     Paused(String),
@@ -357,10 +373,7 @@ pub(crate) enum WaitEnd {
 
 /// Polls the status until the growth is done or paused, drawing a progress
 /// bar (or, when stderr is not a terminal, a line every few seconds).
-pub(crate) fn wait_for_growth(
-    poll: &mut dyn FnMut() -> Result<Value>,
-    stop: &AtomicBool,
-) -> Result<WaitEnd> {
+fn wait_for_growth(poll: &mut dyn FnMut() -> Result<Value>, stop: &AtomicBool) -> Result<WaitEnd> {
     let bar = ProgressBar::new(1);
     bar.set_style(
         ProgressStyle::with_template("growing [{bar:30}] {percent:>3}% {msg}")

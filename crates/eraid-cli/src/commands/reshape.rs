@@ -1,13 +1,11 @@
 //! `eraid reshape`: pause, resume or retune the growth of a running array.
 
-use super::grow::{exit_code, wait_for_growth};
+use super::grow::{follow_served_growth, stop_on_signals};
 use crate::control::ControlClient;
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use clap::{Args, Subcommand};
 use serde_json::{json, Value};
 use std::path::PathBuf;
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
 
 /// Pause, resume or retune the growth of a running array
 ///
@@ -107,17 +105,8 @@ impl ReshapeArgs {
         println!("{}", summary(&status["reshape"]));
         match &self.action {
             ReshapeAction::Resume(r) if r.wait => {
-                let stop = Arc::new(AtomicBool::new(false));
-                for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-                    signal_hook::flag::register(signal, Arc::clone(&stop))
-                        .context("cannot install signal handlers")?;
-                }
-                let end = wait_for_growth(&mut || client.status(), &stop)?;
-                let interrupted = format!(
-                    "stopped waiting; the growth goes on in the server (eraid detail --control {})",
-                    r.target.control.display()
-                );
-                Ok(exit_code(end, &interrupted))
+                let stop = stop_on_signals()?;
+                follow_served_growth(&mut client, &r.target.control, &stop)
             }
             _ => Ok(0),
         }

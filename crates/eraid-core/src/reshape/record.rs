@@ -93,3 +93,42 @@ pub struct ReshapeRecord {
     #[serde(default)]
     pub counters: ReshapeCounters,
 }
+
+impl ReshapeRecord {
+    /// What the record itself says, named as in the live status and in
+    /// `eraid detail`: both start from these fields and add their own.
+    pub fn recorded_json(
+        &self,
+        new_member_count: usize,
+        chunk_bytes: u64,
+    ) -> serde_json::Map<String, serde_json::Value> {
+        let c = self.counters;
+        let fields = serde_json::json!({
+            "strategy": self.config.strategy.name(),
+            "state": self.state.name(),
+            "pause_reason": self.pause_reason,
+            "held": self.held,
+            "old_member_count": self.old_geometry.member_count,
+            "new_member_count": new_member_count,
+            "checkpoint_bytes": self.checkpoint_chunk * chunk_bytes,
+            "total_bytes": self.total_chunks * chunk_bytes,
+            "moved_bytes": c.moved_bytes,
+            "metadata_writes": c.metadata_writes,
+            "redistribution_reads": c.redistribution_reads,
+            "redistribution_writes": c.redistribution_writes,
+            "backup_windows": c.backup_windows,
+            // A backed-up window a crash interrupted, not yet rewritten.
+            "pending_backup": self.backup.as_ref().map(|b| serde_json::json!({
+                "start_bytes": b.start_chunk * chunk_bytes,
+                "end_bytes": b.end_chunk * chunk_bytes,
+                "member": b.member,
+                "member_offset_bytes": b.offset_bytes,
+            })),
+            "config": self.config,
+        });
+        match fields {
+            serde_json::Value::Object(map) => map,
+            _ => unreachable!("json! of an object literal is an object"),
+        }
+    }
+}

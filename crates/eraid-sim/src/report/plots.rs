@@ -49,6 +49,68 @@ fn upper(max: f64) -> f64 {
     }
 }
 
+const UPPER_LEFT: SeriesLabelPosition = SeriesLabelPosition::UpperLeft;
+
+type XyChart<'a, 'b> = ChartContext<
+    'a,
+    SVGBackend<'b>,
+    Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>,
+>;
+
+/// An SVG chart at `path`: a caption, the ranges, the axes' names
+/// (x, y); `draw` adds the labelled data, the legend goes at `legend_at`,
+/// then the file is written.
+fn xy_chart(
+    path: &Path,
+    caption: &str,
+    x: std::ops::Range<f64>,
+    y: std::ops::Range<f64>,
+    axes: (&str, &str),
+    legend_at: SeriesLabelPosition,
+    draw: impl FnOnce(&mut XyChart<'_, '_>) -> PlotResult,
+) -> PlotResult {
+    let root = SVGBackend::new(path, SIZE).into_drawing_area();
+    root.fill(&WHITE).map_err(err)?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(caption, ("sans-serif", 22))
+        .margin(12)
+        .x_label_area_size(44)
+        .y_label_area_size(64)
+        .build_cartesian_2d(x, y)
+        .map_err(err)?;
+    chart
+        .configure_mesh()
+        .x_desc(axes.0)
+        .y_desc(axes.1)
+        .draw()
+        .map_err(err)?;
+    draw(&mut chart)?;
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .position(legend_at)
+        .draw()
+        .map_err(|e| format!("plot: {e:?}"))?;
+    root.present().map_err(err)
+}
+
+/// One labelled line in the palette's `i`th colour.
+fn labelled_line(
+    chart: &mut XyChart<'_, '_>,
+    i: usize,
+    label: String,
+    points: impl IntoIterator<Item = (f64, f64)>,
+) -> PlotResult {
+    let c = colour(i);
+    chart
+        .draw_series(LineSeries::new(points, c.stroke_width(2)))
+        .map_err(err)?
+        .label(label)
+        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2)));
+    Ok(())
+}
+
 /// Most sweep points given plots of their own (see [`write_plots`]).
 const GROUPS_MAX: usize = 8;
 
@@ -168,41 +230,32 @@ fn latency_over_time(runs: &[RunResult], path: &Path, max: bool) -> PlotResult {
         .iter()
         .flat_map(|r| r.report.windows.iter().map(value))
         .fold(0.0, f64::max);
-    let root = SVGBackend::new(path, SIZE).into_drawing_area();
-    root.fill(&WHITE).map_err(err)?;
     let caption = if max {
         "local maximum response time"
     } else {
         "local average response time"
     };
-    let mut chart = ChartBuilder::on(&root)
-        .caption(caption, ("sans-serif", 22))
-        .margin(12)
-        .x_label_area_size(44)
-        .y_label_area_size(64)
-        .build_cartesian_2d(0f64..upper(x_max), 0f64..upper(y_max))
-        .map_err(err)?;
-    chart
-        .configure_mesh()
-        .x_desc("time (s)")
-        .y_desc("response time (ms)")
-        .draw()
-        .map_err(err)?;
-    for (i, r) in runs.iter().enumerate() {
-        let c = colour(i);
-        let points = r
-            .report
-            .windows
-            .iter()
-            .map(|w| ((w.start_ns + w.end_ns) as f64 / 2e9, value(w)));
-        chart
-            .draw_series(LineSeries::new(points, c.stroke_width(2)))
-            .map_err(err)?
-            .label(r.name.clone())
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2)));
-    }
-    legend(&mut chart)?;
-    root.present().map_err(err)
+    let x = 0f64..upper(x_max);
+    let axes = ("time (s)", "response time (ms)");
+    xy_chart(
+        path,
+        caption,
+        x,
+        0f64..upper(y_max),
+        axes,
+        UPPER_LEFT,
+        |chart| {
+            for (i, r) in runs.iter().enumerate() {
+                let points = r
+                    .report
+                    .windows
+                    .iter()
+                    .map(|w| ((w.start_ns + w.end_ns) as f64 / 2e9, value(w)));
+                labelled_line(chart, i, r.name.clone(), points)?;
+            }
+            Ok(())
+        },
+    )
 }
 
 /// Growth progress (0..1) over simulated time, one line per growth run.
@@ -212,39 +265,29 @@ fn growth_progress(runs: &[RunResult], path: &Path) -> PlotResult {
         .filter_map(|r| r.report.growth.as_ref())
         .flat_map(|g| g.samples.iter().map(|s| s.time_s))
         .fold(0.0, f64::max);
-    let root = SVGBackend::new(path, SIZE).into_drawing_area();
-    root.fill(&WHITE).map_err(err)?;
-    let mut chart = ChartBuilder::on(&root)
-        .caption("growth progress", ("sans-serif", 22))
-        .margin(12)
-        .x_label_area_size(44)
-        .y_label_area_size(64)
-        .build_cartesian_2d(0f64..upper(x_max), 0f64..1.0)
-        .map_err(err)?;
-    chart
-        .configure_mesh()
-        .x_desc("time (s)")
-        .y_desc("fraction of the growth done")
-        .draw()
-        .map_err(err)?;
-    for (i, r) in runs.iter().enumerate() {
-        let Some(g) = &r.report.growth else {
-            continue;
-        };
-        let c = colour(i);
-        let steps = g.samples.iter().map(|s| s.step).max().unwrap_or(0) + 1;
-        let points = g
-            .samples
-            .iter()
-            .map(|s| (s.time_s, (s.step as f64 + s.progress) / steps as f64));
-        chart
-            .draw_series(LineSeries::new(points, c.stroke_width(2)))
-            .map_err(err)?
-            .label(r.name.clone())
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2)));
-    }
-    legend(&mut chart)?;
-    root.present().map_err(err)
+    let axes = ("time (s)", "fraction of the growth done");
+    xy_chart(
+        path,
+        "growth progress",
+        0f64..upper(x_max),
+        0f64..1.0,
+        axes,
+        UPPER_LEFT,
+        |chart| {
+            for (i, r) in runs.iter().enumerate() {
+                let Some(g) = &r.report.growth else {
+                    continue;
+                };
+                let steps = g.samples.iter().map(|s| s.step).max().unwrap_or(0) + 1;
+                let points = g
+                    .samples
+                    .iter()
+                    .map(|s| (s.time_s, (s.step as f64 + s.progress) / steps as f64));
+                labelled_line(chart, i, r.name.clone(), points)?;
+            }
+            Ok(())
+        },
+    )
 }
 
 /// Redistribution time against the mean user response time during the
@@ -263,40 +306,28 @@ fn growth_tradeoff(runs: &[&RunResult], path: &Path) -> PlotResult {
         .collect();
     let x_max = points.iter().map(|p| p.1).fold(0.0, f64::max);
     let y_max = points.iter().map(|p| p.2).fold(0.0, f64::max);
-    let root = SVGBackend::new(path, SIZE).into_drawing_area();
-    root.fill(&WHITE).map_err(err)?;
-    let mut chart = ChartBuilder::on(&root)
-        .caption(
-            "redistribution time vs mean response time during the growth",
-            ("sans-serif", 22),
-        )
-        .margin(12)
-        .x_label_area_size(44)
-        .y_label_area_size(64)
-        .build_cartesian_2d(0f64..upper(x_max), 0f64..upper(y_max))
-        .map_err(err)?;
-    chart
-        .configure_mesh()
-        .x_desc("redistribution time (s)")
-        .y_desc("mean response time (ms)")
-        .draw()
-        .map_err(err)?;
-    for (i, (name, x, y)) in points.into_iter().enumerate() {
-        let c = colour(i);
-        chart
-            .draw_series(std::iter::once(Circle::new((x, y), 5, c.filled())))
-            .map_err(err)?
-            .label(name)
-            .legend(move |(x, y)| Circle::new((x + 10, y), 5, c.filled()));
-    }
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .position(SeriesLabelPosition::UpperRight)
-        .draw()
-        .map_err(|e| format!("plot: {e:?}"))?;
-    root.present().map_err(err)
+    let caption = "redistribution time vs mean response time during the growth";
+    let axes = ("redistribution time (s)", "mean response time (ms)");
+    let (x, y) = (0f64..upper(x_max), 0f64..upper(y_max));
+    xy_chart(
+        path,
+        caption,
+        x,
+        y,
+        axes,
+        SeriesLabelPosition::UpperRight,
+        |chart| {
+            for (i, (name, x, y)) in points.into_iter().enumerate() {
+                let c = colour(i);
+                chart
+                    .draw_series(std::iter::once(Circle::new((x, y), 5, c.filled())))
+                    .map_err(err)?
+                    .label(name)
+                    .legend(move |(x, y)| Circle::new((x + 10, y), 5, c.filled()));
+            }
+            Ok(())
+        },
+    )
 }
 
 fn latency_cdf(runs: &[RunResult], path: &Path) -> PlotResult {
@@ -304,52 +335,27 @@ fn latency_cdf(runs: &[RunResult], path: &Path) -> PlotResult {
         .iter()
         .map(|r| r.report.summary.p99_response_ms)
         .fold(0.0, f64::max);
-    let root = SVGBackend::new(path, SIZE).into_drawing_area();
-    root.fill(&WHITE).map_err(err)?;
-    let mut chart = ChartBuilder::on(&root)
-        .caption("response-time CDF (to the largest p99)", ("sans-serif", 22))
-        .margin(12)
-        .x_label_area_size(44)
-        .y_label_area_size(64)
-        .build_cartesian_2d(0f64..upper(x_max), 0f64..1.0)
-        .map_err(err)?;
-    chart
-        .configure_mesh()
-        .x_desc("response time (ms)")
-        .y_desc("fraction of requests")
-        .draw()
-        .map_err(err)?;
-    for (i, r) in runs.iter().enumerate() {
-        let c = colour(i);
-        let points = r
-            .report
-            .cdf
-            .iter()
-            .map(|p| (p.latency_ns as f64 / 1e6, p.cumulative_fraction));
-        chart
-            .draw_series(LineSeries::new(points, c.stroke_width(2)))
-            .map_err(err)?
-            .label(r.name.clone())
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2)));
-    }
-    legend(&mut chart)?;
-    root.present().map_err(err)
-}
-
-fn legend<'a, DB: DrawingBackend + 'a>(
-    chart: &mut ChartContext<
-        'a,
-        DB,
-        Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>,
-    >,
-) -> PlotResult {
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .position(SeriesLabelPosition::UpperLeft)
-        .draw()
-        .map_err(|e| format!("plot: {e:?}"))
+    let caption = "response-time CDF (to the largest p99)";
+    let axes = ("response time (ms)", "fraction of requests");
+    xy_chart(
+        path,
+        caption,
+        0f64..upper(x_max),
+        0f64..1.0,
+        axes,
+        UPPER_LEFT,
+        |chart| {
+            for (i, r) in runs.iter().enumerate() {
+                let points = r
+                    .report
+                    .cdf
+                    .iter()
+                    .map(|p| (p.latency_ns as f64 / 1e6, p.cumulative_fraction));
+                labelled_line(chart, i, r.name.clone(), points)?;
+            }
+            Ok(())
+        },
+    )
 }
 
 fn metric(run: &RunResult, key: &str) -> f64 {
@@ -434,38 +440,30 @@ fn sweep_curve(runs: &[RunResult], metric_key: &str, path: &Path) -> Result<bool
     let x_min = all.clone().map(|p| p.0).fold(f64::INFINITY, f64::min);
     let x_max = all.clone().map(|p| p.0).fold(f64::NEG_INFINITY, f64::max);
     let y_max = all.map(|p| p.1).fold(0.0, f64::max);
-    let root = SVGBackend::new(path, SIZE).into_drawing_area();
-    root.fill(&WHITE).map_err(err)?;
     let x_range = if x_max > x_min {
         x_min..x_max
     } else {
         x_min - 1.0..x_min + 1.0
     };
-    let mut chart = ChartBuilder::on(&root)
-        .caption(format!("{metric_key} by sweep value"), ("sans-serif", 22))
-        .margin(12)
-        .x_label_area_size(44)
-        .y_label_area_size(64)
-        .build_cartesian_2d(x_range, 0f64..upper(y_max))
-        .map_err(err)?;
-    chart
-        .configure_mesh()
-        .x_desc("sweep value")
-        .y_desc(metric_key)
-        .draw()
-        .map_err(err)?;
-    for (i, (v, points)) in variants.iter().zip(series).enumerate() {
-        let c = colour(i);
-        chart
-            .draw_series(LineSeries::new(points.clone(), c.stroke_width(2)))
-            .map_err(err)?
-            .label(v.to_string())
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2)));
-        chart
-            .draw_series(points.into_iter().map(|p| Circle::new(p, 3, c.filled())))
-            .map_err(err)?;
-    }
-    legend(&mut chart)?;
-    root.present().map_err(err)?;
+    let caption = format!("{metric_key} by sweep value");
+    let axes = ("sweep value", metric_key);
+    xy_chart(
+        path,
+        &caption,
+        x_range,
+        0f64..upper(y_max),
+        axes,
+        UPPER_LEFT,
+        |chart| {
+            for (i, (v, points)) in variants.iter().zip(series).enumerate() {
+                labelled_line(chart, i, v.to_string(), points.clone())?;
+                let c = colour(i);
+                chart
+                    .draw_series(points.into_iter().map(|p| Circle::new(p, 3, c.filled())))
+                    .map_err(err)?;
+            }
+            Ok(())
+        },
+    )?;
     Ok(true)
 }

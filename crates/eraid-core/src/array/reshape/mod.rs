@@ -377,29 +377,10 @@ impl Array {
             copied_end as f64 / record.total_chunks as f64
         };
         let c = record.counters;
-        Some(serde_json::json!({
-            "strategy": record.config.strategy.name(),
-            "state": record.state.name(),
-            "pause_reason": record.pause_reason,
-            "held": record.held,
+        let mut fields = record.recorded_json(self.geometry.member_count, chunk);
+        let live = serde_json::json!({
             "progress": progress,
-            "old_member_count": record.old_geometry.member_count,
-            "new_member_count": self.geometry.member_count,
             "processed_bytes": copied_end * chunk,
-            "total_bytes": record.total_chunks * chunk,
-            "checkpoint_bytes": record.checkpoint_chunk * chunk,
-            "moved_bytes": c.moved_bytes,
-            "metadata_writes": c.metadata_writes,
-            "redistribution_reads": c.redistribution_reads,
-            "redistribution_writes": c.redistribution_writes,
-            "backup_windows": c.backup_windows,
-            // A backed-up window a crash interrupted, not yet rewritten.
-            "pending_backup": record.backup.as_ref().map(|b| serde_json::json!({
-                "start_bytes": b.start_chunk * chunk,
-                "end_bytes": b.end_chunk * chunk,
-                "member": b.member,
-                "member_offset_bytes": b.offset_bytes,
-            })),
             "rate_bytes_s": rate,
             "blocked_requests": blocked,
             "valve_periods": c.valve_periods,
@@ -424,8 +405,11 @@ impl Array {
             "waiting_for": self.reshape_waiting_for(),
             "checkpoint_wanted": self.reshape.as_ref().map(|r| r.checkpoint_wanted),
             "checkpointing": self.reshape.as_ref().and_then(|r| r.checkpoint_stage).map(|c| format!("{c:?}")),
-            "config": record.config,
-        }))
+        });
+        if let serde_json::Value::Object(live) = live {
+            fields.extend(live);
+        }
+        Some(serde_json::Value::Object(fields))
     }
 
     /// What the growth waits for now, in words (for `detail`).
