@@ -53,6 +53,16 @@ fn verify_all(h: &mut MemHarness, array: &mut Array, model: &[u8], id: &mut u64)
     }
 }
 
+/// Writes `data` at the start of the array (request id 1).
+fn write_from_start(h: &mut MemHarness, array: &mut Array, data: &[u8]) {
+    let write = UserOp::Write {
+        offset_bytes: 0,
+        data: data.to_vec(),
+        fua: false,
+    };
+    call(h, array, 1, write).expect("write");
+}
+
 /// An array of `from` members filled with random data, growing by `add`
 /// members with `strategy`: (harness, array, model, rng).
 fn filled_and_growing(
@@ -70,17 +80,7 @@ fn filled_and_growing(
     let mut array = open(&mut h);
     let capacity = array.capacity_bytes();
     let model: Vec<u8> = (0..capacity).map(|_| rng.gen()).collect();
-    call(
-        &mut h,
-        &mut array,
-        1,
-        UserOp::Write {
-            offset_bytes: 0,
-            data: model.clone(),
-            fua: false,
-        },
-    )
-    .unwrap();
+    write_from_start(&mut h, &mut array, &model);
     let added = h.add_blank_members(add, member_bytes);
     let reply = array.handle_admin(
         h.now,
@@ -108,12 +108,7 @@ fn flushed_raid5_growing(
     let model: Vec<u8> = (0..capacity)
         .map(|i| (i.wrapping_mul(31 + seed) % 251) as u8)
         .collect();
-    let write = UserOp::Write {
-        offset_bytes: 0,
-        data: model.clone(),
-        fua: false,
-    };
-    call(&mut h, &mut array, 1, write).unwrap();
+    write_from_start(&mut h, &mut array, &model);
     call(&mut h, &mut array, 2, UserOp::Flush).unwrap();
     let members = h.add_blank_members(1, member_bytes);
     let reply = array.handle_admin(h.now, AdminCommand::StartGrow { members, config });
@@ -369,17 +364,7 @@ fn successive_growths_keep_every_byte() {
     let mut rng = ChaCha8Rng::seed_from_u64(7);
     let mut array = open(&mut h);
     let mut model: Vec<u8> = (0..array.capacity_bytes()).map(|_| rng.gen()).collect();
-    call(
-        &mut h,
-        &mut array,
-        1,
-        UserOp::Write {
-            offset_bytes: 0,
-            data: model.clone(),
-            fua: false,
-        },
-    )
-    .unwrap();
+    write_from_start(&mut h, &mut array, &model);
     let mut id = 10;
     for (round, strategy) in [
         ReshapeStrategy::FastScale,

@@ -111,6 +111,21 @@ fn labelled_line(
     Ok(())
 }
 
+/// One labelled line per run, from the points `points` gives it (none:
+/// the run has no line).
+fn run_lines<'r, I: IntoIterator<Item = (f64, f64)>>(
+    chart: &mut XyChart<'_, '_>,
+    runs: &'r [RunResult],
+    points: impl Fn(&'r RunResult) -> Option<I>,
+) -> PlotResult {
+    for (i, r) in runs.iter().enumerate() {
+        if let Some(points) = points(r) {
+            labelled_line(chart, i, r.name.clone(), points)?;
+        }
+    }
+    Ok(())
+}
+
 /// Most sweep points given plots of their own (see [`write_plots`]).
 const GROUPS_MAX: usize = 8;
 
@@ -245,15 +260,14 @@ fn latency_over_time(runs: &[RunResult], path: &Path, max: bool) -> PlotResult {
         axes,
         UPPER_LEFT,
         |chart| {
-            for (i, r) in runs.iter().enumerate() {
-                let points = r
-                    .report
-                    .windows
-                    .iter()
-                    .map(|w| ((w.start_ns + w.end_ns) as f64 / 2e9, value(w)));
-                labelled_line(chart, i, r.name.clone(), points)?;
-            }
-            Ok(())
+            run_lines(chart, runs, |r| {
+                Some(
+                    r.report
+                        .windows
+                        .iter()
+                        .map(|w| ((w.start_ns + w.end_ns) as f64 / 2e9, value(w))),
+                )
+            })
         },
     )
 }
@@ -274,18 +288,15 @@ fn growth_progress(runs: &[RunResult], path: &Path) -> PlotResult {
         axes,
         UPPER_LEFT,
         |chart| {
-            for (i, r) in runs.iter().enumerate() {
-                let Some(g) = &r.report.growth else {
-                    continue;
-                };
+            run_lines(chart, runs, |r| {
+                let g = r.report.growth.as_ref()?;
                 let steps = g.samples.iter().map(|s| s.step).max().unwrap_or(0) + 1;
-                let points = g
-                    .samples
-                    .iter()
-                    .map(|s| (s.time_s, (s.step as f64 + s.progress) / steps as f64));
-                labelled_line(chart, i, r.name.clone(), points)?;
-            }
-            Ok(())
+                Some(
+                    g.samples
+                        .iter()
+                        .map(move |s| (s.time_s, (s.step as f64 + s.progress) / steps as f64)),
+                )
+            })
         },
     )
 }
@@ -345,15 +356,14 @@ fn latency_cdf(runs: &[RunResult], path: &Path) -> PlotResult {
         axes,
         UPPER_LEFT,
         |chart| {
-            for (i, r) in runs.iter().enumerate() {
-                let points = r
-                    .report
-                    .cdf
-                    .iter()
-                    .map(|p| (p.latency_ns as f64 / 1e6, p.cumulative_fraction));
-                labelled_line(chart, i, r.name.clone(), points)?;
-            }
-            Ok(())
+            run_lines(chart, runs, |r| {
+                Some(
+                    r.report
+                        .cdf
+                        .iter()
+                        .map(|p| (p.latency_ns as f64 / 1e6, p.cumulative_fraction)),
+                )
+            })
         },
     )
 }
