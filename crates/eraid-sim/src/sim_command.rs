@@ -150,6 +150,13 @@ pub fn report_text(report: &SimReport) -> String {
         "requests        {} ({} reads, {} writes, {} failed)",
         s.requests, s.reads, s.writes, report.failed_requests
     );
+    if report.host_waited_requests > 0 {
+        let _ = writeln!(
+            out,
+            "host queue      {} requests found {} in the array and waited above it (at most {} at once); their response times count the wait",
+            report.host_waited_requests, report.admission_limit, report.host_queue_max
+        );
+    }
     let _ = writeln!(
         out,
         "response ms     mean {:.3}  p50 {:.3}  p95 {:.3}  p99 {:.3}  max {:.3}",

@@ -478,6 +478,43 @@ fn host_queue_depth_is_checked() {
     assert!(err.to_string().contains("only for open-loop"), "{err}");
 }
 
+/// A replay faster than the array (the tiny trace at its own rate: 500
+/// IOPS on 3 drives) waits above the array once it holds the block
+/// layer's 512 requests, so the drives' queues stay short and both growths
+/// still finish with the data intact. Before the bound every arrival went
+/// into the drives' queues, each redistribution I/O waited behind the whole
+/// backlog, and neither growth finished in 600 simulated seconds.
+#[test]
+fn an_overloaded_replay_waits_above_the_array_and_growth_still_finishes() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    tiny_trace(dir.path(), 300);
+    let text = RAID5.replace("time_scale = 5.0", "time_scale = 1.0");
+    let e = experiment(dir.path(), &text);
+    let a = run(&e);
+    for name in ["alv", "md-reshape"] {
+        let r = report(&a, name);
+        assert_eq!(metric(&a, name, "growth_done"), 1.0, "{name}");
+        assert_eq!(r.data_mismatches, 0, "{name}");
+        assert!(r.data_checked_reads > 0, "{name}");
+        assert_eq!(r.admission_limit, 512, "{name}");
+        assert!(
+            r.host_waited_requests > 1000,
+            "{name}: {} requests waited",
+            r.host_waited_requests
+        );
+        let deepest = r
+            .disks
+            .iter()
+            .map(|d| d.max_queue_length)
+            .max()
+            .expect("disks");
+        assert!(
+            deepest <= 2 * 512,
+            "{name}: a drive held {deepest} commands"
+        );
+    }
+}
+
 /// The RAID-5 growths again behind the host a replay tool on Linux 2.6.18
 /// had: one request at a time, and CFQ time slices between user and
 /// background I/O. Checkpoint flushes wait for commands held at the host,

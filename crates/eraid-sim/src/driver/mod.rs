@@ -81,14 +81,29 @@ pub struct SimConfig {
     /// Open loop: the host keeps at most this many user requests in the
     /// array; later arrivals wait in arrival order, and their response time
     /// includes that wait (the engine, like the ALV paper's controller,
-    /// only sees the time from admission). `None`: no limit.
+    /// only sees the time from admission). `None`: the block layer's own
+    /// limit, [`ADMISSION_LIMIT_DEFAULT`].
     pub host_queue_depth: Option<u32>,
     /// The host's I/O scheduler in front of every drive (see
     /// [`host_sched`]).
     pub host_scheduler: host_sched::HostSchedulerKind,
 }
 
+/// User requests an array holds at once when no `host_queue_depth` is set:
+/// a host's block layer stops taking requests when its queues are full
+/// (Linux: 128 per drive queue), so a workload faster than the array waits
+/// above it instead of piling up in the drives' queues. Without a bound an
+/// overloaded open-loop replay queued without end, every background I/O
+/// waited behind the whole backlog (a growth stalled at a few KB/s) and the
+/// simulator's memory grew until it was killed.
+pub const ADMISSION_LIMIT_DEFAULT: u32 = 512;
+
 impl SimConfig {
+    /// The most user requests in the array at once.
+    pub fn admission_limit(&self) -> usize {
+        self.host_queue_depth.unwrap_or(ADMISSION_LIMIT_DEFAULT) as usize
+    }
+
     /// A RAID-`level` array of `members` drives of `disk`, defaults elsewhere.
     pub fn new(target: Target, members: usize, disk: DiskChoice) -> SimConfig {
         SimConfig {

@@ -47,6 +47,16 @@ pub struct SimReport {
     /// Engine I/Os the host block layer merged into another's drive command.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub merged_ios: u64,
+    /// User requests that found the array holding `admission_limit`
+    /// requests and waited at the host (their response time counts it),
+    /// and the most that waited at once.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub host_waited_requests: u64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub host_queue_max: u64,
+    /// The most user requests the array held at once.
+    #[serde(default)]
+    pub admission_limit: u64,
     /// The run stopped at `[run] max_time_s` with work left.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub timed_out: bool,
@@ -66,6 +76,8 @@ impl SimReport {
         put("reads", json!(s.reads));
         put("writes", json!(s.writes));
         put("failed_requests", json!(self.failed_requests));
+        put("host_waited_requests", json!(self.host_waited_requests));
+        put("host_queue_max", json!(self.host_queue_max));
         put("mean_response_ms", json!(s.mean_response_ms));
         put("p50_response_ms", json!(s.p50_response_ms));
         put("p95_response_ms", json!(s.p95_response_ms));

@@ -82,6 +82,9 @@ pub(super) struct Simulation {
     cut: bool,
     /// Arrivals waiting for the host's queue depth, in arrival order.
     host_waiting: VecDeque<TraceRequest>,
+    /// Arrivals that had to wait at the host, and the longest wait queue.
+    host_waited_requests: u64,
+    host_queue_max: u64,
     member_bytes: u64,
     growth: Option<GrowthRun>,
     /// The run stopped at `max_time_ns` with work left.
@@ -175,6 +178,8 @@ impl Simulation {
             feed_done: false,
             cut: false,
             host_waiting: VecDeque::new(),
+            host_waited_requests: 0,
+            host_queue_max: 0,
             member_bytes,
             growth,
             timed_out: false,
@@ -332,12 +337,10 @@ impl Simulation {
             self.feed_done = true;
             return Ok(());
         }
-        let host_full = self
-            .config
-            .host_queue_depth
-            .is_some_and(|depth| self.users.len() >= depth as usize);
-        if host_full {
+        if self.users.len() >= self.config.admission_limit() {
             self.host_waiting.push_back(request);
+            self.host_waited_requests += 1;
+            self.host_queue_max = self.host_queue_max.max(self.host_waiting.len() as u64);
         } else {
             self.admit(request);
         }
@@ -560,14 +563,12 @@ impl Simulation {
                 }
             }
         }
-        if let Some(depth) = self.config.host_queue_depth {
-            // Waiting requests arrived before any cut: they still run.
-            while self.users.len() < depth as usize {
-                let Some(next) = self.host_waiting.pop_front() else {
-                    break;
-                };
-                self.admit(next);
-            }
+        // Waiting requests arrived before any cut: they still run.
+        while self.users.len() < self.config.admission_limit() {
+            let Some(next) = self.host_waiting.pop_front() else {
+                break;
+            };
+            self.admit(next);
         }
         if matches!(self.feed, Some(Feed::Closed { .. })) {
             self.pull_closed();
@@ -840,6 +841,9 @@ impl Simulation {
             data_first_mismatch: self.oracle.as_ref().and_then(|o| o.first_mismatch.clone()),
             growth,
             merged_ios: self.members.iter().map(|m| m.stats.merged).sum(),
+            host_waited_requests: self.host_waited_requests,
+            host_queue_max: self.host_queue_max,
+            admission_limit: self.config.admission_limit() as u64,
             timed_out: self.timed_out,
         })
     }
