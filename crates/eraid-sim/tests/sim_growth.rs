@@ -386,7 +386,7 @@ fn shipped_growth_experiments_load() {
         ("alv-online-testbed.toml", 12),
         ("alv-testbed-tradeoff.toml", 21),
         ("alv-sensitivity.toml", 10),
-        ("fastscale-online.toml", 4),
+        ("fastscale-online.toml", 10),
         ("fastscale-after.toml", 4),
     ] {
         let e = eraid_sim::experiment::load(&dir.join(file)).unwrap_or_else(|e| panic!("{e}"));
@@ -476,6 +476,64 @@ fn host_queue_depth_is_checked() {
     );
     let err = parse("exp/q.toml", &closed, dir.path()).expect_err("closed loop has its own depth");
     assert!(err.to_string().contains("only for open-loop"), "{err}");
+}
+
+/// The aggregation limit is what `fastscale-online.toml` calibrates SLAS
+/// with: a round-robin growth limited to one 32 KiB chunk per I/O moves the
+/// same bytes as one aggregating 1 MiB, in many more, smaller device I/Os,
+/// and takes longer (one seek per chunk instead of per run).
+#[test]
+fn the_aggregation_limit_bounds_every_redistribution_io() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    tiny_trace(dir.path(), 10);
+    let text = RAID0
+        .replace("trace = \"tiny.trace\"\nformat = \"mqsim\"", "none = true")
+        .replace("data_mode = \"store\"", "data_mode = \"discard\"")
+        .replace(
+            "[[variant]]\nname = \"fastscale\"\n[[variant]]\nname = \"round-robin\"\ngrowth.strategy = \"round-robin\"",
+            "[[variant]]\nname = \"per-chunk\"\ngrowth.strategy = \"round-robin\"\ngrowth.aggregation = \"32K\"\n[[variant]]\nname = \"aggregated\"\ngrowth.strategy = \"round-robin\"\ngrowth.aggregation = \"1M\"",
+        );
+    assert!(
+        text.contains("per-chunk") && text.contains("none = true"),
+        "{text}"
+    );
+    let e = experiment(dir.path(), &text);
+    let a = run(&e);
+    for name in ["per-chunk", "aggregated"] {
+        assert_eq!(metric(&a, name, "growth_done"), 1.0, "{name}");
+    }
+    assert_eq!(
+        metric(&a, "per-chunk", "moved_bytes"),
+        metric(&a, "aggregated", "moved_bytes")
+    );
+    for (name, limit) in [("per-chunk", 32.0 * 1024.0), ("aggregated", MIB)] {
+        let read = metric(&a, name, "redistribution_read_bytes");
+        let reads = metric(&a, name, "redistribution_reads");
+        assert!(
+            read / reads <= limit,
+            "{name}: {read} bytes in {reads} reads"
+        );
+        // Writes: the moved data needs at least one write per limit (a
+        // backed-up first window adds one write of its own).
+        let moved = metric(&a, name, "moved_bytes");
+        let writes = metric(&a, name, "redistribution_writes");
+        assert!(
+            writes >= moved / limit,
+            "{name}: {moved} bytes moved in {writes} writes"
+        );
+    }
+    let ios =
+        |n: &str| metric(&a, n, "redistribution_reads") + metric(&a, n, "redistribution_writes");
+    assert!(
+        ios("per-chunk") > 10.0 * ios("aggregated"),
+        "per-chunk {} I/Os vs aggregated {}",
+        ios("per-chunk"),
+        ios("aggregated")
+    );
+    assert!(
+        metric(&a, "per-chunk", "redistribution_time_s")
+            > 2.0 * metric(&a, "aggregated", "redistribution_time_s")
+    );
 }
 
 /// A replay faster than the array (the tiny trace at its own rate: 500
