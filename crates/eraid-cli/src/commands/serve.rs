@@ -200,9 +200,36 @@ impl ServeArgs {
             None => None,
         };
         println!("{}", server.uri());
+        // If the engine stops on its own (an internal error), serving on
+        // would accept clients it cannot answer: stop as on a signal, and
+        // exit with an error.
+        let engine_died = Arc::new(AtomicBool::new(false));
+        let watchdog = {
+            let handle = running.handle();
+            let (stop, control_stop, died) = (
+                Arc::clone(&stop),
+                Arc::clone(&control_stop),
+                Arc::clone(&engine_died),
+            );
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::SeqCst) && !control_stop.load(Ordering::SeqCst) {
+                    if !handle.is_accepting() {
+                        died.store(true, Ordering::SeqCst);
+                        stop.store(true, Ordering::SeqCst);
+                        break;
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(100));
+                }
+            })
+        };
         let served = server.run_until(&stop);
-        eprintln!("stopping: flushing and marking the members clean");
         control_stop.store(true, Ordering::Relaxed);
+        let _ = watchdog.join();
+        if engine_died.load(Ordering::SeqCst) {
+            eprintln!("the array engine stopped unexpectedly (see above); no longer serving");
+        } else {
+            eprintln!("stopping: flushing and marking the members clean");
+        }
         if let Some(thread) = control_thread {
             let _ = thread.join();
         }
@@ -211,6 +238,12 @@ impl ServeArgs {
         drop(context);
         let _ = logger.join();
         served.context("NBD server failed")?;
+        if engine_died.load(Ordering::SeqCst) {
+            anyhow::bail!(
+                "the array engine stopped on an internal error; the members were not marked \
+                 clean, so the next start recovers as after a crash"
+            );
+        }
         closed?;
         eprintln!("stopped cleanly");
         Ok(0)

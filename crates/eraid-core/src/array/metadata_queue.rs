@@ -271,7 +271,14 @@ impl Array {
             }
         }
         let dirty: Vec<u64> = self.intent.desired.dirty_regions().collect();
-        if !dirty.is_empty() && self.options.resync_on_open {
+        if !dirty.is_empty() && self.geometry.parity_per_stripe() == 0 {
+            // No redundancy, nothing to resync (earlier versions marked a
+            // RAID-0 made on used members dirty): the marks are dropped.
+            for &region in &dirty {
+                self.intent.desired.set(region, false);
+            }
+            self.request_bitmap_write(false);
+        } else if !dirty.is_empty() && self.options.resync_on_open {
             if self.is_degraded() {
                 // Parity cannot be made consistent without all members; the
                 // regions stay marked until a rebuild resyncs them.

@@ -65,7 +65,8 @@ pub fn initial_writes(
         .div_ceil(superblock.bitmap_stripes_per_region);
     let mut bitmap = IntentBitmap::new(regions);
     let mut superblock = superblock.clone();
-    if needs_initial_resync {
+    // Without redundancy there is no parity to make consistent.
+    if needs_initial_resync && superblock.geometry.parity_per_stripe() > 0 {
         superblock.state = super::superblock::ArrayState::Dirty;
         for region in 0..regions {
             bitmap.set(region, true);
