@@ -37,7 +37,7 @@
 //! devices = [0, 1]              # default: every device, all on the one array
 //! # preset = "financial1"       # or spec = "workload.toml"
 //! # outstanding = 8             # closed loop for preset/spec
-//! # host_queue_depth = 1        # open loop: the host keeps at most this many requests in the array, the rest wait in arrival order (a replay tool on glibc's POSIX AIO: 1 per file)
+//! # host_queue_depth = 1        # open loop: the host keeps at most this many requests in the array, the rest wait in arrival order (a replay tool on glibc's POSIX AIO: 1 per file; default 512, the block layer's bound)
 //! # stride = { op = "write", block = "4K", stride_blocks = 1, span_blocks = 8192, outstanding = 32 }
 //! # none = true                 # no user load (growth experiments)
 //!
