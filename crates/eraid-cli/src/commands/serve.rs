@@ -162,6 +162,16 @@ impl ServeArgs {
         if let Some(note) = &growth_note {
             eprintln!("{note}");
         }
+        if !absent.is_empty() && !growth_unfinished {
+            // Forgetting a member's path (often the one a growth added) is
+            // the easy way here: say what it costs.
+            eprintln!(
+                "warning: serving degraded without {}: from now on that member is stale, \
+                 and eraid cannot rebuild it yet. If it is only missing from the command \
+                 line, stop now (SIGTERM) and serve again naming every member",
+                absent.join(", ")
+            );
+        }
         handle
             .set(running.handle())
             .map_err(|_| anyhow::anyhow!("engine handle set twice"))?;
