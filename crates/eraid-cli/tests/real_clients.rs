@@ -419,3 +419,170 @@ fn ext4_through_nbdfuse_and_loop_survives_a_lost_member() {
     }
     server.stop();
 }
+
+/// What an administrator does: a mounted ext4 on the array, files being
+/// copied in while `eraid grow` adds a member, then the export reconnected
+/// at its new size, `resize2fs`, and everything still there. RAID-5 by ALV
+/// and RAID-0 by FastScale.
+fn ext4_grows_with_the_array_online(level: u32, members: &[&str], added: &str, strategy: &str) {
+    let test = format!("ext4 on RAID-{level} grown by {strategy}");
+    if !require_tools(
+        &test,
+        &[
+            "nbdfuse",
+            "losetup",
+            "mkfs.ext4",
+            "fsck.ext4",
+            "resize2fs",
+            "mount",
+            "umount",
+            "diff",
+            "cp",
+            "df",
+        ],
+    ) || !require_tools(&test, &[fusermount()])
+        || !require(&test, is_root(), "root (losetup and mount)")
+        || !require(&test, Path::new("/dev/fuse").exists(), "/dev/fuse")
+        || !require(
+            &test,
+            Path::new("/dev/loop-control").exists(),
+            "loop devices (/dev/loop-control)",
+        )
+    {
+        return;
+    }
+    let scratch = scratch();
+    let dir = scratch.path();
+    let level_s = level.to_string();
+    let mut args = vec![
+        "create", "--level", &level_s, "--chunk", "64K", "--size", "64M",
+    ];
+    args.extend_from_slice(members);
+    eraid(dir, &args).expect_ok();
+    std::fs::File::create(dir.join(added))
+        .unwrap()
+        .set_len(64 * MIB)
+        .unwrap();
+    let tree = dir.join("tree");
+    make_tree(&tree, 7);
+    let tree_s = tree.display().to_string();
+    let mut all: Vec<&str> = members.to_vec();
+    all.push(added);
+
+    let mut server = Server::start_with(dir, &["--control", "c.sock"], members);
+    let blocks_before;
+    {
+        let mut stack = BlockStack::new(dir);
+        let dev = stack.expose("fuse1", &server.uri, false);
+        run_tool(dir, "mkfs.ext4", &["-q", "-F", &dev]).expect_ok();
+        let mnt = stack.mount(&dev, "mnt1", None);
+        blocks_before = df_blocks(dir, &mnt);
+        // The growth runs (slowed to about 6 s) while the tree is copied in.
+        let added_abs = dir.join(added).display().to_string();
+        eraid(
+            dir,
+            &[
+                "grow",
+                "--add",
+                &added_abs,
+                "--strategy",
+                strategy,
+                "--speed-max",
+                "20000",
+                "--no-wait",
+                "--control",
+                "c.sock",
+            ],
+        )
+        .expect_ok();
+        let dest = mnt.join("tree").display().to_string();
+        run_tool(dir, "cp", &["-a", &tree_s, &dest]).expect_ok();
+        run_tool(dir, "sync", &[]).expect_ok();
+        let status = eraid(dir, &["detail", "--json", "--control", "c.sock"])
+            .expect_ok()
+            .json();
+        assert_eq!(
+            status["reshape"]["state"], "running",
+            "{test}: the copy should overlap the growth: {status:#}"
+        );
+        let started = Instant::now();
+        loop {
+            let status = eraid(dir, &["detail", "--json", "--control", "c.sock"])
+                .expect_ok()
+                .json();
+            if status["reshape"]["state"] == "done" {
+                break;
+            }
+            assert!(
+                server.running(),
+                "{test}: server exited\n{}",
+                server.log_text()
+            );
+            assert!(
+                started.elapsed() < Duration::from_secs(120),
+                "{test}: the growth did not finish: {status:#}"
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        run_tool(dir, "diff", &["-r", &tree_s, &dest]).expect_ok();
+        stack.umount_all(true);
+        stack.teardown();
+    }
+    // A new connection sees the new capacity: grow the filesystem into it.
+    {
+        let mut stack = BlockStack::new(dir);
+        let dev = stack.expose("fuse2", &server.uri, false);
+        let fsck = run_tool(dir, "fsck.ext4", &["-fn", &dev]);
+        assert_eq!(
+            fsck.code(),
+            Some(0),
+            "{test}: fsck.ext4 -fn after the growth: {fsck}"
+        );
+        run_tool(dir, "resize2fs", &[&dev]).expect_ok();
+        let mnt = stack.mount(&dev, "mnt2", None);
+        let blocks_after = df_blocks(dir, &mnt);
+        assert!(
+            blocks_after > blocks_before + blocks_before / 4,
+            "{test}: the filesystem did not grow: {blocks_before} -> {blocks_after} 1K-blocks"
+        );
+        let copied = mnt.join("tree").display().to_string();
+        run_tool(dir, "diff", &["-r", &tree_s, &copied]).expect_ok();
+        stack.umount_all(true);
+        let fsck = run_tool(dir, "fsck.ext4", &["-fn", &dev]);
+        assert_eq!(
+            fsck.code(),
+            Some(0),
+            "{test}: fsck.ext4 -fn after resize2fs: {fsck}"
+        );
+        stack.teardown();
+    }
+    if level != 0 {
+        let check = eraid(dir, &["check", "--control", "c.sock"]);
+        assert!(check.stdout.contains("0 mismatches"), "{test}: {check}");
+    }
+    server.stop();
+    let detail = detail_json(dir, &all);
+    assert_eq!(detail["member_count"], all.len(), "{test}: {detail:#}");
+    assert_eq!(detail["state"], "clean", "{test}: {detail:#}");
+}
+
+/// `df` 1K-blocks of the filesystem mounted at `mnt`.
+fn df_blocks(dir: &Path, mnt: &Path) -> u64 {
+    let mnt_s = mnt.display().to_string();
+    let out = run_tool(dir, "df", &["-k", "--output=size", &mnt_s]).expect_ok();
+    out.stdout
+        .lines()
+        .nth(1)
+        .and_then(|l| l.trim().parse().ok())
+        .unwrap_or_else(|| panic!("df printed {:?}", out.stdout))
+}
+
+#[test]
+fn ext4_grows_with_a_raid5_grown_online_by_alv() {
+    ext4_grows_with_the_array_online(5, &["d0", "d1", "d2"], "d3", "alv");
+}
+
+#[test]
+fn ext4_grows_with_a_raid0_grown_online_by_fastscale() {
+    ext4_grows_with_the_array_online(0, &["d0", "d1", "d2", "d3"], "d4", "fastscale");
+}
