@@ -38,6 +38,11 @@ pub struct SimOptions {
     pub time_scale: Option<f64>,
     /// Use only this much of each drive, e.g. "2G".
     pub member_size: Option<String>,
+    /// Open loop: at most this many requests in the array, the rest wait
+    /// at the host (`None`: the block layer's 512).
+    pub host_queue_depth: Option<u32>,
+    /// The host's I/O scheduler in front of each drive: noop or cfq.
+    pub host_scheduler: Option<String>,
 }
 
 impl SimOptions {
@@ -99,6 +104,21 @@ impl SimOptions {
             }
             _ => return Err("give either --trace PATH or --workload SPEC".to_string()),
         };
+        if let Some(depth) = self.host_queue_depth {
+            if depth == 0 {
+                return Err("--host-queue-depth: must be at least 1".into());
+            }
+            if self.outstanding.is_some() {
+                return Err(
+                    "--host-queue-depth: only for open loop (not with --outstanding)".into(),
+                );
+            }
+            config.host_queue_depth = Some(depth);
+        }
+        if let Some(name) = &self.host_scheduler {
+            config.host_scheduler = crate::driver::host_sched::HostSchedulerKind::parse(name)
+                .map_err(|e| format!("--host-scheduler: {e}"))?;
+        }
         Ok((config, feed))
     }
 }

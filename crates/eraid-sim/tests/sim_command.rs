@@ -21,6 +21,8 @@ fn options(trace: std::path::PathBuf) -> SimOptions {
         max_requests: None,
         time_scale: None,
         member_size: Some("1G".into()),
+        host_queue_depth: None,
+        host_scheduler: None,
     }
 }
 
@@ -64,4 +66,51 @@ fn a_malformed_trace_line_is_reported_with_file_and_line() {
     let (config, feed) = options(path).plan().expect("plan");
     let error = run(&config, &feed).unwrap_err();
     assert!(error.contains("bad.trace:2"), "{error}");
+}
+
+/// The host settings of the experiment files are flags of `eraid sim` too:
+/// one request at a time behind CFQ keeps the drives' queues short, and
+/// the burst waits at the host instead; bad values name the flag.
+#[test]
+fn sim_host_flags_shape_the_host_and_are_checked() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let trace = tiny_trace(dir.path(), 200);
+    let mut fast = options(trace.clone());
+    fast.time_scale = Some(0.01);
+    let (config, feed) = fast.plan().expect("plan");
+    let free = run(&config, &feed).expect("run");
+    let mut serial = fast.clone();
+    serial.host_queue_depth = Some(1);
+    serial.host_scheduler = Some("cfq".into());
+    let (config, feed) = serial.plan().expect("plan");
+    let one = run(&config, &feed).expect("run");
+    let deepest = |r: &eraid_sim::driver::SimReport| {
+        r.disks
+            .iter()
+            .map(|d| d.max_queue_length)
+            .max()
+            .expect("disks")
+    };
+    // One user request at a time (its parity I/O or a bitmap write may
+    // share a drive with it); the free-running burst piles up.
+    assert!(deepest(&one) <= 2, "one at a time: {}", deepest(&one));
+    assert!(deepest(&free) > 4, "free: {}", deepest(&free));
+    assert!(
+        one.host_waited_requests > 100,
+        "{}",
+        one.host_waited_requests
+    );
+    assert_eq!(free.host_waited_requests, 0);
+    let mut zero = fast.clone();
+    zero.host_queue_depth = Some(0);
+    assert!(zero.plan().unwrap_err().contains("--host-queue-depth"));
+    let mut closed = fast.clone();
+    closed.trace = None;
+    closed.workload = Some("financial1".into());
+    closed.outstanding = Some(4);
+    closed.host_queue_depth = Some(2);
+    assert!(closed.plan().unwrap_err().contains("--host-queue-depth"));
+    let mut sched = fast;
+    sched.host_scheduler = Some("deadline".into());
+    assert!(sched.plan().unwrap_err().contains("--host-scheduler"));
 }

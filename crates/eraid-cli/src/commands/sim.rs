@@ -52,6 +52,16 @@ pub struct SimArgs {
     /// Use only this much of each drive, e.g. 2G.
     #[arg(long = "member-size")]
     pub member_size: Option<String>,
+    /// Keep at most this many requests in the array (open loop); later
+    /// arrivals wait at the host and their response time counts the wait
+    /// (1: a replay tool on glibc's POSIX AIO). Default: 512, a host block
+    /// layer's bound.
+    #[arg(long = "host-queue-depth")]
+    pub host_queue_depth: Option<u32>,
+    /// The host's I/O scheduler in front of each drive: noop (default) or
+    /// cfq (time slices between user and background I/O, as Linux 2.6).
+    #[arg(long = "host-scheduler")]
+    pub host_scheduler: Option<String>,
     /// Print one JSON object instead of text.
     #[arg(long)]
     pub json: bool,
@@ -75,6 +85,8 @@ impl SimArgs {
             max_requests: self.max_requests,
             time_scale: self.time_scale,
             member_size: self.member_size,
+            host_queue_depth: self.host_queue_depth,
+            host_scheduler: self.host_scheduler,
         };
         let (config, feed) = options.plan().map_err(|e| anyhow!(e))?;
         let started = Instant::now();
