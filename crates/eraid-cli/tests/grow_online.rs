@@ -26,19 +26,6 @@ fn create(dir: &Path, level: u32, members: &[&str], size: &str) {
     eraid(dir, &args).expect_ok();
 }
 
-fn blank(dir: &Path, name: &str, bytes: u64) {
-    std::fs::File::create(dir.join(name))
-        .unwrap()
-        .set_len(bytes)
-        .unwrap();
-}
-
-fn live(dir: &Path, control: &str) -> Value {
-    eraid(dir, &["detail", "--json", "--control", control])
-        .expect_ok()
-        .json()
-}
-
 /// Starts `nbdcopy --flush data.bin URI` in the background.
 fn spawn_writer(dir: &Path, uri: &str) -> Child {
     Command::new(tool("nbdcopy"))
@@ -135,33 +122,6 @@ fn export_size(dir: &Path, server: &Server) -> u64 {
         .trim()
         .parse()
         .expect("nbdinfo --size prints a number")
-}
-
-/// Polls the live status until the growth is done.
-fn wait_done(test: &str, dir: &Path, control: &str, server: &mut Server) -> Value {
-    let started = Instant::now();
-    loop {
-        let status = live(dir, control);
-        match status["reshape"]["state"].as_str() {
-            Some("done") => return status,
-            Some("running") => {}
-            other => panic!(
-                "{test}: growth state {other:?}: {status:#}\n{}",
-                server.log_text()
-            ),
-        }
-        assert!(
-            server.running(),
-            "{test}: the server exited during the growth\n{}",
-            server.log_text()
-        );
-        assert!(
-            started.elapsed() < Duration::from_secs(150),
-            "{test}: the growth did not finish within 150 s: {status:#}\n{}",
-            server.log_text()
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
 }
 
 /// Checks the counters a finished growth reports.

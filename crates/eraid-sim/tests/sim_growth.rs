@@ -40,6 +40,15 @@ fn metric(result: &ExperimentResult, run: &str, key: &str) -> f64 {
         .unwrap_or_else(|| panic!("run {run} has no metric {key}: {:?}", r.metrics))
 }
 
+/// The most commands any drive held at once.
+fn deepest_queue(r: &eraid_sim::driver::SimReport) -> u64 {
+    r.disks
+        .iter()
+        .map(|d| d.max_queue_length)
+        .max()
+        .expect("disks")
+}
+
 /// RAID-0, 4 disks of 64 MiB, 32 KiB chunks, grown by 2 under a small
 /// trace (data stored and checked), by FastScale and by round-robin.
 const RAID0: &str = r#"
@@ -434,14 +443,7 @@ fn host_queue_depth_keeps_that_many_requests_in_the_array() {
     tiny_trace(dir.path(), 300);
     let e = experiment(dir.path(), HOST_QUEUE);
     let result = run(&e);
-    let deepest = |name: &str| {
-        report(&result, name)
-            .disks
-            .iter()
-            .map(|d| d.max_queue_length)
-            .max()
-            .expect("disks")
-    };
+    let deepest = |name: &str| deepest_queue(report(&result, name));
     assert_eq!(metric(&result, "serial", "requests"), 300.0);
     assert_eq!(metric(&result, "unlimited", "requests"), 300.0);
     assert_eq!(deepest("serial"), 1, "one request at a time");
@@ -560,12 +562,7 @@ fn an_overloaded_replay_waits_above_the_array_and_growth_still_finishes() {
             "{name}: {} requests waited",
             r.host_waited_requests
         );
-        let deepest = r
-            .disks
-            .iter()
-            .map(|d| d.max_queue_length)
-            .max()
-            .expect("disks");
+        let deepest = deepest_queue(r);
         assert!(
             deepest <= 2 * 512,
             "{name}: a drive held {deepest} commands"
@@ -595,12 +592,7 @@ fn raid5_growth_behind_a_serial_host_and_cfq_is_correct() {
         assert_eq!(metric(&a, name, "failed_requests"), 0.0, "{name}");
         assert!(report(&a, name).data_checked_reads > 0, "{name}");
         assert_eq!(report(&a, name).data_mismatches, 0, "{name}");
-        let deepest = report(&a, name)
-            .disks
-            .iter()
-            .map(|d| d.max_queue_length)
-            .max()
-            .expect("disks");
+        let deepest = deepest_queue(report(&a, name));
         assert!(
             deepest <= 2 * u64::from(eraid_sim::driver::host_sched::QUANTUM),
             "{name}: a drive held {deepest} commands"

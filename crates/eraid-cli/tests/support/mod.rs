@@ -608,3 +608,37 @@ pub fn blank(dir: &Path, name: &str, len: u64) {
         .set_len(len)
         .unwrap();
 }
+
+/// The running server's status through its control socket.
+pub fn live(dir: &Path, control: &str) -> serde_json::Value {
+    eraid(dir, &["detail", "--json", "--control", control])
+        .expect_ok()
+        .json()
+}
+
+/// Polls the live status until the growth is done.
+pub fn wait_done(test: &str, dir: &Path, control: &str, server: &mut Server) -> serde_json::Value {
+    let started = Instant::now();
+    loop {
+        let status = live(dir, control);
+        match status["reshape"]["state"].as_str() {
+            Some("done") => return status,
+            Some("running") => {}
+            other => panic!(
+                "{test}: growth state {other:?}: {status:#}\n{}",
+                server.log_text()
+            ),
+        }
+        assert!(
+            server.running(),
+            "{test}: the server exited during the growth\n{}",
+            server.log_text()
+        );
+        assert!(
+            started.elapsed() < Duration::from_secs(150),
+            "{test}: the growth did not finish within 150 s: {status:#}\n{}",
+            server.log_text()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
