@@ -113,6 +113,33 @@ fn crash_during_write(level: u32, member_count: usize, seed: u64) {
     );
     assert_eq!(detail["clean"], false, "{test}: after SIGKILL: {detail:#}");
 
+    // Dirty and degraded: parity there may not match, so serving without a
+    // member is refused (as MD refuses a dirty degraded array), and
+    // nothing on disk changes.
+    if level != 10 {
+        assert!(
+            detail["dirty_regions"].as_u64().unwrap_or(0) > 0,
+            "{test}: no dirty regions after SIGKILL mid-write: {detail:#}"
+        );
+        let refused = Server::try_start(dir, &members[1..]);
+        let error = match refused {
+            Ok(server) => panic!(
+                "{test}: served dirty and degraded without --allow-dirty-degraded\n{}",
+                server.log_text()
+            ),
+            Err(error) => error,
+        };
+        assert!(
+            error.contains("not shut down cleanly") && error.contains("--allow-dirty-degraded"),
+            "{test}: {error}"
+        );
+        assert_eq!(
+            detail_json(dir, &members),
+            detail,
+            "{test}: a refused serve changed the members"
+        );
+    }
+
     // Serve again: the dirty regions resync. Reads of A are served (and
     // checked) while it runs.
     let mut server = Server::start(dir, &members);

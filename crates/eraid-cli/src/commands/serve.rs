@@ -5,6 +5,7 @@ use crate::control::{ControlContext, ControlListener};
 use crate::export::ArrayExport;
 use anyhow::{Context, Result};
 use clap::Args;
+use eraid_core::geometry::Level;
 use eraid_core::io::{AdminCommand, ArrayEvent};
 use eraid_core::metadata::assemble::SlotState;
 use eraid_core::reshape::record::ReshapeState;
@@ -55,6 +56,13 @@ pub struct ServeArgs {
     /// stays paused until a rebuild; without this flag serve refuses.
     #[arg(long)]
     allow_degraded_growth: bool,
+    /// Serve a RAID-5/6 even though it was not shut down cleanly (regions
+    /// marked for resync) and a member is missing or stale. Parity in those
+    /// regions may not match the data, so what is rebuilt from it for the
+    /// absent member may be wrong; without this flag serve refuses (as
+    /// Linux MD refuses to start a dirty degraded array).
+    #[arg(long)]
+    allow_dirty_degraded: bool,
     /// Member files or block devices of the array (any order).
     #[arg(required = true)]
     members: Vec<PathBuf>,
@@ -134,6 +142,18 @@ impl ServeArgs {
             eprintln!(
                 "warning: a growth is unfinished and {} missing or stale; serving degraded, \
                  the growth stays paused",
+                absent.join(", ")
+            );
+        }
+        let dirty_regions = assembled.assembly.bitmap.dirty_regions().count();
+        let parity_level = matches!(geometry.level, Level::Raid5 | Level::Raid6);
+        if parity_level && dirty_regions > 0 && !absent.is_empty() && !self.allow_dirty_degraded {
+            anyhow::bail!(
+                "the array was not shut down cleanly ({dirty_regions} bitmap regions await a \
+                 resync, so their parity may not match their data) and {} missing or stale: \
+                 data rebuilt for it from that parity could be wrong. Serve with every member \
+                 so the regions are resynced first (nothing was changed), or pass \
+                 --allow-dirty-degraded to serve anyway",
                 absent.join(", ")
             );
         }
