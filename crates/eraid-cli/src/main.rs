@@ -8,6 +8,7 @@ mod export;
 mod members;
 mod runtime;
 mod size;
+mod space;
 
 use clap::{Parser, Subcommand};
 

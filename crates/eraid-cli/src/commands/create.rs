@@ -171,6 +171,12 @@ impl CreateArgs {
             geometry.capacity_bytes(),
             geometry.capacity_bytes() as f64 / (1 << 20) as f64
         );
+        for warning in crate::space::shortfall_warnings(
+            &self.members,
+            crate::members::member_bytes_needed(&geometry),
+        ) {
+            eprintln!("{warning}");
+        }
         if any_existing && level != Level::Raid0 {
             println!("members held data before: the first start resynchronises parity over the whole array");
         }

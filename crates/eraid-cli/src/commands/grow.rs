@@ -234,6 +234,33 @@ impl GrowArgs {
                     .to_string()
             })
             .collect();
+        // The server's members and the added ones, as seen from here (the
+        // same machine: the control socket is a Unix socket).
+        let mut all: Vec<std::path::PathBuf> = status["members"]
+            .as_array()
+            .map(|members| {
+                members
+                    .iter()
+                    .filter_map(|m| m["path"].as_str().map(std::path::PathBuf::from))
+                    .collect()
+            })
+            .unwrap_or_default();
+        all.extend(add.iter().map(std::path::PathBuf::from));
+        // What each member holds: the array's capacity over its data
+        // members, after the metadata area.
+        let members = status["member_count"].as_u64().unwrap_or(0);
+        let data_members = match level {
+            0 => members,
+            5 => members.saturating_sub(1),
+            6 => members.saturating_sub(2),
+            _ => members / 2,
+        };
+        if let (Some(capacity), true) = (status["capacity_bytes"].as_u64(), data_members > 0) {
+            let bytes = eraid_core::geometry::METADATA_BYTES + capacity / data_members;
+            for warning in crate::space::shortfall_warnings(&all, bytes) {
+                eprintln!("{warning}");
+            }
+        }
         let started = client
             .call(&json!({"command": "grow", "add": add, "config": config}))
             .context("cannot grow")?;
@@ -290,6 +317,11 @@ impl GrowArgs {
             &assembled.paths,
             member_bytes_needed(&sb.geometry),
         )?;
+        let mut all = assembled.paths.clone();
+        all.extend(self.add.iter().cloned());
+        for warning in crate::space::shortfall_warnings(&all, member_bytes_needed(&sb.geometry)) {
+            eprintln!("{warning}");
+        }
         let running = crate::runtime::start_assembled(assembled, ArrayOptions::default())?;
         for line in &running.report {
             eprintln!("{line}");

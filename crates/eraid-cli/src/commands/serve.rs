@@ -145,6 +145,12 @@ impl ServeArgs {
                 absent.join(", ")
             );
         }
+        for warning in crate::space::shortfall_warnings(
+            &assembled.paths,
+            crate::members::member_bytes_needed(&geometry),
+        ) {
+            eprintln!("{warning}");
+        }
         let dirty_regions = assembled.assembly.bitmap.dirty_regions().count();
         let parity_level = matches!(geometry.level, Level::Raid5 | Level::Raid6);
         if parity_level && dirty_regions > 0 && !absent.is_empty() && !self.allow_dirty_degraded {
