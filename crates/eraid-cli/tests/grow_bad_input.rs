@@ -91,6 +91,23 @@ fn offline_bad_input_changes_nothing() {
         &["grow", "p", "q", "r", "--add", "new", "--slack", "2"],
         &["slack"],
     );
+    // The valve's settings do nothing for other strategies: said, not ignored.
+    rejected(
+        d,
+        &[
+            "grow",
+            "p",
+            "q",
+            "r",
+            "--add",
+            "new",
+            "--strategy",
+            "md-reshape",
+            "--latency-bound",
+            "30",
+        ],
+        &["--latency-bound", "md-reshape"],
+    );
     rejected(
         d,
         &[

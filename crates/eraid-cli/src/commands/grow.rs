@@ -172,6 +172,15 @@ impl GrowArgs {
             None => ReshapeStrategy::Alv,
         };
         check_strategy(level, strategy)?;
+        if strategy != ReshapeStrategy::Alv
+            && (self.latency_bound.is_some() || self.slack.is_some())
+        {
+            bail!(
+                "--latency-bound and --slack steer ALV's valve; {} is paced by --speed-min and \
+                 --speed-max only",
+                strategy.name()
+            );
+        }
         let mut config = ReshapeConfig::with_strategy(strategy);
         if let Some(kib) = self.aggregation_kib {
             config.aggregation_bytes = kib

@@ -272,6 +272,15 @@ impl GrowthTuning {
 
     /// `config` with these settings applied, or why they cannot be.
     pub fn applied_to(&self, config: &ReshapeConfig) -> Result<ReshapeConfig, String> {
+        if config.strategy != ReshapeStrategy::Alv
+            && (self.latency_bound_ms.is_some() || self.slack.is_some())
+        {
+            return Err(format!(
+                "the latency bound and slack steer ALV's valve; this growth is {}, paced by its \
+                 speed floor and ceiling only",
+                config.strategy.name()
+            ));
+        }
         let mut tuned = config.clone();
         if let Some(v) = self.speed_min_kib_s {
             tuned.speed_min_kib_s = v;
@@ -287,5 +296,47 @@ impl GrowthTuning {
         }
         tuned.validate()?;
         Ok(tuned)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The valve's settings tune ALV only; other growths say so instead of
+    /// accepting settings that would change nothing.
+    #[test]
+    fn the_latency_bound_and_slack_tune_alv_only() {
+        let latency = GrowthTuning {
+            latency_bound_ms: Some(30.0),
+            ..Default::default()
+        };
+        let alv = ReshapeConfig::with_strategy(ReshapeStrategy::Alv);
+        assert_eq!(
+            latency.applied_to(&alv).expect("alv").latency_bound_ms,
+            30.0
+        );
+        for strategy in [
+            ReshapeStrategy::RoundRobin,
+            ReshapeStrategy::FastScale,
+            ReshapeStrategy::MdReshape,
+        ] {
+            let config = ReshapeConfig::with_strategy(strategy);
+            let error = latency.applied_to(&config).expect_err("not alv");
+            assert!(error.contains(strategy.name()), "{error}");
+            let slack = GrowthTuning {
+                slack: Some(0.2),
+                ..Default::default()
+            };
+            assert!(slack.applied_to(&config).is_err());
+            let speed = GrowthTuning {
+                speed_max_kib_s: Some(9000),
+                ..Default::default()
+            };
+            assert_eq!(
+                speed.applied_to(&config).expect("speed").speed_max_kib_s,
+                9000
+            );
+        }
     }
 }
