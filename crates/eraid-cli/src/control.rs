@@ -17,7 +17,9 @@
 //!   `speed_max_kib_s`, `latency_bound_ms`, `slack`, ...; missing fields
 //!   take their defaults). Each file is checked first: it exists, is large
 //!   enough, carries no eraid superblock, is not already a member and no
-//!   other process holds it; any failure changes nothing.
+//!   other process holds it; any failure changes nothing. The answer's
+//!   status carries `warnings` (texts), e.g. sparse members that could
+//!   outgrow the free space of their filesystem.
 //! - `{"command": "check", "repair": false}`: starts a parity / mirror check
 //!   (progress and result in the status's `activity`).
 //! - `{"command": "pause-grow"}`, `{"command": "resume-grow"}`: pause the
@@ -269,9 +271,11 @@ fn grow(request: &Value, context: &ControlContext) -> Result<Value> {
         .clone();
     let added = check_added_members(&add, &current, context.member_bytes_needed)?;
     let paths = added.paths.clone();
+    let every_member: Vec<PathBuf> = current.iter().chain(&paths).cloned().collect();
+    let warnings = crate::space::shortfall_warnings(&every_member, context.member_bytes_needed);
     let (members, locks) = added.into_grow_members();
     let strategy = config.strategy.name();
-    let status = context.handle.grow(members, config).map_err(|e| match e {
+    let mut status = context.handle.grow(members, config).map_err(|e| match e {
         GrowError::Refused(reason) => anyhow::anyhow!("the array refused to grow: {reason}"),
         GrowError::ShuttingDown => anyhow::anyhow!("the array is shutting down"),
     })?;
@@ -293,6 +297,7 @@ fn grow(request: &Value, context: &ControlContext) -> Result<Value> {
             .collect::<Vec<_>>()
             .join(", ")
     );
+    status["warnings"] = json!(warnings);
     Ok(status)
 }
 

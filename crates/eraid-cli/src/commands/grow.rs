@@ -6,7 +6,7 @@ use crate::members::{check_added_members, check_distinct, member_bytes_needed};
 use anyhow::{anyhow, bail, Context, Result};
 use clap::Args;
 use eraid_core::io::AdminCommand;
-use eraid_core::reshape::config::{ReshapeConfig, ReshapeStrategy};
+use eraid_core::reshape::config::{GrowthTuning, ReshapeConfig, ReshapeStrategy};
 use eraid_core::reshape::record::ReshapeState;
 use eraid_core::ArrayOptions;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -172,27 +172,21 @@ impl GrowArgs {
             None => ReshapeStrategy::Alv,
         };
         check_strategy(level, strategy)?;
-        if strategy != ReshapeStrategy::Alv
-            && (self.latency_bound.is_some() || self.slack.is_some())
-        {
-            bail!(
-                "--latency-bound and --slack steer ALV's valve; {} is paced by --speed-min and \
-                 --speed-max only",
-                strategy.name()
-            );
-        }
         let mut config = ReshapeConfig::with_strategy(strategy);
         if let Some(kib) = self.aggregation_kib {
             config.aggregation_bytes = kib
                 .checked_mul(1024)
                 .ok_or_else(|| anyhow!("--aggregation-kib {kib} is too large"))?;
         }
-        if let Some(ms) = self.latency_bound {
-            config.latency_bound_ms = ms;
-        }
-        if let Some(slack) = self.slack {
-            config.slack = slack;
-        }
+        // The valve's settings, by the rule `reshape set` uses too (ALV only).
+        let valve = GrowthTuning {
+            latency_bound_ms: self.latency_bound,
+            slack: self.slack,
+            ..GrowthTuning::default()
+        };
+        let mut config = valve
+            .applied_to(&config)
+            .map_err(|e| anyhow!("bad growth settings: {e} (--latency-bound, --slack)"))?;
         if let Some(min) = self.speed_min {
             config.speed_min_kib_s = min;
         }
@@ -243,36 +237,12 @@ impl GrowArgs {
                     .to_string()
             })
             .collect();
-        // The server's members and the added ones, as seen from here (the
-        // same machine: the control socket is a Unix socket).
-        let mut all: Vec<std::path::PathBuf> = status["members"]
-            .as_array()
-            .map(|members| {
-                members
-                    .iter()
-                    .filter_map(|m| m["path"].as_str().map(std::path::PathBuf::from))
-                    .collect()
-            })
-            .unwrap_or_default();
-        all.extend(add.iter().map(std::path::PathBuf::from));
-        // What each member holds: the array's capacity over its data
-        // members, after the metadata area.
-        let members = status["member_count"].as_u64().unwrap_or(0);
-        let data_members = match level {
-            0 => members,
-            5 => members.saturating_sub(1),
-            6 => members.saturating_sub(2),
-            _ => members / 2,
-        };
-        if let (Some(capacity), true) = (status["capacity_bytes"].as_u64(), data_members > 0) {
-            let bytes = eraid_core::geometry::METADATA_BYTES + capacity / data_members;
-            for warning in crate::space::shortfall_warnings(&all, bytes) {
-                eprintln!("{warning}");
-            }
-        }
         let started = client
             .call(&json!({"command": "grow", "add": add, "config": config}))
             .context("cannot grow")?;
+        for warning in started["warnings"].as_array().into_iter().flatten() {
+            eprintln!("{}", warning.as_str().unwrap_or_default());
+        }
         announce(&started, &config);
         if self.no_wait {
             println!("follow it with: eraid detail --control {}", path.display());
