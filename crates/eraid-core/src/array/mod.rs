@@ -438,21 +438,32 @@ impl Array {
     /// Time-driven growth work, the same whichever input brought the time:
     /// close the valve periods that ended, then let the growth go on.
     fn reshape_time_passed(&mut self, now: TimeNs) {
-        if self.reshape_strategy() == Some(reshape_config::ReshapeStrategy::Alv) {
-            let config = self.reshape_config().clone();
-            if let Some(reshape) = &mut self.reshape {
-                reshape.pacing.advance_valve(now, &config);
-                let (periods, closed) = (
-                    reshape.pacing.valve_periods,
-                    reshape.pacing.valve_closed_periods,
-                );
-                if let Some(record) = &mut self.superblock.reshape {
-                    record.counters.valve_periods = periods;
-                    record.counters.valve_closed_periods = closed;
-                }
-            }
-        }
+        self.advance_reshape_valve(now);
         self.pump_reshape();
+    }
+
+    /// Ends ALV's valve period if it is over (see `Pacing::advance_valve`)
+    /// and keeps the record's valve counters current.
+    pub(super) fn advance_reshape_valve(&mut self, now: TimeNs) {
+        if self.reshape_strategy() != Some(reshape_config::ReshapeStrategy::Alv) {
+            return;
+        }
+        let config = self.reshape_config().clone();
+        let Some(reshape) = &mut self.reshape else {
+            return;
+        };
+        let mover_busy = reshape.window.is_some()
+            || reshape.ahead.is_some()
+            || reshape.checkpoint_stage.is_some();
+        reshape.pacing.advance_valve(now, &config, mover_busy);
+        let (periods, closed) = (
+            reshape.pacing.valve_periods,
+            reshape.pacing.valve_closed_periods,
+        );
+        if let Some(record) = &mut self.superblock.reshape {
+            record.counters.valve_periods = periods;
+            record.counters.valve_closed_periods = closed;
+        }
     }
 }
 

@@ -256,6 +256,8 @@ impl Array {
             let paced = reshape.paced_bytes;
             let config = record.config.clone();
             let now = self.now;
+            // Nothing is in flight here: a run period that is over ends now.
+            self.advance_reshape_valve(now);
             let reshape = self.reshape.as_mut().expect("growth");
             if let Some(wake) = reshape.pacing.gate(now, paced, &config) {
                 reshape.pacing.wait_until(now, wake, paced, &config);

@@ -2,6 +2,15 @@
 //! sync_speed_min/max), MD's "yield while users are busy" rule, and ALV's
 //! on/off valve, judged per period from user congestion and latency.
 //!
+//! The valve's periods follow ALV's data mover thread (paper, Sec. 4): it
+//! moves windows continuously for a period, finishes the window it is
+//! moving, and then judges what users saw meanwhile; on a high load it
+//! sleeps a period and judges that period (users alone) before it moves
+//! again. Periods are thus the mover's own, not fixed wall-clock slots: a
+//! window still in flight when a run period ends belongs to that run, not
+//! to the sleep after it (with fixed slots its tail made every sleep judged
+//! high too, and the valve open one period in three).
+//!
 //! MD's rule, as Linux 2.6.18's `is_mddev_idle` has it: a member is busy
 //! once users have moved more than a threshold (4096 sectors) on it since
 //! the last time the array was found busy; the count is only reset by a
@@ -25,20 +34,29 @@ pub struct Pacing {
     pub last_user_io: Option<TimeNs>,
     /// User bytes per member since the array was last found busy.
     user_bytes_since_busy: Vec<u64>,
-    /// Valve: the current period and what users saw in it.
-    period_start: Option<TimeNs>,
+    /// Valve: the mover's current period (None before the growth starts)
+    /// and what users saw in it.
+    valve: Option<Valve>,
     period_requests: u64,
     period_slow: u64,
     period_congested: bool,
-    /// Valve: closed (redistribution paused) until this instant.
-    valve_closed_until: TimeNs,
     pub valve_closed_periods: u64,
     pub valve_periods: u64,
 }
 
+/// ALV's valve: the period the data mover is in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Valve {
+    /// Moving windows since this instant; judged once a period has passed
+    /// and the window in flight has finished.
+    Open { since: TimeNs },
+    /// Sleeping until this instant, then judged.
+    Closed { until: TimeNs },
+}
+
 impl Pacing {
     pub fn start_valve(&mut self, now: TimeNs) {
-        self.period_start = Some(now);
+        self.valve = Some(Valve::Open { since: now });
     }
 
     pub fn note(&mut self, now: TimeNs, processed_bytes: u64) {
@@ -113,35 +131,50 @@ impl Pacing {
         }
     }
 
-    /// Closes every valve period that ended by `now`: a period whose load
-    /// was high (congestion, or more than `slack` of user I/Os slower than
-    /// the bound) closes the valve for the next period.
-    pub fn advance_valve(&mut self, now: TimeNs, config: &ReshapeConfig) {
+    /// Ends the mover's period if it is over: a run period once it has
+    /// lasted `valve_period_ms` and no window is in flight (`mover_busy`
+    /// false), a sleep once its time is up. A period whose load was high
+    /// (congestion, or more than `slack` of the user I/Os that finished in
+    /// it slower than the bound) is followed by a sleep of one period,
+    /// a low one by a run.
+    pub fn advance_valve(&mut self, now: TimeNs, config: &ReshapeConfig, mover_busy: bool) {
         let period_ns = config.valve_period_ms * 1_000_000;
-        let start = *self.period_start.get_or_insert(now);
-        if now.0 < start.0 + period_ns {
+        let over = match self.valve {
+            None => {
+                self.valve = Some(Valve::Open { since: now });
+                false
+            }
+            Some(Valve::Open { since }) => !mover_busy && now.0 >= since.0 + period_ns,
+            Some(Valve::Closed { until }) => now >= until,
+        };
+        if !over {
             return;
         }
         let high = self.period_congested
             || (self.period_requests > 0
                 && self.period_slow as f64 / self.period_requests as f64 > config.slack);
-        let end = start.0 + period_ns;
         self.valve_periods += 1;
-        if high {
-            self.valve_closed_until = TimeNs(end + period_ns);
+        self.valve = Some(if high {
             self.valve_closed_periods += 1;
-        }
+            Valve::Closed {
+                until: TimeNs(now.0 + period_ns),
+            }
+        } else {
+            Valve::Open { since: now }
+        });
         self.period_requests = 0;
         self.period_slow = 0;
         self.period_congested = false;
-        // Idle periods in between had no load: skip them.
-        let elapsed_periods = (now.0 - start.0) / period_ns;
-        self.period_start = Some(TimeNs(start.0 + elapsed_periods * period_ns));
     }
 
+    /// When the current valve period is due to end (a run period's end
+    /// waits, in addition, for its window in flight).
     pub fn next_valve_boundary(&self, config: &ReshapeConfig) -> Option<TimeNs> {
-        self.period_start
-            .map(|s| TimeNs(s.0 + config.valve_period_ms * 1_000_000))
+        let period_ns = config.valve_period_ms * 1_000_000;
+        self.valve.map(|v| match v {
+            Valve::Open { since } => TimeNs(since.0 + period_ns),
+            Valve::Closed { until } => until,
+        })
     }
 
     /// Whether a new window may start now; if not, when to ask again.
@@ -166,7 +199,16 @@ impl Pacing {
             return None;
         }
         if config.strategy == ReshapeStrategy::Alv {
-            return (now < self.valve_closed_until).then_some(self.valve_closed_until);
+            let period_ns = config.valve_period_ms * 1_000_000;
+            return match self.valve {
+                Some(Valve::Closed { until }) if now < until => Some(until),
+                // The run period is over but not yet judged: ask again at
+                // once (the caller judges it first when nothing is in flight).
+                Some(Valve::Open { since }) if now.0 >= since.0 + period_ns => {
+                    Some(TimeNs(now.0 + 1))
+                }
+                _ => None,
+            };
         }
         self.users_busy(now, config)
             .then_some(TimeNs(now.0 + config.idle_check_ms * 1_000_000))
@@ -249,6 +291,85 @@ mod tests {
         );
         let later = TimeNs(now.0 + 400 * MS);
         assert_eq!(pacing.gate(later, processed, &config), None);
+    }
+
+    fn alv() -> ReshapeConfig {
+        ReshapeConfig {
+            speed_min_kib_s: 0,
+            ..ReshapeConfig::with_strategy(ReshapeStrategy::Alv)
+        }
+    }
+
+    /// `n` user I/Os finish, `slow` of them over the 15 ms bound.
+    fn users(pacing: &mut Pacing, config: &ReshapeConfig, n: u64, slow: u64) {
+        for i in 0..n {
+            let latency_ms = if i < slow { 40 } else { 5 };
+            pacing.user_finished(latency_ms * MS, config);
+        }
+    }
+
+    #[test]
+    fn valve_judges_a_run_period_only_once_its_window_has_finished() {
+        let config = alv();
+        let mut pacing = Pacing::default();
+        pacing.start_valve(TimeNs(0));
+        assert_eq!(pacing.gate(TimeNs(500 * MS), 0, &config), None, "open");
+        // The period is over, but a window is still in flight: the mover
+        // finishes it first, and what users see meanwhile is the run's.
+        pacing.advance_valve(TimeNs(1_000 * MS), &config, true);
+        assert_eq!(pacing.valve_periods, 0);
+        users(&mut pacing, &config, 10, 5);
+        pacing.advance_valve(TimeNs(1_060 * MS), &config, false);
+        assert_eq!((pacing.valve_periods, pacing.valve_closed_periods), (1, 1));
+        // High: the mover sleeps one whole period from the window's end.
+        assert_eq!(
+            pacing.gate(TimeNs(1_060 * MS), 0, &config),
+            Some(TimeNs(2_060 * MS))
+        );
+        // The sleep is judged on its own users: 1 of 20 late is low.
+        users(&mut pacing, &config, 20, 1);
+        pacing.advance_valve(TimeNs(2_060 * MS), &config, false);
+        assert_eq!((pacing.valve_periods, pacing.valve_closed_periods), (2, 1));
+        assert_eq!(pacing.gate(TimeNs(2_060 * MS), 0, &config), None);
+        assert_eq!(
+            pacing.next_valve_boundary(&config),
+            Some(TimeNs(3_060 * MS))
+        );
+    }
+
+    #[test]
+    fn valve_sleeps_again_while_users_alone_are_slow_or_congested() {
+        let config = alv();
+        let mut pacing = Pacing::default();
+        pacing.start_valve(TimeNs(0));
+        users(&mut pacing, &config, 10, 2); // 20% late: high
+        pacing.advance_valve(TimeNs(1_000 * MS), &config, false);
+        users(&mut pacing, &config, 10, 2); // still 20% late while asleep
+        pacing.advance_valve(TimeNs(2_000 * MS), &config, false);
+        assert_eq!(
+            pacing.gate(TimeNs(2_000 * MS), 0, &config),
+            Some(TimeNs(3_000 * MS))
+        );
+        // Congestion alone makes a period high too, however fast users were.
+        pacing.user_congested();
+        users(&mut pacing, &config, 10, 0);
+        pacing.advance_valve(TimeNs(3_000 * MS), &config, false);
+        assert_eq!((pacing.valve_periods, pacing.valve_closed_periods), (3, 3));
+        // A quiet period (no users at all) is low.
+        pacing.advance_valve(TimeNs(4_000 * MS), &config, false);
+        assert_eq!(pacing.gate(TimeNs(4_000 * MS), 0, &config), None);
+        assert_eq!(pacing.valve_closed_periods, 3);
+    }
+
+    #[test]
+    fn a_run_period_not_yet_judged_holds_new_windows_until_it_is() {
+        let config = alv();
+        let mut pacing = Pacing::default();
+        pacing.start_valve(TimeNs(0));
+        let over = TimeNs(1_500 * MS);
+        assert_eq!(pacing.gate(over, 0, &config), Some(TimeNs(over.0 + 1)));
+        pacing.advance_valve(over, &config, false);
+        assert_eq!(pacing.gate(over, 0, &config), None, "judged low: runs on");
     }
 
     #[test]
