@@ -1,6 +1,6 @@
 //! The effects the papers rest on, shown by the model alone on the presets.
 
-use eraid_sim::disk::presets::{cheetah_10k7, cheetah_15k4, cheetah_15k5};
+use eraid_sim::disk::presets::{barracuda_7200_10, cheetah_10k7, cheetah_15k4, cheetah_15k5};
 use eraid_sim::disk::{DiskCompletion, DiskModel, DiskRequest, DiskSpec, SchedulerKind};
 
 /// A tiny deterministic generator (xorshift), so tests need no RNG crate.
@@ -211,4 +211,35 @@ fn same_inputs_give_identical_outputs() {
         closed_loop(&mut DiskModel::new(spec).unwrap(), &reqs, 16)
     };
     assert_eq!(run(), run());
+}
+
+/// With write-back, writes complete from the buffer only while it has room:
+/// a burst of scattered writes larger than the buffer completes at the
+/// media's pace, not all at bus speed (which would let destages pile up
+/// behind every later read without bound).
+#[test]
+fn write_back_completes_at_media_pace_once_the_buffer_is_full() {
+    let spec = barracuda_7200_10();
+    let segments = spec.cache.segments as u64;
+    let cap = DiskModel::new(spec.clone()).unwrap().capacity_sectors();
+    let mut rng = Rng(5);
+    let n = 4 * segments;
+    let reqs: Vec<DiskRequest> = (0..n)
+        .map(|i| write(i, rng.below(cap - 128) / 8 * 8, 128))
+        .collect();
+    let mut d = DiskModel::new(spec).unwrap();
+    let (done, t) = closed_loop(&mut d, &reqs, 8);
+    assert_eq!(done.len() as u64, n);
+    // The first writes go into empty segments: done at bus speed.
+    let first_ms = (done[0].finish_ns - done[0].submit_ns) as f64 / 1e6;
+    assert!(done[0].cache_hit && first_ms < 1.0, "{first_ms:.3} ms");
+    // The rest wait for destages: scattered 64 KiB writes on a 7,200 rpm
+    // drive take several ms each, so the burst lasts far longer than the
+    // bus transfers (under 0.3 ms each) would.
+    let total_ms = t as f64 / 1e6;
+    let media_bound_ms = (n - segments) as f64 * 4.0;
+    assert!(
+        total_ms > media_bound_ms,
+        "{n} writes finished in {total_ms:.1} ms (at least {media_bound_ms:.0} ms at media pace)"
+    );
 }

@@ -89,6 +89,14 @@ impl Cache {
             .position(|s| s.valid && s.readable && lbn >= s.start_lbn && lbn <= s.end_lbn)
     }
 
+    /// Whether a segment holds no data still waiting to be destaged at
+    /// `now_ns` (so written data can be taken into it).
+    pub fn has_clean_segment(&self, now_ns: f64) -> bool {
+        self.segments
+            .iter()
+            .any(|s| !s.valid || s.dirty_until_ns <= now_ns)
+    }
+
     /// Segment to reuse at `now_ns`: an empty one, else the least recently
     /// used among those with no pending dirty data, else the least recently
     /// used of all (the model then lets dirty data and new data share it).

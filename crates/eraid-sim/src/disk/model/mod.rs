@@ -390,7 +390,19 @@ impl DiskModel {
             .cache
             .ending_at(req.lbn)
             .filter(|&i| self.cache.segments[i].dirty_until_ns > t);
+        // Write-back needs room: a write that fits a segment, appended to a
+        // stream with space left or taken into a segment with nothing left
+        // to destage. Otherwise the drive completes it only once it is on
+        // the media, as a full buffer makes a real drive hold the host off;
+        // acknowledging it anyway let destages pile up without bound.
+        let seg_cap = self.cache.segment_sectors;
+        let stream_room = appends.is_some_and(|i| {
+            let seg = &self.cache.segments[i];
+            c.combine_seq_writes && seg.end_lbn - seg.start_lbn + sectors <= seg_cap
+        });
+        let room = sectors <= seg_cap && (stream_room || self.cache.has_clean_segment(t));
         let write_back = c.enabled
+            && room
             && match c.fast_write {
                 FastWrite::Off => false,
                 FastWrite::Sequential => appends.is_some(),
