@@ -394,6 +394,7 @@ fn shipped_growth_experiments_load() {
         ("alv-online.toml", 12),
         ("alv-online-testbed.toml", 12),
         ("alv-testbed-tradeoff.toml", 21),
+        ("alv-online-tradeoff.toml", 44),
         ("alv-sensitivity.toml", 10),
         ("fastscale-online.toml", 10),
         ("fastscale-after.toml", 4),
