@@ -395,6 +395,7 @@ fn shipped_growth_experiments_load() {
         ("alv-online-testbed.toml", 12),
         ("alv-testbed-tradeoff.toml", 21),
         ("alv-online-tradeoff.toml", 44),
+        ("alv-online-small-windows.toml", 8),
         ("alv-sensitivity.toml", 10),
         ("fastscale-online.toml", 10),
         ("fastscale-after.toml", 4),
