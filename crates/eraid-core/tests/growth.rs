@@ -736,3 +736,42 @@ fn a_damaged_backup_is_reported_not_retried() {
     let lost = backup["start_bytes"].as_u64().unwrap()..backup["end_bytes"].as_u64().unwrap();
     verify_chunks_or_refused(&mut h, &mut array, &model, lost);
 }
+
+/// The engine never asks to be woken at an instant already past: when
+/// ALV's run period is over while a window is still in flight, the period
+/// ends with the window (an I/O completion). A past deadline would be due
+/// at once, again and again, and a real driver would spin on it (the
+/// served array's engine then answered nothing).
+#[test]
+fn alv_never_asks_for_a_tick_in_the_past() {
+    let (mut h, mut array, _model) = flushed_raid5_growing(
+        3,
+        ParityLayout::LeftAsymmetric,
+        fast_config(ReshapeStrategy::Alv),
+    );
+    let mut jumps = 0;
+    let mut steps = 0;
+    loop {
+        h.collect(&mut array);
+        let window_in_flight = !array.status_json()["reshape"]["window"].is_null();
+        if window_in_flight && jumps < 20 {
+            // A whole valve period passes while the window's I/O is out.
+            h.now = h.now.plus_ms(1_500);
+            array.handle_tick(h.now);
+            jumps += 1;
+        }
+        if let Some(deadline) = array.poll_timeout() {
+            assert!(
+                deadline > h.now,
+                "deadline {deadline:?} is not after now {:?} (step {steps})",
+                h.now
+            );
+        }
+        if !h.step(&mut array) {
+            break;
+        }
+        steps += 1;
+    }
+    assert!(jumps >= 5, "only {jumps} windows were seen in flight");
+    assert_eq!(reshape_state(&array), "done", "the growth finished");
+}

@@ -470,9 +470,13 @@ impl Array {
             && reshape.checkpoint_stage.is_none();
         let paced =
             (idle && reshape.pacing.not_before > self.now).then_some(reshape.pacing.not_before);
+        // A run period that is over while its window is in flight ends
+        // when the window does (an I/O completion, not a tick): a boundary
+        // already past would be due at once, again and again.
         let valve = (config.strategy == ReshapeStrategy::Alv)
             .then(|| reshape.pacing.next_valve_boundary(config))
-            .flatten();
+            .flatten()
+            .filter(|&t| t > self.now);
         [paced, valve].into_iter().flatten().min()
     }
 
