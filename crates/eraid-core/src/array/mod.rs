@@ -409,12 +409,10 @@ impl Array {
         match self.phase {
             Phase::Closing(CloseStage::Draining) => {
                 let scrub_idle = self.scrub.as_ref().is_none_or(|s| s.inflight == 0);
-                let reshape_idle = self.reshape.as_ref().is_none_or(|r| {
-                    r.window.is_none()
-                        && r.ahead.is_none()
-                        && r.checkpoint_stage.is_none()
-                        && r.blocked.is_empty()
-                });
+                let reshape_idle = self
+                    .reshape
+                    .as_ref()
+                    .is_none_or(|r| !r.mover_busy() && r.blocked.is_empty());
                 if self.ops.is_empty()
                     && self.requests.is_empty()
                     && scrub_idle
@@ -452,9 +450,7 @@ impl Array {
         let Some(reshape) = &mut self.reshape else {
             return;
         };
-        let mover_busy = reshape.window.is_some()
-            || reshape.ahead.is_some()
-            || reshape.checkpoint_stage.is_some();
+        let mover_busy = reshape.mover_busy();
         reshape.pacing.advance_valve(now, &config, mover_busy);
         let (periods, closed) = (
             reshape.pacing.valve_periods,

@@ -89,6 +89,12 @@ impl Cache {
             .position(|s| s.valid && s.readable && lbn >= s.start_lbn && lbn <= s.end_lbn)
     }
 
+    /// Whether segment `i` can take `sectors` more at its end.
+    pub fn room_after(&self, i: usize, sectors: u64) -> bool {
+        let s = &self.segments[i];
+        s.end_lbn - s.start_lbn + sectors <= self.segment_sectors
+    }
+
     /// Whether a segment holds no data still waiting to be destaged at
     /// `now_ns` (so written data can be taken into it).
     pub fn has_clean_segment(&self, now_ns: f64) -> bool {

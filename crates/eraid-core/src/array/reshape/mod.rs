@@ -75,6 +75,12 @@ pub(super) enum CheckpointStage {
 }
 
 impl Reshape {
+    /// Whether the data mover has a window (or the one read ahead) or a
+    /// checkpoint in flight.
+    pub(in crate::array) fn mover_busy(&self) -> bool {
+        self.window.is_some() || self.ahead.is_some() || self.checkpoint_stage.is_some()
+    }
+
     fn build(record: &ReshapeRecord, new_geometry: &Geometry, now: TimeNs) -> Reshape {
         let old_layout = layout_with(&record.old_geometry, record.old_placement.as_ref());
         let old_code = old_code_for(&record.old_geometry);
@@ -465,9 +471,7 @@ impl Array {
             return None;
         }
         let config = self.reshape_config();
-        let idle = reshape.window.is_none()
-            && reshape.ahead.is_none()
-            && reshape.checkpoint_stage.is_none();
+        let idle = !reshape.mover_busy();
         let paced =
             (idle && reshape.pacing.not_before > self.now).then_some(reshape.pacing.not_before);
         // A run period that is over while its window is in flight ends

@@ -804,11 +804,7 @@ impl Array {
 
     pub(in crate::array) fn start_checkpoint(&mut self) {
         let reshape = self.reshape.as_mut().expect("growth");
-        assert!(
-            reshape.window.is_none()
-                && reshape.ahead.is_none()
-                && reshape.checkpoint_stage.is_none()
-        );
+        assert!(!reshape.mover_busy());
         reshape.checkpoint_stage = Some(CheckpointStage::Flushing);
         // Copied data must be durable before the checkpoint says so.
         self.flush_members(FlushPurpose::ReshapeCheckpoint);

@@ -396,10 +396,8 @@ impl DiskModel {
         // the media, as a full buffer makes a real drive hold the host off;
         // acknowledging it anyway let destages pile up without bound.
         let seg_cap = self.cache.segment_sectors;
-        let stream_room = appends.is_some_and(|i| {
-            let seg = &self.cache.segments[i];
-            c.combine_seq_writes && seg.end_lbn - seg.start_lbn + sectors <= seg_cap
-        });
+        let stream_room =
+            appends.is_some_and(|i| c.combine_seq_writes && self.cache.room_after(i, sectors));
         let room = sectors <= seg_cap && (stream_room || self.cache.has_clean_segment(t));
         let write_back = c.enabled
             && room
@@ -443,12 +441,10 @@ impl DiskModel {
     /// allowed) and drops older copies elsewhere.
     fn buffer_write(&mut self, lbn: u64, sectors: u64, bus_start: f64) {
         let c = self.spec.cache;
-        let seg_cap = self.cache.segment_sectors;
-        let stream = self.cache.ending_at(lbn).filter(|&i| {
-            c.combine_seq_writes
-                && self.cache.segments[i].end_lbn - self.cache.segments[i].start_lbn + sectors
-                    <= seg_cap
-        });
+        let stream = self
+            .cache
+            .ending_at(lbn)
+            .filter(|&i| c.combine_seq_writes && self.cache.room_after(i, sectors));
         let i = stream.unwrap_or_else(|| self.cache.victim(bus_start));
         self.detach_prefetch(i);
         self.cache.invalidate_overlap(lbn, sectors, Some(i));
