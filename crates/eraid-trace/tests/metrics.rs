@@ -46,6 +46,7 @@ fn summary_of_a_small_run() {
         "requests",
         "mean_response_ms",
         "p50_response_ms",
+        "p90_response_ms",
         "p99_response_ms",
         "max_response_ms",
         "throughput_iops",

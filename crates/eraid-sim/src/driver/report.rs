@@ -80,6 +80,7 @@ impl SimReport {
         put("host_queue_max", json!(self.host_queue_max));
         put("mean_response_ms", json!(s.mean_response_ms));
         put("p50_response_ms", json!(s.p50_response_ms));
+        put("p90_response_ms", json!(s.p90_response_ms));
         put("p95_response_ms", json!(s.p95_response_ms));
         put("p99_response_ms", json!(s.p99_response_ms));
         put("max_response_ms", json!(s.max_response_ms));

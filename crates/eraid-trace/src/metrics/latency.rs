@@ -118,6 +118,12 @@ impl LatencyRecorder {
         self.percentile_ns(50.0)
     }
 
+    /// 90th percentile: ALV's valve at slack 0.1 asks whether it exceeds
+    /// the latency bound.
+    pub fn p90_ns(&self) -> u64 {
+        self.percentile_ns(90.0)
+    }
+
     /// 95th percentile.
     pub fn p95_ns(&self) -> u64 {
         self.percentile_ns(95.0)
@@ -170,6 +176,7 @@ mod tests {
             "{}",
             recorder.p50_ns()
         );
+        assert!(close(recorder.p90_ns(), 900_000_000));
         assert!(close(recorder.p95_ns(), 950_000_000));
         assert!(close(recorder.p99_ns(), 990_000_000));
         assert_eq!(recorder.max_ns(), 1_000_000_000);

@@ -35,6 +35,10 @@ pub struct MetricsSummary {
     pub mean_response_ms: f64,
     /// Median response time.
     pub p50_response_ms: f64,
+    /// 90th percentile response time (over a latency bound: more than 10%
+    /// of the requests were slower than it).
+    #[serde(default)]
+    pub p90_response_ms: f64,
     /// 95th percentile response time.
     pub p95_response_ms: f64,
     /// 99th percentile response time.
@@ -69,6 +73,7 @@ impl MetricsSummary {
             throughput_bytes_per_s: throughput.bytes_per_s,
             mean_response_ms: all.mean_ns() / NS_PER_MS,
             p50_response_ms: ms(all.p50_ns()),
+            p90_response_ms: ms(all.p90_ns()),
             p95_response_ms: ms(all.p95_ns()),
             p99_response_ms: ms(all.p99_ns()),
             max_response_ms: ms(all.max_ns()),
