@@ -775,3 +775,132 @@ fn alv_never_asks_for_a_tick_in_the_past() {
     assert!(jumps >= 5, "only {jumps} windows were seen in flight");
     assert_eq!(reshape_state(&array), "done", "the growth finished");
 }
+
+/// ALV's valve in its two readings (`valve_latency`): user reads that the
+/// drives answer slowly (40 ms, over the 15 ms bound) but that the growth
+/// never holds back make the load high when the valve times their
+/// response, and leave it low when it times only their admission.
+#[test]
+fn alv_valve_times_the_response_or_only_the_admission() {
+    use eraid_core::reshape::config::ValveLatency;
+    for (reading, slow_users_close_it) in [
+        (ValveLatency::Response, true),
+        (ValveLatency::Admission, false),
+    ] {
+        let config = ReshapeConfig {
+            valve_latency: reading,
+            speed_min_kib_s: 0,
+            ..fast_config(ReshapeStrategy::Alv)
+        };
+        let (mut h, mut array, model) =
+            flushed_raid5_growing(9, ParityLayout::LeftAsymmetric, config);
+        let mut id = 1_000;
+        let (mut periods, mut closed) = (0, 0);
+        // Slow reads until the growth is done or (users always late) the
+        // valve has shut; then the growth finishes without users.
+        while reshape_state(&array) != "done" && closed == 0 {
+            // Chunk 0 is in the first window only; once that is moved no
+            // read of it is held back again.
+            let copied = array.status_json()["reshape"]["processed_bytes"]
+                .as_u64()
+                .unwrap_or(0);
+            let offset_bytes = if copied > 0 { 0 } else { 47 * CHUNK };
+            h.submit(
+                &mut array,
+                id,
+                UserOp::Read {
+                    offset_bytes,
+                    len_bytes: 4096,
+                },
+            );
+            h.now = h.now.plus_ms(40);
+            array.handle_tick(h.now);
+            while h.take_reply(id).is_none() {
+                assert!(h.step(&mut array), "read {id} was answered");
+            }
+            let reshape = &array.status_json()["reshape"];
+            periods = reshape["valve_periods"].as_u64().unwrap_or(periods);
+            closed = reshape["valve_closed_periods"].as_u64().unwrap_or(closed);
+            id += 1;
+            assert!(id < 100_000, "{reading:?}: no verdict");
+        }
+        if slow_users_close_it {
+            assert!(
+                closed > 0,
+                "{reading:?}: slow responses never closed the valve"
+            );
+        } else {
+            assert!(periods >= 2, "{reading:?}: only {periods} valve periods");
+            assert_eq!(
+                closed, 0,
+                "{reading:?}: the valve closed with no user held back"
+            );
+        }
+        while reshape_state(&array) != "done" {
+            h.idle(&mut array, 1_000);
+        }
+        let mut next = id;
+        verify_all(&mut h, &mut array, &model, &mut next);
+    }
+}
+
+/// With `valve_latency = admission`, a user read held back while its
+/// window is moved (here 600 ms) for longer than the bound is a latecomer:
+/// at slack 0 such reads shut the valve.
+#[test]
+fn alv_valve_counts_a_long_hold_as_late_when_timing_admission() {
+    use eraid_core::reshape::config::ValveLatency;
+    let config = ReshapeConfig {
+        valve_latency: ValveLatency::Admission,
+        slack: 0.0,
+        speed_min_kib_s: 0,
+        ..fast_config(ReshapeStrategy::Alv)
+    };
+    let (mut h, mut array, model) = flushed_raid5_growing(4, ParityLayout::LeftAsymmetric, config);
+    let mut id = 1_000;
+    let mut held_reads = 0;
+    let mut closed = 0;
+    while reshape_state(&array) != "done" && closed == 0 {
+        h.collect(&mut array);
+        closed = array.status_json()["reshape"]["valve_closed_periods"]
+            .as_u64()
+            .unwrap_or(closed);
+        let capacity = array.capacity_bytes();
+        let window = array.status_json()["reshape"]["window"]["start_bytes"].as_u64();
+        let Some(start_bytes) = window.filter(|&start| start + 4096 <= capacity) else {
+            if !h.step(&mut array) {
+                h.idle(&mut array, 100);
+            }
+            continue;
+        };
+        h.submit(
+            &mut array,
+            id,
+            UserOp::Read {
+                offset_bytes: start_bytes,
+                len_bytes: 4096,
+            },
+        );
+        assert!(
+            h.take_reply(id).is_none(),
+            "a read of the moving window is held"
+        );
+        held_reads += 1;
+        h.now = h.now.plus_ms(600);
+        array.handle_tick(h.now);
+        while h.take_reply(id).is_none() {
+            assert!(h.step(&mut array), "read {id} was answered");
+        }
+        id += 1;
+    }
+    assert!(held_reads > 0, "no read was held");
+    assert!(
+        closed > 0,
+        "{held_reads} reads held 600 ms never shut the valve"
+    );
+    while reshape_state(&array) != "done" {
+        h.idle(&mut array, 1_000);
+    }
+    let mut next = id;
+    verify_all(&mut h, &mut array, &model, &mut next);
+}

@@ -342,6 +342,10 @@ fn bad_growth_settings_name_the_setting() {
         ),
         (format!("{GOOD}load = \"before\"\n"), "[growth] load"),
         (
+            format!("{GOOD}valve_latency = \"service\"\n"),
+            "[growth] valve_latency: 'service' is not response or admission",
+        ),
+        (
             format!("{GOOD}md_users_wait = \"nobody\"\n"),
             "[growth] md_users_wait: 'nobody' is not window, reads or touching",
         ),
@@ -397,6 +401,7 @@ fn shipped_growth_experiments_load() {
         ("alv-online-tradeoff.toml", 44),
         ("alv-online-small-windows.toml", 8),
         ("alv-online-load.toml", 36),
+        ("alv-valve-readings.toml", 23),
         ("alv-sensitivity.toml", 10),
         ("fastscale-online.toml", 10),
         ("fastscale-after.toml", 4),

@@ -440,6 +440,24 @@ impl Array {
         self.pump_reshape();
     }
 
+    /// The array starts serving request `id` (the growth no longer holds
+    /// it back): with `valve_latency = admission` that ends the time ALV's
+    /// valve measures.
+    pub(super) fn note_user_admitted(&mut self, id: RequestId) {
+        let Some(config) = self.reshape_record().map(|r| r.config.clone()) else {
+            return;
+        };
+        if config.valve_latency != reshape_config::ValveLatency::Admission {
+            return;
+        }
+        let (Some(arrived), Some(reshape)) = (self.arrivals.get(&id).copied(), &mut self.reshape)
+        else {
+            return;
+        };
+        let held_ns = self.now.0.saturating_sub(arrived.0);
+        reshape.pacing.user_finished(held_ns, &config);
+    }
+
     /// Ends ALV's valve period if it is over (see `Pacing::advance_valve`)
     /// and keeps the record's valve counters current.
     pub(super) fn advance_reshape_valve(&mut self, now: TimeNs) {
@@ -580,8 +598,10 @@ impl Machine for Array {
         if let Some(arrived) = self.arrivals.remove(&reply.id) {
             let config = self.reshape_record().map(|r| r.config.clone());
             if let (Some(reshape), Some(config)) = (&mut self.reshape, config) {
-                let latency_ns = self.now.0.saturating_sub(arrived.0);
-                reshape.pacing.user_finished(latency_ns, &config);
+                if config.valve_latency == reshape_config::ValveLatency::Response {
+                    let latency_ns = self.now.0.saturating_sub(arrived.0);
+                    reshape.pacing.user_finished(latency_ns, &config);
+                }
             }
         }
         Some(reply)

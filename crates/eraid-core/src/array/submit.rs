@@ -43,6 +43,7 @@ impl Array {
         let Some(request) = self.reshape_admit(request) else {
             return;
         };
+        self.note_user_admitted(id);
         let chunks = offset_bytes / self.geometry.chunk_bytes
             ..(offset_bytes + len_bytes).div_ceil(self.geometry.chunk_bytes);
         match request.op {

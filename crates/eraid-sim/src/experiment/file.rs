@@ -64,6 +64,7 @@
 //! valve_period_ms = 1000        # alv: valve period
 //! latency_bound_ms = 15         # alv: latency bound B
 //! slack = 0.1                   # alv: slack factor theta
+//! valve_latency = "response"    # alv: what the valve times: response (arrival to completion; held requests also congest) | admission (only the time the growth held the request back)
 //! idle_check_ms = 500           # md-style throttling: how long the growth yields to users
 //! idle_user = "2M"              # md-style throttling: user data on one member that makes the array busy (Linux 2.6.18: 2M; 0: any user I/O within idle_check_ms)
 //! sample_ms = 1000              # period of the progress samples (growth.csv)
@@ -210,6 +211,7 @@ pub struct GrowthTable {
     pub valve_period_ms: Option<u64>,
     pub latency_bound_ms: Option<f64>,
     pub slack: Option<f64>,
+    pub valve_latency: Option<String>,
     pub idle_check_ms: Option<u64>,
     pub idle_user: Option<IntOrText>,
     pub sample_ms: Option<u64>,
@@ -325,7 +327,8 @@ overlay_fields!(GrowthTable {
     enabled, add, strategy, start_s, load, aggregation, md_page, md_window, md_checkpoint,
     md_users_wait,
     sliding_window_max,
-    speed_min, speed_max, valve_period_ms, latency_bound_ms, slack, idle_check_ms, idle_user,
+    speed_min, speed_max, valve_period_ms, latency_bound_ms, slack, valve_latency, idle_check_ms,
+    idle_user,
     sample_ms
 } nested {});
 

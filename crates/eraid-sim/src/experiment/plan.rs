@@ -451,6 +451,12 @@ fn resolve_growth(
         "md_checkpoint",
         &mut config.md_checkpoint_bytes,
     )?;
+    if let Some(name) = &g.valve_latency {
+        config.valve_latency =
+            eraid_core::reshape::config::ValveLatency::parse(name).ok_or_else(|| {
+                format!("[growth] valve_latency: '{name}' is not response or admission")
+            })?;
+    }
     if let Some(name) = &g.md_users_wait {
         config.md_users_wait =
             eraid_core::reshape::config::MdUsersWait::parse(name).ok_or_else(|| {

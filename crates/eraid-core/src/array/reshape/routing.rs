@@ -6,7 +6,7 @@ use super::super::Array;
 use super::mover::WindowStage;
 use crate::io::{UserOp, UserRequest};
 use crate::layout::StripeMap;
-use crate::reshape::config::MdUsersWait;
+use crate::reshape::config::{MdUsersWait, ValveLatency};
 use crate::reshape::record::ReshapeState;
 
 impl Array {
@@ -18,6 +18,10 @@ impl Array {
             (r.config.strategy == crate::reshape::config::ReshapeStrategy::MdReshape)
                 .then_some(r.config.md_users_wait)
         });
+        let valve_latency = self
+            .reshape_record()
+            .map(|r| r.config.valve_latency)
+            .unwrap_or_default();
         // A backed-up window a crash interrupted and nothing has rewritten
         // yet (in this run no window has copied past it, none is moving it).
         let pending_backup = self
@@ -85,7 +89,9 @@ impl Array {
             && first < reshape.copied_end
             && reshape.checkpoint < end;
         if in_window || needs_checkpoint {
-            reshape.pacing.user_congested();
+            if valve_latency == ValveLatency::Response {
+                reshape.pacing.user_congested();
+            }
             if needs_checkpoint {
                 reshape.checkpoint_wanted = true;
             }
