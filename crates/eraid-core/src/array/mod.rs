@@ -135,6 +135,9 @@ pub struct Array {
     next_op_id: u64,
     next_flush_id: u64,
     io_owner: HashMap<IoId, Owner>,
+    /// I/Os MD's in-flight idle test counts at completion: member, bytes,
+    /// and whether it is the growth's own (see `md_idle_in_flight`).
+    idle_counted: HashMap<IoId, (usize, u64, bool)>,
     outbox_io: VecDeque<DeviceIo>,
     outbox_reply: VecDeque<UserReply>,
     outbox_event: VecDeque<ArrayEvent>,
@@ -203,6 +206,7 @@ impl Array {
             next_op_id: 0,
             next_flush_id: 0,
             io_owner: HashMap::new(),
+            idle_counted: HashMap::new(),
             outbox_io: VecDeque::new(),
             outbox_reply: VecDeque::new(),
             outbox_event: VecDeque::new(),
@@ -255,16 +259,28 @@ impl Array {
 
     fn issue(&mut self, member: usize, op: DeviceOp, cause: IoCause, owner: Owner) {
         assert!(member < self.geometry.member_count);
-        if let (IoCause::User, Some(reshape)) = (cause, &mut self.reshape) {
+        let id = IoId(self.next_io_id);
+        self.next_io_id += 1;
+        let in_flight_test = self
+            .reshape_record()
+            .is_some_and(|r| r.config.md_idle_in_flight);
+        if let Some(reshape) = &mut self.reshape {
             let bytes = match &op {
                 DeviceOp::Read { len_bytes, .. } => *len_bytes as u64,
                 DeviceOp::Write { data, .. } => data.len() as u64,
                 _ => 0,
             };
-            reshape.pacing.user_io_issued(member, bytes);
+            let user = cause == IoCause::User;
+            if user {
+                reshape.pacing.user_io_issued(member, bytes);
+            }
+            if in_flight_test && (user || cause == IoCause::Redistribution) {
+                if !user {
+                    reshape.pacing.sync_io_issued(member, bytes);
+                }
+                self.idle_counted.insert(id, (member, bytes, !user));
+            }
         }
-        let id = IoId(self.next_io_id);
-        self.next_io_id += 1;
         self.io_owner.insert(id, owner);
         self.outbox_io.push_back(DeviceIo {
             id,
@@ -508,6 +524,15 @@ impl Machine for Array {
             .io_owner
             .remove(&io)
             .expect("completion for an I/O the core did not issue");
+        if let Some((member, bytes, own)) = self.idle_counted.remove(&io) {
+            if let Some(reshape) = &mut self.reshape {
+                if own {
+                    reshape.pacing.sync_io_done(member, bytes);
+                } else {
+                    reshape.pacing.user_io_done(member, bytes);
+                }
+            }
+        }
         match owner {
             Owner::Op { op, shard, is_read } => self.op_io_done(op, shard, is_read, completion),
             Owner::Metadata { member } => self.metadata_io_done(member, completion),

@@ -196,6 +196,14 @@ pub struct ReshapeConfig {
     /// Linux 2.6.18 (4096 sectors). 0: any user I/O within
     /// `idle_check_ms` counts.
     pub idle_user_kib: u64,
+    /// MD-style throttling with Linux 2.6.18's in-flight term: a member's
+    /// count is the user data completed on it minus the redistribution data
+    /// in flight to it (disk statistics count at completion, MD counts its
+    /// own I/O at submission), judged when windows start and when their
+    /// reads have been issued; busy once it moved more than `idle_user_kib`
+    /// either way since the member's last busy verdict. Off: user data
+    /// issued since the last verdict, judged between windows.
+    pub md_idle_in_flight: bool,
 }
 
 impl Default for ReshapeConfig {
@@ -216,6 +224,7 @@ impl Default for ReshapeConfig {
             valve_latency: ValveLatency::Response,
             idle_check_ms: 500,
             idle_user_kib: 2048,
+            md_idle_in_flight: false,
         }
     }
 }

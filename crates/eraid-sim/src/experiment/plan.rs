@@ -518,6 +518,9 @@ fn resolve_growth(
                 / 1024;
         }
     }
+    if let Some(on) = g.idle_in_flight {
+        config.md_idle_in_flight = on;
+    }
     if let Some(b) = g.latency_bound_ms {
         if !(b.is_finite() && b > 0.0) {
             return Err(format!(

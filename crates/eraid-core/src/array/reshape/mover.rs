@@ -193,6 +193,7 @@ impl Array {
                 {
                     // A window with nothing to move finishes at once: go on.
                     self.window_issue_reads(false);
+                    self.md_check_in_flight();
                     continue;
                 }
                 if window.stage == WindowStage::Writing {
@@ -444,6 +445,19 @@ impl Array {
         let max_chunks = (config.aggregation_bytes / self.geometry.chunk_bytes).max(1);
         let page = (config.strategy == ReshapeStrategy::MdReshape).then_some(config.md_page_bytes);
         (max_chunks, page.map_or(0, |_| 0), page)
+    }
+
+    /// MD judges idleness while its window's I/O is out, too (with
+    /// `md_idle_in_flight`).
+    fn md_check_in_flight(&mut self) {
+        let now = self.now;
+        let Some(config) = self.reshape_record().map(|r| r.config.clone()) else {
+            return;
+        };
+        if let Some(reshape) = &mut self.reshape {
+            let paced = reshape.paced_bytes;
+            reshape.pacing.check_in_flight(now, paced, &config);
+        }
     }
 
     fn window_issue_reads(&mut self, ahead: bool) {

@@ -34,6 +34,11 @@ pub struct Pacing {
     pub last_user_io: Option<TimeNs>,
     /// User bytes per member since the array was last found busy.
     user_bytes_since_busy: Vec<u64>,
+    /// `md_idle_in_flight`: per member, user bytes completed, redistribution
+    /// bytes in flight, and their difference at the last busy verdict.
+    user_done_bytes: Vec<u64>,
+    sync_in_flight_bytes: Vec<u64>,
+    events_at_busy: Vec<i64>,
     /// Valve: the mover's current period (None before the growth starts)
     /// and what users saw in it.
     valve: Option<Valve>,
@@ -42,6 +47,14 @@ pub struct Pacing {
     period_congested: bool,
     pub valve_closed_periods: u64,
     pub valve_periods: u64,
+}
+
+/// `v[member]`, growing `v` as needed.
+fn slot<T: Default + Clone>(v: &mut Vec<T>, member: usize) -> &mut T {
+    if v.len() <= member {
+        v.resize(member + 1, T::default());
+    }
+    &mut v[member]
 }
 
 /// ALV's valve: the period the data mover is in.
@@ -82,10 +95,51 @@ impl Pacing {
 
     /// A user device I/O of `bytes` went to `member`.
     pub fn user_io_issued(&mut self, member: usize, bytes: u64) {
-        if self.user_bytes_since_busy.len() <= member {
-            self.user_bytes_since_busy.resize(member + 1, 0);
-        }
-        self.user_bytes_since_busy[member] += bytes;
+        *slot(&mut self.user_bytes_since_busy, member) += bytes;
+    }
+
+    /// A user device I/O of `bytes` to `member` completed.
+    pub fn user_io_done(&mut self, member: usize, bytes: u64) {
+        *slot(&mut self.user_done_bytes, member) += bytes;
+    }
+
+    /// A redistribution I/O of `bytes` to `member` was issued.
+    pub fn sync_io_issued(&mut self, member: usize, bytes: u64) {
+        *slot(&mut self.sync_in_flight_bytes, member) += bytes;
+    }
+
+    /// A redistribution I/O of `bytes` to `member` completed.
+    pub fn sync_io_done(&mut self, member: usize, bytes: u64) {
+        // Saturating: the count only steers pacing, and an I/O issued under
+        // an earlier growth's pacing must not stop the engine.
+        let in_flight = slot(&mut self.sync_in_flight_bytes, member);
+        *in_flight = in_flight.saturating_sub(bytes);
+    }
+
+    /// `is_mddev_idle`'s count for `member`: what the disk statistics show
+    /// (user and redistribution data, at completion) less what MD submitted
+    /// itself (its redistribution, at submission).
+    fn events(&self, member: usize) -> i64 {
+        let done = self.user_done_bytes.get(member).copied().unwrap_or(0) as i64;
+        let in_flight = self.sync_in_flight_bytes.get(member).copied().unwrap_or(0) as i64;
+        done - in_flight
+    }
+
+    /// Members whose count moved more than the threshold, either way (2.6.18
+    /// compares unsigned: `curr - last + 4096 > 8192`), since their last
+    /// busy verdict.
+    fn members_busy_in_flight(&self, config: &ReshapeConfig) -> Vec<usize> {
+        let threshold = (config.idle_user_kib * 1024) as i64;
+        let members = self
+            .user_done_bytes
+            .len()
+            .max(self.sync_in_flight_bytes.len());
+        (0..members)
+            .filter(|&m| {
+                let last = self.events_at_busy.get(m).copied().unwrap_or(0);
+                (self.events(m) - last).abs() > threshold
+            })
+            .collect()
     }
 
     /// MD's idle test: some member moved more user data than the threshold
@@ -95,8 +149,50 @@ impl Pacing {
             let idle_ns = config.idle_check_ms * 1_000_000;
             return self.last_user_io.is_some_and(|t| now.0 < t.0 + idle_ns);
         }
+        if config.md_idle_in_flight {
+            return !self.members_busy_in_flight(config).is_empty();
+        }
         let threshold = config.idle_user_kib * 1024;
         self.user_bytes_since_busy.iter().any(|&b| b > threshold)
+    }
+
+    /// A busy verdict: the counts start again (2.6.18: `last_events` of the
+    /// busy members only).
+    fn note_busy(&mut self, config: &ReshapeConfig) {
+        if config.md_idle_in_flight {
+            for m in self.members_busy_in_flight(config) {
+                let events = self.events(m);
+                *slot(&mut self.events_at_busy, m) = events;
+            }
+        } else {
+            self.user_bytes_since_busy.iter_mut().for_each(|b| *b = 0);
+        }
+    }
+
+    /// Whether the rate lies where MD asks `is_mddev_idle` (between its
+    /// floor and ceiling).
+    fn md_judges(&self, now: TimeNs, processed_bytes: u64, config: &ReshapeConfig) -> bool {
+        let rate = self.rate_bytes_s(now, processed_bytes);
+        config.strategy != ReshapeStrategy::Alv
+            && now >= self.not_before
+            && rate >= config.speed_min_kib_s as f64 * 1024.0
+            && rate <= config.speed_max_kib_s as f64 * 1024.0
+    }
+
+    /// `md_idle_in_flight`: MD also judges while its I/O is out (every 128
+    /// KiB of progress in 2.6.18); called once a window's reads are issued.
+    /// Busy: the next window waits `idle_check_ms` (MD's thread sleeps while
+    /// its I/O completes).
+    pub fn check_in_flight(&mut self, now: TimeNs, processed_bytes: u64, config: &ReshapeConfig) {
+        if !config.md_idle_in_flight
+            || config.idle_user_kib == 0
+            || !self.md_judges(now, processed_bytes, config)
+            || !self.users_busy(now, config)
+        {
+            return;
+        }
+        self.note_busy(config);
+        self.not_before = TimeNs(now.0 + config.idle_check_ms * 1_000_000);
     }
 
     /// The growth waits until `wake`, as `gate` said. If that was the idle
@@ -109,13 +205,8 @@ impl Pacing {
         processed_bytes: u64,
         config: &ReshapeConfig,
     ) {
-        let rate = self.rate_bytes_s(now, processed_bytes);
-        let judged_idle = config.strategy != ReshapeStrategy::Alv
-            && now >= self.not_before
-            && rate >= config.speed_min_kib_s as f64 * 1024.0
-            && rate <= config.speed_max_kib_s as f64 * 1024.0;
-        if judged_idle && self.users_busy(now, config) {
-            self.user_bytes_since_busy.iter_mut().for_each(|b| *b = 0);
+        if self.md_judges(now, processed_bytes, config) && self.users_busy(now, config) {
+            self.note_busy(config);
         }
         self.not_before = wake;
     }
@@ -258,6 +349,54 @@ mod tests {
         assert_eq!(pacing.gate(wake, processed, &config), None);
         pacing.user_io_issued(1, 1 << 20);
         assert_eq!(pacing.gate(wake, processed, &config), None);
+    }
+
+    fn md_in_flight(idle_user_kib: u64) -> ReshapeConfig {
+        ReshapeConfig {
+            md_idle_in_flight: true,
+            ..md(idle_user_kib)
+        }
+    }
+
+    #[test]
+    fn md_in_flight_term_alone_makes_a_large_cache_look_busy() {
+        let config = md_in_flight(2048);
+        let now = TimeNs(10_000 * MS);
+        // 2 MiB of MD's own I/O out on a member (a 512-page cache): within
+        // the slack, idle.
+        let (mut pacing, processed) = fast_pacing(now);
+        pacing.sync_io_issued(0, 2 << 20);
+        assert_eq!(pacing.gate(now, processed, &config), None);
+        // 3 MiB out (a 768-page cache): busy with no user at all, as the
+        // ALV paper's MD-Reshape with a 3 MB buffer (Sec. 5.7).
+        let (mut pacing, processed) = fast_pacing(now);
+        pacing.sync_io_issued(0, 3 << 20);
+        let wake = pacing.gate(now, processed, &config).expect("busy");
+        pacing.wait_until(now, wake, processed, &config);
+        assert_eq!(pacing.gate(wake, processed, &config), None, "verdict taken");
+        // It completes: the count swings back the other way, busy again.
+        pacing.sync_io_done(0, 3 << 20);
+        assert!(pacing.gate(wake, processed, &config).is_some());
+    }
+
+    #[test]
+    fn md_in_flight_counts_users_at_completion_net_of_its_own_io() {
+        let config = md_in_flight(2048);
+        let now = TimeNs(10_000 * MS);
+        let (mut pacing, processed) = fast_pacing(now);
+        // Issued, not completed: not counted yet.
+        pacing.user_io_issued(1, 4 << 20);
+        assert_eq!(pacing.gate(now, processed, &config), None);
+        // 3 MiB of users done while 1.5 MiB of MD's I/O went out since the
+        // last verdict: 1.5 MiB net, idle; 2.5 MiB with none out, busy.
+        pacing.sync_io_issued(1, 3 << 19);
+        pacing.user_io_done(1, 3 << 20);
+        assert_eq!(pacing.gate(now, processed, &config), None);
+        pacing.sync_io_done(1, 3 << 19);
+        assert!(pacing.gate(now, processed, &config).is_some());
+        // A check while MD's I/O is out defers the next window.
+        pacing.check_in_flight(now, processed, &config);
+        assert_eq!(pacing.not_before, TimeNs(now.0 + 500 * MS));
     }
 
     #[test]
