@@ -460,12 +460,13 @@ impl Array {
     /// it back): with `valve_latency = admission` that ends the time ALV's
     /// valve measures.
     pub(super) fn note_user_admitted(&mut self, id: RequestId) {
-        let Some(config) = self.reshape_record().map(|r| r.config.clone()) else {
-            return;
-        };
-        if config.valve_latency != reshape_config::ValveLatency::Admission {
+        let timed = self
+            .reshape_record()
+            .is_some_and(|r| r.config.valve_latency == reshape_config::ValveLatency::Admission);
+        if !timed {
             return;
         }
+        let config = self.reshape_config().clone();
         let (Some(arrived), Some(reshape)) = (self.arrivals.get(&id).copied(), &mut self.reshape)
         else {
             return;
