@@ -67,7 +67,7 @@
 //! valve_latency = "response"    # alv: what the valve times: response (arrival to completion; held requests also congest) | admission (only the time the growth held the request back)
 //! idle_check_ms = 500           # md-style throttling: how long the growth yields to users
 //! idle_user = "2M"              # md-style throttling: user data on one member that makes the array busy (Linux 2.6.18: 2M; 0: any user I/O within idle_check_ms)
-//! idle_in_flight = false        # md-reshape: 2.6.18's in-flight term (users counted at completion, less MD's own I/O in flight; also judged while a window's reads are out)
+//! idle_in_flight = false        # md-style throttling: 2.6.18's in-flight term (users counted at completion, less MD's own I/O in flight; also judged while a window's reads are out)
 //! sample_ms = 1000              # period of the progress samples (growth.csv)
 //! enabled = true                # a variant may set false: no growth
 //!
