@@ -396,7 +396,7 @@ fn shipped_growth_experiments_load() {
         ("alv-counts.toml", 3),
         ("alv-unloaded.toml", 3),
         ("alv-online.toml", 12),
-        ("alv-online-testbed.toml", 12),
+        ("alv-online-testbed.toml", 15),
         ("alv-testbed-tradeoff.toml", 21),
         ("alv-online-tradeoff.toml", 44),
         ("alv-online-small-windows.toml", 8),
