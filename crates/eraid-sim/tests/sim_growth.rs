@@ -623,16 +623,12 @@ fn raid5_growth_behind_a_serial_host_and_cfq_is_correct() {
     );
 }
 
-/// md-reshape records its position as Linux 2.6.18 does: once more than
-/// 3000 KiB per member has been copied since the last record (plus the
-/// few the first windows need, when the next window would overwrite data
-/// not yet recorded), not after every 3 MiB window. A RAID-5 of 3 x 64 MiB
-/// members (63 MiB of data each) growing to 4: about 63 MiB / 3000 KiB = 22
-/// records, where one per window would be 63.
-#[test]
-fn md_reshape_records_its_position_every_3000_kib_per_member() {
-    let text = r#"
-name = "md-checkpoints"
+/// An experiment growing a RAID-5 of 3 x 64 MiB members to 4 by
+/// md-reshape with no load; `rest` continues its `[growth]` table.
+fn unloaded_md_reshape(name: &str, rest: &str) -> String {
+    format!(
+        r#"
+name = "{name}"
 seed = 1
 [array]
 level = 5
@@ -650,15 +646,30 @@ none = true
 [growth]
 add = 1
 strategy = "md-reshape"
-speed_min = "1G"
+{rest}"#
+    )
+}
+
+/// md-reshape records its position as Linux 2.6.18 does: once more than
+/// 3000 KiB per member has been copied since the last record (plus the
+/// few the first windows need, when the next window would overwrite data
+/// not yet recorded), not after every 3 MiB window. A RAID-5 of 3 x 64 MiB
+/// members (63 MiB of data each) growing to 4: about 63 MiB / 3000 KiB = 22
+/// records, where one per window would be 63.
+#[test]
+fn md_reshape_records_its_position_every_3000_kib_per_member() {
+    let text = unloaded_md_reshape(
+        "md-checkpoints",
+        r#"speed_min = "1G"
 speed_max = "1G"
 [run]
 until = "growth-done"
 [[variant]]
 name = "md"
-"#;
+"#,
+    );
     let dir = tempfile::tempdir().expect("tempdir");
-    let result = run(&experiment(dir.path(), text));
+    let result = run(&experiment(dir.path(), &text));
     let records = metric(&result, "md", "metadata_writes");
     let by_gap = (63.0 * 1024.0 / 3000.0_f64).ceil();
     assert!(
@@ -678,26 +689,9 @@ name = "md"
 /// 3 x 64 MiB members, no load.
 #[test]
 fn md_in_flight_idle_term_slows_an_unloaded_reshape_with_a_large_cache() {
-    let text = r#"
-name = "md-in-flight"
-seed = 1
-[array]
-level = 5
-disks = 3
-chunk = "64K"
-layout = "left-asymmetric"
-member_size = "64M"
-[disk]
-model = "cheetah-10k7"
-merge = "512K"
-[engine]
-write_intent_bitmap = false
-[workload]
-none = true
-[growth]
-add = 1
-strategy = "md-reshape"
-md_window = "9M"
+    let text = unloaded_md_reshape(
+        "md-in-flight",
+        r#"md_window = "9M"
 speed_min = "3M"
 speed_max = "600M"
 idle_in_flight = true
@@ -714,9 +708,10 @@ growth.md_window = "3M"
 [[variant]]
 name = "high-floor"
 growth.speed_min = "450M"
-"#;
+"#,
+    );
     let dir = tempfile::tempdir().expect("tempdir");
-    let result = run(&experiment(dir.path(), text));
+    let result = run(&experiment(dir.path(), &text));
     let time = |run: &str| metric(&result, run, "redistribution_time_s");
     let (slowed, without) = (time("in-flight"), time("without"));
     assert!(

@@ -460,19 +460,26 @@ impl Array {
     /// it back): with `valve_latency = admission` that ends the time ALV's
     /// valve measures.
     pub(super) fn note_user_admitted(&mut self, id: RequestId) {
+        if let Some(arrived) = self.arrivals.get(&id).copied() {
+            self.time_user_for_valve(arrived, reshape_config::ValveLatency::Admission);
+        }
+    }
+
+    /// Hands ALV's valve the time since `arrived` of a user request, if the
+    /// growth's valve times requests at this point (`reading`). The config
+    /// is cloned only then: this runs for every request.
+    fn time_user_for_valve(&mut self, arrived: TimeNs, reading: reshape_config::ValveLatency) {
         let timed = self
             .reshape_record()
-            .is_some_and(|r| r.config.valve_latency == reshape_config::ValveLatency::Admission);
+            .is_some_and(|r| r.config.valve_latency == reading);
         if !timed {
             return;
         }
         let config = self.reshape_config().clone();
-        let (Some(arrived), Some(reshape)) = (self.arrivals.get(&id).copied(), &mut self.reshape)
-        else {
-            return;
-        };
-        let held_ns = self.now.0.saturating_sub(arrived.0);
-        reshape.pacing.user_finished(held_ns, &config);
+        if let Some(reshape) = &mut self.reshape {
+            let latency_ns = self.now.0.saturating_sub(arrived.0);
+            reshape.pacing.user_finished(latency_ns, &config);
+        }
     }
 
     /// Ends ALV's valve period if it is over (see `Pacing::advance_valve`)
@@ -622,13 +629,7 @@ impl Machine for Array {
     fn poll_reply(&mut self) -> Option<UserReply> {
         let reply = self.outbox_reply.pop_front()?;
         if let Some(arrived) = self.arrivals.remove(&reply.id) {
-            let config = self.reshape_record().map(|r| r.config.clone());
-            if let (Some(reshape), Some(config)) = (&mut self.reshape, config) {
-                if config.valve_latency == reshape_config::ValveLatency::Response {
-                    let latency_ns = self.now.0.saturating_sub(arrived.0);
-                    reshape.pacing.user_finished(latency_ns, &config);
-                }
-            }
+            self.time_user_for_valve(arrived, reshape_config::ValveLatency::Response);
         }
         Some(reply)
     }
