@@ -776,15 +776,17 @@ fn alv_never_asks_for_a_tick_in_the_past() {
     assert_eq!(reshape_state(&array), "done", "the growth finished");
 }
 
-/// ALV's valve in its two readings (`valve_latency`): user reads that the
-/// drives answer slowly (40 ms, over the 15 ms bound) but that the growth
-/// never holds back make the load high when the valve times their
-/// response, and leave it low when it times only their admission.
+/// ALV's valve in its three readings (`valve_latency`): user reads that
+/// the drives answer slowly (40 ms, over the 15 ms bound) but that the
+/// growth never holds back make the load high when the valve times their
+/// response (also when it times the controller's processing), and leave it
+/// low when it times only their admission.
 #[test]
 fn alv_valve_times_the_response_or_only_the_admission() {
     use eraid_core::reshape::config::ValveLatency;
     for (reading, slow_users_close_it) in [
         (ValveLatency::Response, true),
+        (ValveLatency::Processing, true),
         (ValveLatency::Admission, false),
     ] {
         let config = ReshapeConfig {
@@ -903,4 +905,139 @@ fn alv_valve_counts_a_long_hold_as_late_when_timing_admission() {
     }
     let mut next = id;
     verify_all(&mut h, &mut array, &model, &mut next);
+}
+
+/// A user read held back at the window being moved makes the period
+/// congested when the valve times the response, and not when it times the
+/// controller's processing (the hold is part of the request's time there;
+/// congestion is the array's buffers running out). Slack 1 keeps
+/// latecomers from shutting the valve, so only congestion can.
+#[test]
+fn alv_valve_counts_a_hold_as_congestion_only_when_timing_the_response() {
+    use eraid_core::reshape::config::ValveLatency;
+    for (reading, hold_congests) in [
+        (ValveLatency::Response, true),
+        (ValveLatency::Processing, false),
+    ] {
+        let config = ReshapeConfig {
+            valve_latency: reading,
+            slack: 1.0,
+            speed_min_kib_s: 0,
+            ..fast_config(ReshapeStrategy::Alv)
+        };
+        let (mut h, mut array, model) =
+            flushed_raid5_growing(6, ParityLayout::LeftAsymmetric, config);
+        let mut id = 1_000;
+        let (mut held_reads, mut periods, mut closed) = (0, 0, 0);
+        while reshape_state(&array) != "done" && closed == 0 {
+            h.collect(&mut array);
+            let reshape = &array.status_json()["reshape"];
+            periods = reshape["valve_periods"].as_u64().unwrap_or(periods);
+            closed = reshape["valve_closed_periods"].as_u64().unwrap_or(closed);
+            let capacity = array.capacity_bytes();
+            let window = reshape["window"]["start_bytes"].as_u64();
+            let Some(start_bytes) = window.filter(|&start| start + 4096 <= capacity) else {
+                if !h.step(&mut array) {
+                    h.idle(&mut array, 100);
+                }
+                continue;
+            };
+            h.submit(
+                &mut array,
+                id,
+                UserOp::Read {
+                    offset_bytes: start_bytes,
+                    len_bytes: 4096,
+                },
+            );
+            assert!(
+                h.take_reply(id).is_none(),
+                "{reading:?}: a read of the moving window is held"
+            );
+            held_reads += 1;
+            h.now = h.now.plus_ms(300);
+            array.handle_tick(h.now);
+            while h.take_reply(id).is_none() {
+                assert!(h.step(&mut array), "read {id} was answered");
+            }
+            id += 1;
+            assert!(id < 100_000, "{reading:?}: no verdict");
+        }
+        assert!(held_reads > 0, "{reading:?}: no read was held");
+        if hold_congests {
+            assert!(
+                closed > 0,
+                "{reading:?}: {held_reads} held reads never shut the valve"
+            );
+        } else {
+            assert!(periods >= 2, "{reading:?}: only {periods} valve periods");
+            assert_eq!(
+                closed, 0,
+                "{reading:?}: {held_reads} held reads shut the valve"
+            );
+        }
+        while reshape_state(&array) != "done" {
+            h.idle(&mut array, 1_000);
+        }
+        let mut next = id;
+        verify_all(&mut h, &mut array, &model, &mut next);
+    }
+}
+
+/// When the valve times the controller's processing, the period is
+/// congested once a user request arrives with the array's buffers
+/// (`VALVE_USER_BUFFERS` requests) all taken, and not one request sooner.
+#[test]
+fn alv_valve_is_congested_when_the_array_buffers_run_out() {
+    use eraid_core::reshape::config::{ValveLatency, VALVE_USER_BUFFERS};
+    for (reads, congested) in [(VALVE_USER_BUFFERS, false), (VALVE_USER_BUFFERS + 1, true)] {
+        let config = ReshapeConfig {
+            valve_latency: ValveLatency::Processing,
+            slack: 1.0,
+            speed_min_kib_s: 0,
+            // Periods short enough to end while this small growth runs.
+            valve_period_ms: 5,
+            ..fast_config(ReshapeStrategy::Alv)
+        };
+        let (mut h, mut array, model) =
+            flushed_raid5_growing(8, ParityLayout::LeftAsymmetric, config);
+        let capacity = array.capacity_bytes();
+        // Reads of the array's last sectors, in the old region the first
+        // windows do not touch: nothing holds them back.
+        let first_id = 1_000;
+        for i in 0..reads as u64 {
+            h.submit(
+                &mut array,
+                first_id + i,
+                UserOp::Read {
+                    offset_bytes: capacity - 4096 * (1 + i % 64),
+                    len_bytes: 4096,
+                },
+            );
+        }
+        h.run(&mut array);
+        for i in 0..reads as u64 {
+            assert!(
+                h.take_reply(first_id + i).is_some(),
+                "read {i} was answered"
+            );
+        }
+        // Valve periods pass: the one with the reads is judged.
+        h.idle(&mut array, 10);
+        h.idle(&mut array, 10);
+        let reshape = &array.status_json()["reshape"];
+        let closed = reshape["valve_closed_periods"].as_u64().unwrap_or(0);
+        let periods = reshape["valve_periods"].as_u64().unwrap_or(0);
+        assert!(periods >= 1, "{reads} reads: no valve period was judged");
+        assert_eq!(
+            closed > 0,
+            congested,
+            "{reads} reads at once: {closed} of {periods} periods closed"
+        );
+        while reshape_state(&array) != "done" {
+            h.idle(&mut array, 1_000);
+        }
+        let mut next = first_id + reads as u64;
+        verify_all(&mut h, &mut array, &model, &mut next);
+    }
 }

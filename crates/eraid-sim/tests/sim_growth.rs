@@ -343,7 +343,7 @@ fn bad_growth_settings_name_the_setting() {
         (format!("{GOOD}load = \"before\"\n"), "[growth] load"),
         (
             format!("{GOOD}valve_latency = \"service\"\n"),
-            "[growth] valve_latency: 'service' is not response or admission",
+            "[growth] valve_latency: 'service' is not response, admission or processing",
         ),
         (
             format!("{GOOD}md_users_wait = \"nobody\"\n"),

@@ -461,17 +461,17 @@ impl Array {
     /// valve measures.
     pub(super) fn note_user_admitted(&mut self, id: RequestId) {
         if let Some(arrived) = self.arrivals.get(&id).copied() {
-            self.time_user_for_valve(arrived, reshape_config::ValveLatency::Admission);
+            self.time_user_for_valve(arrived, reshape_config::ValveTimedAt::Admission);
         }
     }
 
     /// Hands ALV's valve the time since `arrived` of a user request, if the
-    /// growth's valve times requests at this point (`reading`). The config
-    /// is cloned only then: this runs for every request.
-    fn time_user_for_valve(&mut self, arrived: TimeNs, reading: reshape_config::ValveLatency) {
+    /// growth's valve stops the clock at this point. The config is cloned
+    /// only then: this runs for every request.
+    fn time_user_for_valve(&mut self, arrived: TimeNs, point: reshape_config::ValveTimedAt) {
         let timed = self
             .reshape_record()
-            .is_some_and(|r| r.config.valve_latency == reading);
+            .is_some_and(|r| r.config.valve_latency.timed_at() == point);
         if !timed {
             return;
         }
@@ -509,8 +509,15 @@ impl Machine for Array {
     fn handle_request(&mut self, now: TimeNs, request: UserRequest) {
         self.now = now;
         self.arrivals.insert(request.id, now);
+        let buffers_exhausted = self.arrivals.len() > reshape_config::VALVE_USER_BUFFERS
+            && self.reshape_record().is_some_and(|r| {
+                r.config.valve_latency == reshape_config::ValveLatency::Processing
+            });
         if let Some(reshape) = &mut self.reshape {
             reshape.pacing.user_arrived(now);
+            if buffers_exhausted {
+                reshape.pacing.user_congested();
+            }
         }
         match self.phase {
             Phase::Opening => self.held.push_back(request),
@@ -629,7 +636,7 @@ impl Machine for Array {
     fn poll_reply(&mut self) -> Option<UserReply> {
         let reply = self.outbox_reply.pop_front()?;
         if let Some(arrived) = self.arrivals.remove(&reply.id) {
-            self.time_user_for_valve(arrived, reshape_config::ValveLatency::Response);
+            self.time_user_for_valve(arrived, reshape_config::ValveTimedAt::Reply);
         }
         Some(reply)
     }

@@ -43,11 +43,13 @@ impl MdUsersWait {
     }
 }
 
-/// What ALV's valve measures as a user I/O's latency. The paper (Sec. 3.4,
-/// footnote 5) says it is "not the latency perceived by applications, but
-/// rather the time that RAID-5 controller processes an I/O request"; its
-/// sensitivity results (a latency bound of 6 ms still let ALV finish first)
-/// fit a time that excludes the drives more than one that includes them.
+/// What ALV's valve measures as a user I/O's latency, and what makes a
+/// period congested. The paper (Sec. 3.4, footnote 5) says the latency is
+/// "not the latency perceived by applications, but rather the time that
+/// RAID-5 controller processes an I/O request", and congestion is a user
+/// I/O that "cannot enter the volume for service immediately", mostly
+/// because "the volume buffers are exhausted". Whether a request blocked at
+/// the window being moved "entered" is the readings' difference.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ValveLatency {
@@ -60,6 +62,27 @@ pub enum ValveLatency {
     /// time the growth held it back. No congestion from held requests (it
     /// is measured instead); time at the drives is not counted.
     Admission,
+    /// Arrival at the array to completion, the time held back included
+    /// (the controller's processing of the request: blocked at the window
+    /// being moved or behind a checkpoint is part of it). Congestion is
+    /// what the paper names its dominating reason, the volume's buffers
+    /// exhausted: a request arrives while [`VALVE_USER_BUFFERS`] or more
+    /// are already in the array.
+    Processing,
+}
+
+/// `ValveLatency::Processing`: the user requests an array holds before its
+/// buffers count as exhausted (the period congested). MD's default stripe
+/// cache has 256 stripe heads, and every request needs at least one.
+pub const VALVE_USER_BUFFERS: usize = 256;
+
+/// Where a user request's time ends for ALV's valve.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ValveTimedAt {
+    /// When the growth no longer holds it back.
+    Admission,
+    /// When its reply leaves the array.
+    Reply,
 }
 
 impl ValveLatency {
@@ -67,13 +90,26 @@ impl ValveLatency {
         match self {
             ValveLatency::Response => "response",
             ValveLatency::Admission => "admission",
+            ValveLatency::Processing => "processing",
+        }
+    }
+
+    /// Where this reading stops a request's clock.
+    pub fn timed_at(self) -> ValveTimedAt {
+        match self {
+            ValveLatency::Admission => ValveTimedAt::Admission,
+            ValveLatency::Response | ValveLatency::Processing => ValveTimedAt::Reply,
         }
     }
 
     pub fn parse(name: &str) -> Option<ValveLatency> {
-        [ValveLatency::Response, ValveLatency::Admission]
-            .into_iter()
-            .find(|v| v.name() == name)
+        [
+            ValveLatency::Response,
+            ValveLatency::Admission,
+            ValveLatency::Processing,
+        ]
+        .into_iter()
+        .find(|v| v.name() == name)
     }
 }
 

@@ -64,7 +64,7 @@
 //! valve_period_ms = 1000        # alv: valve period
 //! latency_bound_ms = 15         # alv: latency bound B
 //! slack = 0.1                   # alv: slack factor theta
-//! valve_latency = "response"    # alv: what the valve times: response (arrival to completion; held requests also congest) | admission (only the time the growth held the request back)
+//! valve_latency = "response"    # alv: what the valve times: response (arrival to completion; held requests also congest) | admission (only the time the growth held the request back) | processing (arrival to completion; congested when 256 user requests are in the array)
 //! idle_check_ms = 500           # md-style throttling: how long the growth yields to users
 //! idle_user = "2M"              # md-style throttling: user data on one member that makes the array busy (Linux 2.6.18: 2M; 0: any user I/O within idle_check_ms)
 //! idle_in_flight = false        # md-style throttling: 2.6.18's in-flight term (users counted at completion, less MD's own I/O in flight; also judged while a window's reads are out)

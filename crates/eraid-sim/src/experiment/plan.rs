@@ -454,7 +454,7 @@ fn resolve_growth(
     if let Some(name) = &g.valve_latency {
         config.valve_latency =
             eraid_core::reshape::config::ValveLatency::parse(name).ok_or_else(|| {
-                format!("[growth] valve_latency: '{name}' is not response or admission")
+                format!("[growth] valve_latency: '{name}' is not response, admission or processing")
             })?;
     }
     if let Some(name) = &g.md_users_wait {
