@@ -395,7 +395,7 @@ fn shipped_growth_experiments_load() {
     for (file, runs) in [
         ("alv-counts.toml", 3),
         ("alv-unloaded.toml", 3),
-        ("alv-online.toml", 12),
+        ("alv-online.toml", 16),
         ("alv-online-testbed.toml", 15),
         ("alv-testbed-tradeoff.toml", 21),
         ("alv-online-tradeoff.toml", 44),
