@@ -471,6 +471,18 @@ fn offline_growth_keeps_the_data() {
         let mut args = vec!["grow"];
         args.extend_from_slice(members);
         args.extend_from_slice(&["--add", all[old]]);
+        // RAID-5 with alv-online.toml's ALV settings.
+        let alv_online = [
+            "--aggregation-kib",
+            "512",
+            "--latency-bound",
+            "120",
+            "--valve-latency",
+            "processing",
+        ];
+        if level == 5 {
+            args.extend_from_slice(&alv_online);
+        }
         let out = eraid(dir, &args).expect_ok();
         assert!(out.stdout.contains("growth done"), "{test}: {out}");
         let detail = detail_json(dir, &all);
@@ -478,6 +490,16 @@ fn offline_growth_keeps_the_data() {
         assert_eq!(detail["state"], "clean", "{test}: {detail:#}");
         let default = if level == 0 { "fastscale" } else { "alv" };
         assert_counters(test, &detail["reshape"], default, old, old + 1);
+        if level == 5 {
+            let config = &detail["reshape"]["config"];
+            assert_eq!(config["valve_latency"], "processing", "{test}: {config:#}");
+            assert_eq!(
+                config["aggregation_bytes"],
+                512 * 1024,
+                "{test}: {config:#}"
+            );
+            assert_eq!(config["latency_bound_ms"], 120.0, "{test}: {config:#}");
+        }
 
         let server = Server::start(dir, &all);
         run_tool(dir, "nbdcopy", &[&server.uri, "readback.bin"]).expect_ok();

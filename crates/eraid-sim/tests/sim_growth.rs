@@ -396,6 +396,7 @@ fn shipped_growth_experiments_load() {
         ("alv-counts.toml", 3),
         ("alv-unloaded.toml", 3),
         ("alv-online.toml", 16),
+        ("alv-online-bound.toml", 56),
         ("alv-online-testbed.toml", 15),
         ("alv-testbed-tradeoff.toml", 21),
         ("alv-online-tradeoff.toml", 44),
@@ -410,11 +411,11 @@ fn shipped_growth_experiments_load() {
         let e = eraid_sim::experiment::load(&dir.join(file)).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(e.runs.len(), runs, "{file}");
         let without_growth = e.runs.iter().filter(|r| r.config.growth.is_none()).count();
-        // alv-online-load's 'users' runs replay each load alone (one per group).
-        let baselines = if file == "alv-online-load.toml" {
-            12
-        } else {
-            0
+        // The 'users' runs replay each load alone (one per group).
+        let baselines = match file {
+            "alv-online-load.toml" => 12,
+            "alv-online-bound.toml" => 4,
+            _ => 0,
         };
         assert_eq!(without_growth, baselines, "{file}");
         if file == "alv-online-testbed.toml" {

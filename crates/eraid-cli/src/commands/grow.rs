@@ -6,7 +6,7 @@ use crate::members::{check_added_members, check_distinct, member_bytes_needed};
 use anyhow::{anyhow, bail, Context, Result};
 use clap::Args;
 use eraid_core::io::AdminCommand;
-use eraid_core::reshape::config::{GrowthTuning, ReshapeConfig, ReshapeStrategy};
+use eraid_core::reshape::config::{GrowthTuning, ReshapeConfig, ReshapeStrategy, ValveLatency};
 use eraid_core::reshape::record::ReshapeState;
 use eraid_core::ArrayOptions;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -85,6 +85,14 @@ pub struct GrowArgs {
     /// user I/Os were slow (0..1, default 0.1).
     #[arg(long, value_name = "F")]
     slack: Option<f64>,
+    /// alv: what the valve times of a user I/O. response (default): arrival
+    /// to reply, and any request the growth holds back (at the window being
+    /// moved, or for a checkpoint) closes the valve by itself. processing:
+    /// arrival to reply, holds included, and only running out of buffers
+    /// (256 user I/Os in the array) counts as congestion. admission: only
+    /// how long the growth held the request back.
+    #[arg(long, value_name = "READING")]
+    valve_latency: Option<String>,
     /// Rate floor in KiB/s of array data: below it the growth does not
     /// yield to users (default 1000, as MD's sync_speed_min).
     #[arg(long = "speed-min", value_name = "KB/S")]
@@ -163,6 +171,12 @@ pub fn check_strategy(level: u64, strategy: ReshapeStrategy) -> Result<()> {
     }
 }
 
+fn parse_valve_latency(name: &str) -> Result<ValveLatency> {
+    ValveLatency::parse(name).ok_or_else(|| {
+        anyhow!("--valve-latency: '{name}' is not response, processing or admission")
+    })
+}
+
 impl GrowArgs {
     /// The settings, checked against the array's level.
     fn config(&self, level: u64) -> Result<ReshapeConfig> {
@@ -187,6 +201,15 @@ impl GrowArgs {
         let mut config = valve
             .applied_to(&config)
             .map_err(|e| anyhow!("bad growth settings: {e} (--latency-bound, --slack)"))?;
+        if let Some(name) = &self.valve_latency {
+            if strategy != ReshapeStrategy::Alv {
+                bail!(
+                    "--valve-latency steers ALV's valve; strategy {} has none",
+                    strategy.name()
+                );
+            }
+            config.valve_latency = parse_valve_latency(name)?;
+        }
         if let Some(min) = self.speed_min {
             config.speed_min_kib_s = min;
         }
@@ -207,6 +230,9 @@ impl GrowArgs {
     fn precheck(&self) -> Result<()> {
         if let Some(name) = &self.strategy {
             ReshapeStrategy::parse(name).map_err(|e| anyhow!("--strategy: {e}"))?;
+        }
+        if let Some(name) = &self.valve_latency {
+            parse_valve_latency(name)?;
         }
         Ok(())
     }
