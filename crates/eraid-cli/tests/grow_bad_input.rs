@@ -139,7 +139,7 @@ fn offline_bad_input_changes_nothing() {
         &[
             "--valve-latency",
             "wall",
-            "response, processing or admission",
+            "response, admission or processing",
         ],
     );
     rejected(

@@ -173,7 +173,7 @@ pub fn check_strategy(level: u64, strategy: ReshapeStrategy) -> Result<()> {
 
 fn parse_valve_latency(name: &str) -> Result<ValveLatency> {
     ValveLatency::parse(name).ok_or_else(|| {
-        anyhow!("--valve-latency: '{name}' is not response, processing or admission")
+        anyhow!("--valve-latency: '{name}' is not response, admission or processing")
     })
 }
 
