@@ -26,7 +26,8 @@
 //!   growth (it stays paused across restarts) or let it go on.
 //! - `{"command": "tune-grow", "settings": {"speed_max_kib_s": 20000}}`:
 //!   change the growth's `speed_min_kib_s`, `speed_max_kib_s`,
-//!   `latency_bound_ms` or `slack`.
+//!   `latency_bound_ms`, `slack` or `valve_latency` (`"response"`,
+//!   `"processing"`, `"admission"`).
 //!
 //! Answers: `{"ok": true, "status": {...}}` with the status after the
 //! command, or `{"ok": false, "error": "what was wrong"}`.
@@ -231,7 +232,7 @@ fn answer(request: &Value, context: &ControlContext) -> Value {
             Some(Ok(tuning)) => run_admin(context, AdminCommand::TuneGrow(tuning), ""),
             Some(Err(e)) => failure(format!("bad growth settings: {e}")),
             None => failure(
-                "tune-grow needs \"settings\" (speed_min_kib_s, speed_max_kib_s, latency_bound_ms, slack)",
+                "tune-grow needs \"settings\" (speed_min_kib_s, speed_max_kib_s, latency_bound_ms, slack, valve_latency)",
             ),
         },
         Some(other) => failure(format!(

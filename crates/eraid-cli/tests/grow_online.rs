@@ -626,6 +626,37 @@ fn operator_pauses_retunes_and_resumes_a_served_growth() {
         400000,
         "{test}: new ceiling"
     );
+    let bad_reading = eraid(
+        dir,
+        &[
+            "reshape",
+            "set",
+            "--valve-latency",
+            "wall",
+            "--control",
+            "ctl.sock",
+        ],
+    );
+    assert_eq!(bad_reading.code(), Some(2), "{test}: {bad_reading}");
+    assert!(
+        bad_reading.stderr.contains("--valve-latency") && bad_reading.stderr.contains("wall"),
+        "{test}: {bad_reading}"
+    );
+    let reading = [
+        "reshape",
+        "set",
+        "--valve-latency",
+        "processing",
+        "--control",
+        "ctl.sock",
+    ];
+    let out = eraid(dir, &reading).expect_ok();
+    assert!(out.stdout.contains("processing"), "{test}: {out}");
+    assert_eq!(
+        live(dir, "ctl.sock")["reshape"]["config"]["valve_latency"],
+        "processing",
+        "{test}: new valve reading"
+    );
 
     // A restart keeps the growth paused, with its new setting.
     server.stop();

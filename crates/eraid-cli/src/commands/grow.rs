@@ -171,7 +171,8 @@ pub fn check_strategy(level: u64, strategy: ReshapeStrategy) -> Result<()> {
     }
 }
 
-fn parse_valve_latency(name: &str) -> Result<ValveLatency> {
+/// A `--valve-latency` value (grow, reshape set).
+pub(crate) fn parse_valve_latency(name: &str) -> Result<ValveLatency> {
     ValveLatency::parse(name).ok_or_else(|| {
         anyhow!("--valve-latency: '{name}' is not response, admission or processing")
     })
@@ -196,20 +197,16 @@ impl GrowArgs {
         let valve = GrowthTuning {
             latency_bound_ms: self.latency_bound,
             slack: self.slack,
+            valve_latency: self
+                .valve_latency
+                .as_deref()
+                .map(parse_valve_latency)
+                .transpose()?,
             ..GrowthTuning::default()
         };
-        let mut config = valve
-            .applied_to(&config)
-            .map_err(|e| anyhow!("bad growth settings: {e} (--latency-bound, --slack)"))?;
-        if let Some(name) = &self.valve_latency {
-            if strategy != ReshapeStrategy::Alv {
-                bail!(
-                    "--valve-latency steers ALV's valve; strategy {} has none",
-                    strategy.name()
-                );
-            }
-            config.valve_latency = parse_valve_latency(name)?;
-        }
+        let mut config = valve.applied_to(&config).map_err(|e| {
+            anyhow!("bad growth settings: {e} (--latency-bound, --slack, --valve-latency)")
+        })?;
         if let Some(min) = self.speed_min {
             config.speed_min_kib_s = min;
         }

@@ -1,6 +1,6 @@
 //! `eraid reshape`: pause, resume or retune the growth of a running array.
 
-use super::grow::{follow_served_growth, stop_on_signals};
+use super::grow::{follow_served_growth, parse_valve_latency, stop_on_signals};
 use crate::control::ControlClient;
 use anyhow::{bail, Result};
 use clap::{Args, Subcommand};
@@ -70,6 +70,10 @@ struct SetArgs {
     /// user I/Os were slow (0..1).
     #[arg(long, value_name = "F")]
     slack: Option<f64>,
+    /// alv: what the valve times of a user I/O: response, processing or
+    /// admission (see `eraid grow --help`).
+    #[arg(long, value_name = "READING")]
+    valve_latency: Option<String>,
     #[command(flatten)]
     target: Target,
 }
@@ -80,18 +84,24 @@ impl ReshapeArgs {
             ReshapeAction::Pause(t) => (t, json!({"command": "pause-grow"})),
             ReshapeAction::Resume(r) => (&r.target, json!({"command": "resume-grow"})),
             ReshapeAction::Set(set) => {
+                let valve_latency = set
+                    .valve_latency
+                    .as_deref()
+                    .map(parse_valve_latency)
+                    .transpose()?;
                 let settings = json!({
                     "speed_min_kib_s": set.speed_min,
                     "speed_max_kib_s": set.speed_max,
                     "latency_bound_ms": set.latency_bound,
                     "slack": set.slack,
+                    "valve_latency": valve_latency,
                 });
                 if settings
                     .as_object()
                     .is_some_and(|o| o.values().all(Value::is_null))
                 {
                     bail!(
-                        "nothing to set: give --speed-min, --speed-max, --latency-bound or --slack"
+                        "nothing to set: give --speed-min, --speed-max, --latency-bound, --slack or --valve-latency"
                     );
                 }
                 (
@@ -131,8 +141,8 @@ fn summary(reshape: &Value) -> String {
     ));
     if reshape["strategy"] == "alv" {
         line.push_str(&format!(
-            ", latency bound {} ms, slack {}",
-            config["latency_bound_ms"], config["slack"]
+            ", latency bound {} ms, slack {}, valve timing {}",
+            config["latency_bound_ms"], config["slack"], config["valve_latency"]
         ));
     }
     line

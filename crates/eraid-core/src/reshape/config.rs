@@ -345,6 +345,7 @@ pub struct GrowthTuning {
     pub speed_max_kib_s: Option<u64>,
     pub latency_bound_ms: Option<f64>,
     pub slack: Option<f64>,
+    pub valve_latency: Option<ValveLatency>,
 }
 
 impl GrowthTuning {
@@ -355,11 +356,13 @@ impl GrowthTuning {
     /// `config` with these settings applied, or why they cannot be.
     pub fn applied_to(&self, config: &ReshapeConfig) -> Result<ReshapeConfig, String> {
         if config.strategy != ReshapeStrategy::Alv
-            && (self.latency_bound_ms.is_some() || self.slack.is_some())
+            && (self.latency_bound_ms.is_some()
+                || self.slack.is_some()
+                || self.valve_latency.is_some())
         {
             return Err(format!(
-                "the latency bound and slack steer ALV's valve; this growth is {}, paced by its \
-                 speed floor and ceiling only",
+                "the latency bound, slack and valve reading steer ALV's valve; this growth is {}, \
+                 paced by its speed floor and ceiling only",
                 config.strategy.name()
             ));
         }
@@ -375,6 +378,9 @@ impl GrowthTuning {
         }
         if let Some(v) = self.slack {
             tuned.slack = v;
+        }
+        if let Some(v) = self.valve_latency {
+            tuned.valve_latency = v;
         }
         tuned.validate()?;
         Ok(tuned)
@@ -398,6 +404,14 @@ mod tests {
             latency.applied_to(&alv).expect("alv").latency_bound_ms,
             30.0
         );
+        let reading = GrowthTuning {
+            valve_latency: Some(ValveLatency::Processing),
+            ..Default::default()
+        };
+        assert_eq!(
+            reading.applied_to(&alv).expect("alv").valve_latency,
+            ValveLatency::Processing
+        );
         for strategy in [
             ReshapeStrategy::RoundRobin,
             ReshapeStrategy::FastScale,
@@ -411,6 +425,11 @@ mod tests {
                 ..Default::default()
             };
             assert!(slack.applied_to(&config).is_err());
+            let reading = GrowthTuning {
+                valve_latency: Some(ValveLatency::Processing),
+                ..Default::default()
+            };
+            assert!(reading.applied_to(&config).is_err());
             let speed = GrowthTuning {
                 speed_max_kib_s: Some(9000),
                 ..Default::default()
