@@ -397,7 +397,7 @@ fn shipped_growth_experiments_load() {
         ("alv-unloaded.toml", 3),
         ("alv-online.toml", 16),
         ("alv-online-bound.toml", 56),
-        ("alv-online-testbed.toml", 15),
+        ("alv-online-testbed.toml", 18),
         ("alv-testbed-tradeoff.toml", 21),
         ("alv-online-tradeoff.toml", 44),
         ("alv-online-small-windows.toml", 8),
