@@ -846,6 +846,67 @@ fn alv_valve_times_the_response_or_only_the_admission() {
     }
 }
 
+/// What `hold_reads_at_the_moving_window` saw.
+struct HeldReads {
+    held_reads: u64,
+    valve_periods: u64,
+    valve_closed_periods: u64,
+    next_id: u64,
+}
+
+/// Until the growth is done or ALV's valve has shut: reads the start of
+/// the window being moved (each must be held), lets `hold_ms` pass while
+/// it waits, then lets it finish. Between windows the growth just runs.
+fn hold_reads_at_the_moving_window(
+    h: &mut MemHarness,
+    array: &mut Array,
+    hold_ms: u64,
+    what: &str,
+) -> HeldReads {
+    let mut id = 1_000;
+    let (mut held_reads, mut periods, mut closed) = (0, 0, 0);
+    while reshape_state(array) != "done" && closed == 0 {
+        h.collect(array);
+        let reshape = &array.status_json()["reshape"];
+        periods = reshape["valve_periods"].as_u64().unwrap_or(periods);
+        closed = reshape["valve_closed_periods"].as_u64().unwrap_or(closed);
+        let capacity = array.capacity_bytes();
+        let window = reshape["window"]["start_bytes"].as_u64();
+        let Some(start_bytes) = window.filter(|&start| start + 4096 <= capacity) else {
+            if !h.step(array) {
+                h.idle(array, 100);
+            }
+            continue;
+        };
+        h.submit(
+            array,
+            id,
+            UserOp::Read {
+                offset_bytes: start_bytes,
+                len_bytes: 4096,
+            },
+        );
+        assert!(
+            h.take_reply(id).is_none(),
+            "{what}: a read of the moving window is held"
+        );
+        held_reads += 1;
+        h.now = h.now.plus_ms(hold_ms);
+        array.handle_tick(h.now);
+        while h.take_reply(id).is_none() {
+            assert!(h.step(array), "read {id} was answered");
+        }
+        id += 1;
+        assert!(id < 100_000, "{what}: no verdict");
+    }
+    HeldReads {
+        held_reads,
+        valve_periods: periods,
+        valve_closed_periods: closed,
+        next_id: id,
+    }
+}
+
 /// With `valve_latency = admission`, a user read held back while its
 /// window is moved (here 600 ms) for longer than the bound is a latecomer:
 /// at slack 0 such reads shut the valve.
@@ -859,42 +920,8 @@ fn alv_valve_counts_a_long_hold_as_late_when_timing_admission() {
         ..fast_config(ReshapeStrategy::Alv)
     };
     let (mut h, mut array, model) = flushed_raid5_growing(4, ParityLayout::LeftAsymmetric, config);
-    let mut id = 1_000;
-    let mut held_reads = 0;
-    let mut closed = 0;
-    while reshape_state(&array) != "done" && closed == 0 {
-        h.collect(&mut array);
-        closed = array.status_json()["reshape"]["valve_closed_periods"]
-            .as_u64()
-            .unwrap_or(closed);
-        let capacity = array.capacity_bytes();
-        let window = array.status_json()["reshape"]["window"]["start_bytes"].as_u64();
-        let Some(start_bytes) = window.filter(|&start| start + 4096 <= capacity) else {
-            if !h.step(&mut array) {
-                h.idle(&mut array, 100);
-            }
-            continue;
-        };
-        h.submit(
-            &mut array,
-            id,
-            UserOp::Read {
-                offset_bytes: start_bytes,
-                len_bytes: 4096,
-            },
-        );
-        assert!(
-            h.take_reply(id).is_none(),
-            "a read of the moving window is held"
-        );
-        held_reads += 1;
-        h.now = h.now.plus_ms(600);
-        array.handle_tick(h.now);
-        while h.take_reply(id).is_none() {
-            assert!(h.step(&mut array), "read {id} was answered");
-        }
-        id += 1;
-    }
+    let seen = hold_reads_at_the_moving_window(&mut h, &mut array, 600, "admission");
+    let (held_reads, closed) = (seen.held_reads, seen.valve_closed_periods);
     assert!(held_reads > 0, "no read was held");
     assert!(
         closed > 0,
@@ -903,7 +930,7 @@ fn alv_valve_counts_a_long_hold_as_late_when_timing_admission() {
     while reshape_state(&array) != "done" {
         h.idle(&mut array, 1_000);
     }
-    let mut next = id;
+    let mut next = seen.next_id;
     verify_all(&mut h, &mut array, &model, &mut next);
 }
 
@@ -927,42 +954,13 @@ fn alv_valve_counts_a_hold_as_congestion_only_when_timing_the_response() {
         };
         let (mut h, mut array, model) =
             flushed_raid5_growing(6, ParityLayout::LeftAsymmetric, config);
-        let mut id = 1_000;
-        let (mut held_reads, mut periods, mut closed) = (0, 0, 0);
-        while reshape_state(&array) != "done" && closed == 0 {
-            h.collect(&mut array);
-            let reshape = &array.status_json()["reshape"];
-            periods = reshape["valve_periods"].as_u64().unwrap_or(periods);
-            closed = reshape["valve_closed_periods"].as_u64().unwrap_or(closed);
-            let capacity = array.capacity_bytes();
-            let window = reshape["window"]["start_bytes"].as_u64();
-            let Some(start_bytes) = window.filter(|&start| start + 4096 <= capacity) else {
-                if !h.step(&mut array) {
-                    h.idle(&mut array, 100);
-                }
-                continue;
-            };
-            h.submit(
-                &mut array,
-                id,
-                UserOp::Read {
-                    offset_bytes: start_bytes,
-                    len_bytes: 4096,
-                },
-            );
-            assert!(
-                h.take_reply(id).is_none(),
-                "{reading:?}: a read of the moving window is held"
-            );
-            held_reads += 1;
-            h.now = h.now.plus_ms(300);
-            array.handle_tick(h.now);
-            while h.take_reply(id).is_none() {
-                assert!(h.step(&mut array), "read {id} was answered");
-            }
-            id += 1;
-            assert!(id < 100_000, "{reading:?}: no verdict");
-        }
+        let seen =
+            hold_reads_at_the_moving_window(&mut h, &mut array, 300, &format!("{reading:?}"));
+        let (held_reads, periods, closed) = (
+            seen.held_reads,
+            seen.valve_periods,
+            seen.valve_closed_periods,
+        );
         assert!(held_reads > 0, "{reading:?}: no read was held");
         if hold_congests {
             assert!(
@@ -979,7 +977,7 @@ fn alv_valve_counts_a_hold_as_congestion_only_when_timing_the_response() {
         while reshape_state(&array) != "done" {
             h.idle(&mut array, 1_000);
         }
-        let mut next = id;
+        let mut next = seen.next_id;
         verify_all(&mut h, &mut array, &model, &mut next);
     }
 }

@@ -7,7 +7,7 @@
 mod sim_common;
 
 use eraid_sim::experiment::{parse, run_experiment};
-use serde_json::Value;
+use sim_common::metric;
 
 #[test]
 fn alv_online_beats_md_reshape_on_both_numbers_under_every_workload() {
@@ -28,23 +28,12 @@ fn alv_online_beats_md_reshape_on_both_numbers_under_every_workload() {
     });
     assert_eq!(experiment.runs.len(), 8, "md-reshape and alv in 4 groups");
     let result = run_experiment(&experiment, 2, &|_, _, _| {}).expect("run");
-    let metric = |run: &str, key: &str| -> f64 {
-        let r = result
-            .runs
-            .iter()
-            .find(|r| r.name == run)
-            .unwrap_or_else(|| panic!("no run {run}"));
-        r.metrics
-            .get(key)
-            .and_then(Value::as_f64)
-            .unwrap_or_else(|| panic!("run {run} has no {key}"))
-    };
     for group in ["tpcc", "tpcc-light", "cello", "web"] {
         let (alv, md) = (format!("alv-{group}"), format!("md-reshape-{group}"));
-        assert_eq!(metric(&alv, "growth_done"), 1.0, "{alv} finished");
-        assert_eq!(metric(&md, "growth_done"), 1.0, "{md} finished");
+        assert_eq!(metric(&result, &alv, "growth_done"), 1.0, "{alv} finished");
+        assert_eq!(metric(&result, &md, "growth_done"), 1.0, "{md} finished");
         for key in ["redistribution_time_s", "mean_response_ms"] {
-            let (a, m) = (metric(&alv, key), metric(&md, key));
+            let (a, m) = (metric(&result, &alv, key), metric(&result, &md, key));
             assert!(
                 a < m,
                 "{group}: alv {key} {a:.1} is not below md-reshape's {m:.1}"

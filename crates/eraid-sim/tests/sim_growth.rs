@@ -6,8 +6,7 @@ mod sim_common;
 
 use eraid_sim::experiment::{parse, run_experiment, Experiment, ExperimentResult};
 use eraid_sim::report::write_all;
-use serde_json::Value;
-use sim_common::tiny_trace;
+use sim_common::{metric, tiny_trace};
 
 const MIB: f64 = 1048576.0;
 
@@ -26,18 +25,6 @@ fn report<'a>(result: &'a ExperimentResult, run: &str) -> &'a eraid_sim::driver:
         .find(|r| r.name == run)
         .unwrap_or_else(|| panic!("no run {run}"))
         .report
-}
-
-fn metric(result: &ExperimentResult, run: &str, key: &str) -> f64 {
-    let r = result
-        .runs
-        .iter()
-        .find(|r| r.name == run)
-        .unwrap_or_else(|| panic!("no run {run}"));
-    r.metrics
-        .get(key)
-        .and_then(Value::as_f64)
-        .unwrap_or_else(|| panic!("run {run} has no metric {key}: {:?}", r.metrics))
 }
 
 /// The most commands any drive held at once.

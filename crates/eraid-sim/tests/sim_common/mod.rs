@@ -49,3 +49,16 @@ pub fn tiny_trace(dir: &Path, count: u64) -> PathBuf {
 pub fn experiments_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../experiments")
 }
+
+/// Metric `key` of run `run` in an experiment's result.
+pub fn metric(result: &eraid_sim::experiment::ExperimentResult, run: &str, key: &str) -> f64 {
+    let r = result
+        .runs
+        .iter()
+        .find(|r| r.name == run)
+        .unwrap_or_else(|| panic!("no run {run}"));
+    r.metrics
+        .get(key)
+        .and_then(serde_json::Value::as_f64)
+        .unwrap_or_else(|| panic!("run {run} has no metric {key}: {:?}", r.metrics))
+}
