@@ -301,7 +301,9 @@ impl Array {
             return;
         }
         self.present[member] = false;
-        self.superblock.members[member].state = MemberState::Faulty;
+        let record = &mut self.superblock.members[member];
+        record.state = MemberState::Faulty;
+        record.failure = Some(crate::metadata::superblock::bounded_failure_reason(&reason));
         self.outbox_event
             .push_back(ArrayEvent::MemberFailed { member, reason });
         self.request_superblock_write();

@@ -15,6 +15,7 @@ impl Array {
                     "uuid": record.uuid,
                     "path": record.path_hint,
                     "state": if self.present[m] { "active" } else { "faulty" },
+                    "failure": record.failure,
                 })
             })
             .collect();

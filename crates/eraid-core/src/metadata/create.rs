@@ -41,6 +41,7 @@ pub fn new_superblock(
                 uuid: m.uuid,
                 state: MemberState::Active,
                 path_hint: m.path_hint,
+                failure: None,
             })
             .collect(),
         bitmap_stripes_per_region: stripes_per_region(&geometry),

@@ -39,6 +39,26 @@ pub struct MemberRecord {
     pub state: MemberState,
     /// Where the member was last seen, for messages only.
     pub path_hint: String,
+    /// Why the member was failed: the first error seen (bounded by
+    /// `MEMBER_FAILURE_BYTES_MAX`), None while it is active.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure: Option<String>,
+}
+
+/// The longest failure reason a superblock keeps per member (longer ones
+/// are cut at a character boundary), so the record stays bounded.
+pub const MEMBER_FAILURE_BYTES_MAX: usize = 200;
+
+/// Cuts `reason` to at most `MEMBER_FAILURE_BYTES_MAX` bytes.
+pub fn bounded_failure_reason(reason: &str) -> String {
+    if reason.len() <= MEMBER_FAILURE_BYTES_MAX {
+        return reason.to_string();
+    }
+    let mut end = MEMBER_FAILURE_BYTES_MAX;
+    while !reason.is_char_boundary(end) {
+        end -= 1;
+    }
+    reason[..end].to_string()
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -162,6 +182,7 @@ mod tests {
                     uuid: format!("m{i}"),
                     state: MemberState::Active,
                     path_hint: format!("d{i}"),
+                    failure: None,
                 })
                 .collect(),
             bitmap_stripes_per_region: 512,

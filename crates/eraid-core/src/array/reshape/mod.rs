@@ -307,6 +307,7 @@ impl Array {
                 uuid: member.uuid,
                 state: MemberState::Active,
                 path_hint: member.path_hint,
+                failure: None,
             });
             self.present.push(true);
         }
