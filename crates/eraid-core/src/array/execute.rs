@@ -3,7 +3,7 @@
 
 use super::op::{OpKind, OpState, Parent};
 use super::plan::{plan_write, WriteMethod, WriteShape};
-use super::{Array, FlushPurpose, Owner};
+use super::{Array, FlushPurpose, Owner, Ready};
 use crate::io::{DeviceOp, IoCause, IoCompletion, UserError, UserReply};
 use eraid_codes::xor_into;
 use std::ops::Range;
@@ -127,7 +127,7 @@ impl Array {
         };
         let Some(reads) = reads else {
             let error = self.unavailable();
-            self.op_finish(op_id, Some(error));
+            self.ready.push(Ready::OpFinish(op_id, Some(error)));
             return;
         };
         let op = self.ops.get_mut(&op_id).expect("op exists");
@@ -155,7 +155,7 @@ impl Array {
             );
         }
         if reads.is_empty() {
-            self.op_compute(op_id);
+            self.ready.push(Ready::OpCompute(op_id));
         }
     }
 
@@ -211,7 +211,7 @@ impl Array {
     }
 
     /// All reads are in: compute, then write (or finish a read).
-    fn op_compute(&mut self, op_id: u64) {
+    pub(super) fn op_compute(&mut self, op_id: u64) {
         let mut op = self.ops.remove(&op_id).expect("op");
         let k = op.map.data.len();
         let m = op.map.parity.len();
@@ -369,10 +369,10 @@ impl Array {
                         }
                     }
                     if let Some(scrub) = &mut self.scrub {
-                        scrub.record(mismatch, false);
+                        scrub.record(op.region, mismatch, false);
                     }
                 } else if let Some(scrub) = &mut self.scrub {
-                    scrub.record(false, true);
+                    scrub.record(op.region, false, true);
                 }
             }
         }
@@ -382,7 +382,7 @@ impl Array {
         op.pending_ios = writes.len();
         self.ops.insert(op_id, op);
         if error.is_some() || writes.is_empty() {
-            self.op_finish(op_id, error);
+            self.ready.push(Ready::OpFinish(op_id, error));
             return;
         }
         let cause = self.op_cause(op_id);
@@ -446,7 +446,7 @@ impl Array {
             self.intent.end_write(op.region);
         }
         for granted in self.locks.release(op.lock_key, op.lock) {
-            self.op_locked(granted);
+            self.ready.push(Ready::OpLocked(granted));
         }
         match op.parent {
             Parent::Scrub => self.scrub_op_done(op.stripe),

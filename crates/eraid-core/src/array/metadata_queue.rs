@@ -2,7 +2,7 @@
 //! present member (alternating slots) and, when ordering matters, flushed
 //! before anyone waiting on it proceeds.
 
-use super::{Array, Owner, Phase};
+use super::{Array, Owner, Phase, Ready};
 use crate::io::{DeviceOp, IoCause, IoCompletion};
 use crate::metadata::bitmap::IntentBitmap;
 use crate::metadata::superblock::Superblock;
@@ -173,7 +173,7 @@ impl Array {
             );
         }
         if members.is_empty() {
-            self.metadata_stage_done();
+            self.ready.push(Ready::MetadataStageDone);
         }
     }
 
@@ -192,7 +192,7 @@ impl Array {
         }
     }
 
-    fn metadata_stage_done(&mut self) {
+    pub(super) fn metadata_stage_done(&mut self) {
         let active = self.metadata.active.as_mut().expect("active job");
         let needs_flush = match active.job {
             Job::Superblock { .. } | Job::Joining { .. } => true,
@@ -230,10 +230,10 @@ impl Array {
                     Owner::Metadata { member },
                 );
             }
-            if !empty {
-                return;
+            if empty {
+                self.ready.push(Ready::MetadataStageDone);
             }
-            return self.metadata_stage_done();
+            return;
         }
         let active = self.metadata.active.take().expect("active job");
         match active.job {

@@ -9,6 +9,7 @@ mod locks;
 mod metadata_queue;
 mod op;
 pub mod plan;
+mod ready;
 mod reshape;
 mod scrub;
 mod status;
@@ -25,6 +26,7 @@ use intent::Intent;
 use locks::StripeLocks;
 use metadata_queue::MetadataQueue;
 use op::StripeOp;
+use ready::{Ready, ReadyQueue};
 use reshape::{Reshape, ReshapeIo};
 use scrub::Scrub;
 use std::collections::{HashMap, VecDeque};
@@ -159,6 +161,8 @@ pub struct Array {
     reshape: Option<Reshape>,
     /// When each user request in flight arrived (for latency-aware pacing).
     arrivals: HashMap<RequestId, TimeNs>,
+    /// Work made ready inside a handler, run by `run_ready` (no recursion).
+    ready: ReadyQueue,
 }
 
 impl Array {
@@ -223,9 +227,11 @@ impl Array {
             opened_unclean,
             reshape: None,
             arrivals: HashMap::new(),
+            ready: ReadyQueue::default(),
         };
         array.resume_reshape();
         array.request_superblock_write();
+        array.run_ready();
         array
     }
 
@@ -304,6 +310,9 @@ impl Array {
         let record = &mut self.superblock.members[member];
         record.state = MemberState::Faulty;
         record.failure = Some(crate::metadata::superblock::bounded_failure_reason(&reason));
+        if let Some(scrub) = &mut self.scrub {
+            scrub.member_failed(member);
+        }
         self.outbox_event
             .push_back(ArrayEvent::MemberFailed { member, reason });
         self.request_superblock_write();
@@ -343,7 +352,7 @@ impl Array {
             );
         }
         if members.is_empty() {
-            self.finish_flush(id);
+            self.ready.push(Ready::FlushDone(id));
         }
     }
 
@@ -523,16 +532,15 @@ impl Machine for Array {
         }
         match self.phase {
             Phase::Opening => self.held.push_back(request),
-            Phase::Running => {
-                self.submit(request);
-                // A held write may need a checkpoint started.
-                self.pump_reshape();
-            }
+            // A held write may need a checkpoint started: `run_ready`
+            // lets the growth go on.
+            Phase::Running => self.submit(request),
             Phase::Closing(_) | Phase::Closed => self.outbox_reply.push_back(UserReply {
                 id: request.id,
                 result: Err(UserError::ShuttingDown),
             }),
         }
+        self.run_ready();
     }
 
     fn handle_completion(&mut self, now: TimeNs, io: IoId, completion: IoCompletion) {
@@ -565,22 +573,21 @@ impl Machine for Array {
             }
             Owner::Reshape(io) => self.reshape_io_done(io, completion),
         }
-        self.pump_reshape();
-        self.advance_close();
+        self.run_ready();
     }
 
     fn handle_tick(&mut self, now: TimeNs) {
         self.now = now;
         self.reshape_time_passed(now);
-        if self.phase != Phase::Running || self.clean_cycle_active {
-            return;
+        if self.phase == Phase::Running && !self.clean_cycle_active {
+            let delay_ns = self.options.bitmap_clean_delay_ms * 1_000_000;
+            let candidates = self.intent.clear_candidates(now, delay_ns);
+            if !candidates.is_empty() {
+                self.clean_cycle_active = true;
+                self.flush_members(FlushPurpose::Clean(candidates));
+            }
         }
-        let delay_ns = self.options.bitmap_clean_delay_ms * 1_000_000;
-        let candidates = self.intent.clear_candidates(now, delay_ns);
-        if !candidates.is_empty() {
-            self.clean_cycle_active = true;
-            self.flush_members(FlushPurpose::Clean(candidates));
-        }
+        self.run_ready();
     }
 
     fn handle_close(&mut self, now: TimeNs) {
@@ -598,10 +605,9 @@ impl Machine for Array {
                 if let Some(scrub) = &mut self.scrub {
                     scrub.stop();
                 }
-                self.pump_reshape();
-                self.advance_close();
             }
         }
+        self.run_ready();
     }
 
     fn handle_admin(&mut self, now: TimeNs, command: AdminCommand) -> serde_json::Value {
@@ -610,24 +616,19 @@ impl Machine for Array {
         // is relative to `self.now`; without this, an admin call landing
         // after the deadline would leave nobody to start the next window.)
         self.reshape_time_passed(now);
-        match command {
-            AdminCommand::Status => self.status_json(),
-            AdminCommand::StartCheck { repair } => match self.start_check(repair) {
-                Ok(()) => self.status_json(),
-                Err(reason) => serde_json::json!({ "error": reason }),
-            },
-            AdminCommand::StartGrow { members, config } => match self.start_grow(members, config) {
-                Ok(()) => {
-                    self.pump_reshape();
-                    self.status_json()
-                }
-                Err(reason) => serde_json::json!({ "error": reason }),
-            },
-            AdminCommand::PauseGrow => self.answer_with_status(Self::hold_reshape),
-            AdminCommand::ResumeGrow => self.answer_with_status(Self::release_reshape),
-            AdminCommand::TuneGrow(tuning) => {
-                self.answer_with_status(|array| array.tune_reshape(&tuning))
-            }
+        let outcome = match command {
+            AdminCommand::Status => Ok(()),
+            AdminCommand::StartCheck { repair } => self.start_check(repair),
+            AdminCommand::StartGrow { members, config } => self.start_grow(members, config),
+            AdminCommand::PauseGrow => self.hold_reshape(),
+            AdminCommand::ResumeGrow => self.release_reshape(),
+            AdminCommand::TuneGrow(tuning) => self.tune_reshape(&tuning),
+        };
+        // The command's consequences run before the answer describes them.
+        self.run_ready();
+        match outcome {
+            Ok(()) => self.status_json(),
+            Err(reason) => serde_json::json!({ "error": reason }),
         }
     }
 

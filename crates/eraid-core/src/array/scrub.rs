@@ -3,7 +3,7 @@
 
 use super::locks::LockMode;
 use super::op::{OpKind, Parent};
-use super::{Array, Phase};
+use super::{Array, Phase, Ready};
 use crate::io::ArrayEvent;
 use std::collections::VecDeque;
 
@@ -28,6 +28,11 @@ pub struct Scrub {
     stopped: bool,
     /// Resync: regions still to finish, with their outstanding stripe count.
     region_remaining: std::collections::HashMap<u64, u64>,
+    /// Resync: regions with a stripe skipped for want of a member; they
+    /// stay marked (and pinned) for a rebuild instead of being cleared.
+    skipped_regions: std::collections::HashSet<u64>,
+    /// What the activity did when a member failed under it, for status.
+    pub on_member_failure: Option<String>,
 }
 
 impl Scrub {
@@ -43,9 +48,30 @@ impl Scrub {
         self.stopped = true;
     }
 
-    pub fn record(&mut self, mismatch: bool, skipped: bool) {
+    /// Counts one visited stripe's outcome; `region` is its intent region.
+    pub fn record(&mut self, region: u64, mismatch: bool, skipped: bool) {
         self.mismatches += mismatch as u64;
         self.skipped_degraded += skipped as u64;
+        if skipped && self.is_resync() {
+            self.skipped_regions.insert(region);
+        }
+    }
+
+    /// A member failed while this ran: it goes on degraded, saying so.
+    pub fn member_failed(&mut self, member: usize) {
+        if self.finished() || self.on_member_failure.is_some() {
+            return;
+        }
+        let left = if self.is_resync() {
+            "; regions it could not resync stay marked for a rebuild"
+        } else {
+            ""
+        };
+        self.on_member_failure = Some(format!(
+            "member {member} failed at stripe {} of {}: continued degraded, skipping the \
+             stripes that need every member{left}",
+            self.stripes_done, self.stripes_total
+        ));
     }
 
     fn next_stripe(&mut self) -> Option<u64> {
@@ -95,8 +121,10 @@ impl Array {
             skipped_degraded: 0,
             stopped: false,
             region_remaining: Default::default(),
+            skipped_regions: Default::default(),
+            on_member_failure: None,
         });
-        self.pump_scrub();
+        self.ready.push(Ready::Scrub);
         Ok(())
     }
 
@@ -127,11 +155,13 @@ impl Array {
             skipped_degraded: 0,
             stopped: false,
             region_remaining,
+            skipped_regions: Default::default(),
+            on_member_failure: None,
         });
-        self.pump_scrub();
+        self.ready.push(Ready::Scrub);
     }
 
-    fn pump_scrub(&mut self) {
+    pub(super) fn pump_scrub(&mut self) {
         loop {
             let window = self.options.scrub_window_stripes.max(1);
             let Some(scrub) = &mut self.scrub else { return };
@@ -169,7 +199,7 @@ impl Array {
             .expect("scrub op without a scrub")
             .inflight -= 1;
         self.account_scrub_stripe(stripe);
-        self.pump_scrub();
+        self.ready.push(Ready::Scrub);
     }
 
     /// Counts a visited (or skipped) stripe and unpins its region when done.
@@ -181,8 +211,15 @@ impl Array {
             *remaining -= 1;
             if *remaining == 0 {
                 scrub.region_remaining.remove(&region);
-                // Resynced: the region may now be cleared once idle and flushed.
-                self.intent.pinned.remove(&region);
+                if scrub.skipped_regions.remove(&region) {
+                    // Not resynced: it stays set until a rebuild does it.
+                    if !self.unresynced_regions.contains(&region) {
+                        self.unresynced_regions.push(region);
+                    }
+                } else {
+                    // Resynced: the region may now be cleared once idle and flushed.
+                    self.intent.pinned.remove(&region);
+                }
             }
         }
     }

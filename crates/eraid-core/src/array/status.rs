@@ -37,6 +37,7 @@ impl Array {
                 "stripes_total": s.stripes_total,
                 "mismatches": s.mismatches,
                 "skipped_degraded_stripes": s.skipped_degraded,
+                "on_member_failure": s.on_member_failure,
             })
         });
         let phase = match self.phase {

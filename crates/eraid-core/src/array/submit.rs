@@ -2,7 +2,7 @@
 
 use super::locks::LockMode;
 use super::op::{OpKind, OpState, OpTarget, Parent, Segment, StripeOp};
-use super::{Array, FlushPurpose, Pending};
+use super::{Array, FlushPurpose, Pending, Ready};
 use crate::geometry::SECTOR_BYTES;
 use crate::io::{UserError, UserOp, UserReply, UserRequest};
 
@@ -222,7 +222,7 @@ impl Array {
         };
         self.ops.insert(op_id, op);
         if self.locks.acquire(lock_key, op_id, lock) {
-            self.op_locked(op_id);
+            self.ready.push(Ready::OpLocked(op_id));
         }
     }
 }

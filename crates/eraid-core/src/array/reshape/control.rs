@@ -6,17 +6,6 @@ use crate::reshape::config::GrowthTuning;
 use crate::reshape::record::ReshapeState;
 
 impl Array {
-    /// Runs an operator command: the status after it, or `{"error"}`.
-    pub(in crate::array) fn answer_with_status(
-        &mut self,
-        command: impl FnOnce(&mut Array) -> Result<(), String>,
-    ) -> serde_json::Value {
-        match command(self) {
-            Ok(()) => self.status_json(),
-            Err(reason) => serde_json::json!({ "error": reason }),
-        }
-    }
-
     fn growth_in_progress(&self) -> Result<(), String> {
         match (&self.reshape, self.reshape_record()) {
             (Some(_), Some(record)) if record.state != ReshapeState::Done => Ok(()),
@@ -40,8 +29,8 @@ impl Array {
         if reshape.copied_end > reshape.checkpoint {
             reshape.checkpoint_wanted = true;
         }
+        // The handler's `run_ready` lets the growth go on.
         self.request_superblock_write();
-        self.pump_reshape();
         Ok(())
     }
 
@@ -64,8 +53,8 @@ impl Array {
         record.held = false;
         record.state = ReshapeState::Running;
         record.pause_reason = None;
+        // The handler's `run_ready` lets the growth go on.
         self.request_superblock_write();
-        self.pump_reshape();
         Ok(())
     }
 
@@ -76,8 +65,8 @@ impl Array {
         }
         let tuned = tuning.applied_to(&self.reshape_record().expect("record").config)?;
         self.reshape_record_mut().config = tuned;
+        // The handler's `run_ready` lets the growth go on.
         self.request_superblock_write();
-        self.pump_reshape();
         Ok(())
     }
 }

@@ -3,7 +3,7 @@
 //! md-reshape), optionally copy it aside first, compute new parity from the
 //! new data alone (the window is whole new stripes), write, and checkpoint.
 
-use super::super::{Array, FlushPurpose, Owner};
+use super::super::{Array, FlushPurpose, Owner, Ready};
 use super::window::PlanOutcome;
 use super::CheckpointStage;
 use crate::io::{DeviceOp, IoCause, IoCompletion};
@@ -410,11 +410,7 @@ impl Array {
             );
         }
         if runs.is_empty() {
-            if ahead {
-                self.ahead_reads_done();
-            } else {
-                self.window_stage_done();
-            }
+            self.ready.push(Ready::WindowStageDone { ahead });
         }
     }
 
@@ -663,7 +659,7 @@ impl Array {
 
     /// The window read ahead has its data: it writes once the front window
     /// is done (at once if it already is).
-    fn ahead_reads_done(&mut self) {
+    pub(in crate::array) fn ahead_reads_done(&mut self) {
         let reshape = self.reshape.as_mut().expect("growth");
         let ahead = reshape.ahead.as_mut().expect("window read ahead");
         if let Some(reason) = ahead.failed.take() {
@@ -680,7 +676,7 @@ impl Array {
     }
 
     /// The window's current I/O stage finished.
-    fn window_stage_done(&mut self) {
+    pub(in crate::array) fn window_stage_done(&mut self) {
         let window = self.window_mut();
         if let Some(reason) = window.failed.take() {
             if window.stage == WindowStage::Writing {
