@@ -127,21 +127,47 @@ impl ServeArgs {
             .iter()
             .enumerate()
             .filter(|(_, slot)| !matches!(slot, SlotState::Present { .. }))
-            .map(|(index, _)| format!("member {index} ({})", assembled.paths[index].display()))
+            .map(|(index, slot)| match slot {
+                SlotState::Stale { .. } => format!(
+                    "member {index} ({}) is stale{}",
+                    assembled.paths[index].display(),
+                    superblock.members[index]
+                        .failure
+                        .as_deref()
+                        .map(|f| format!(" (failed: {f})"))
+                        .unwrap_or_default()
+                ),
+                _ => format!(
+                    "member {index} (last seen at {}) was not given",
+                    assembled.paths[index].display()
+                ),
+            })
             .collect();
+        let any_not_given = assembled
+            .assembly
+            .slots
+            .iter()
+            .any(|slot| matches!(slot, SlotState::Missing));
+        // Advice that works: naming a member helps only if one was left out;
+        // a stale one cannot be used before a rebuild.
+        let remedy = if any_not_given {
+            "Name every member on the command line (nothing was changed)"
+        } else {
+            "A stale member cannot be used until it is rebuilt, which eraid cannot do yet \
+             (nothing was changed)"
+        };
         if growth_unfinished && !absent.is_empty() {
             if !self.allow_degraded_growth {
                 anyhow::bail!(
-                    "a growth is unfinished and {} missing or stale; serving without it would \
-                     record it as failed and the growth could not finish before a rebuild. \
-                     Give every member, old and new (nothing was changed), or pass \
-                     --allow-degraded-growth to serve degraded with the growth paused",
+                    "a growth is unfinished and {}; serving without it would record it as \
+                     failed and the growth could not finish before a rebuild. {remedy}, or \
+                     pass --allow-degraded-growth to serve degraded with the growth paused",
                     absent.join(", ")
                 );
             }
             eprintln!(
-                "warning: a growth is unfinished and {} missing or stale; serving degraded, \
-                 the growth stays paused",
+                "warning: a growth is unfinished and {}; serving degraded, the growth stays \
+                 paused",
                 absent.join(", ")
             );
         }
@@ -156,9 +182,8 @@ impl ServeArgs {
         if parity_level && dirty_regions > 0 && !absent.is_empty() && !self.allow_dirty_degraded {
             anyhow::bail!(
                 "the array was not shut down cleanly ({dirty_regions} bitmap regions await a \
-                 resync, so their parity may not match their data) and {} missing or stale: \
-                 data rebuilt for it from that parity could be wrong. Serve with every member \
-                 so the regions are resynced first (nothing was changed), or pass \
+                 resync, so their parity may not match their data) and {}: data rebuilt for \
+                 it from that parity could be wrong. {remedy}, or pass \
                  --allow-dirty-degraded to serve anyway",
                 absent.join(", ")
             );
@@ -191,10 +216,16 @@ impl ServeArgs {
         if !absent.is_empty() && !growth_unfinished {
             // Forgetting a member's path (often the one a growth added) is
             // the easy way here: say what it costs.
+            let advice = if any_not_given {
+                " A member that was not given stays current until the first write: if it \
+                 was only left off the command line, stop now (SIGTERM), before any client \
+                 writes, and serve again naming every member."
+            } else {
+                ""
+            };
             eprintln!(
-                "warning: serving degraded without {}: from now on that member is stale, \
-                 and eraid cannot rebuild it yet. If it is only missing from the command \
-                 line, stop now (SIGTERM) and serve again naming every member",
+                "warning: serving degraded: {}. Once data is written without a member it is \
+                 stale, and eraid cannot rebuild it yet.{advice}",
                 absent.join(", ")
             );
         }

@@ -33,6 +33,21 @@ impl Array {
     /// The op holds its stripe lock: take the write intent if it writes.
     pub(super) fn op_locked(&mut self, op_id: u64) {
         let now = self.now;
+        if self.ops[&op_id].kind == OpKind::Write {
+            // Written without them, absent members are stale: every write
+            // waits until the record saying so is on disk.
+            if let Some(generation) = self.record_absent_members() {
+                self.absent_record_generation = Some(generation);
+            }
+            if let Some(generation) = self.absent_record_generation {
+                if generation > self.metadata.superblock_durable {
+                    let op = self.ops.get_mut(&op_id).expect("op exists");
+                    op.state = OpState::WaitingAbsentRecord { generation };
+                    return;
+                }
+                self.absent_record_generation = None;
+            }
+        }
         let op = self.ops.get_mut(&op_id).expect("op exists");
         if op.writes_data()
             && self.options.write_intent_bitmap
@@ -419,9 +434,22 @@ impl Array {
         self.op_finish(op_id, None);
     }
 
-    /// Finishes ops whose member-failure record has reached the disks.
+    /// Finishes ops whose member-failure record has reached the disks, and
+    /// starts writes that waited for absent members to be recorded.
     pub(super) fn wake_record_waiters(&mut self) {
         let durable = self.metadata.superblock_durable;
+        let mut recorded: Vec<u64> = self
+            .ops
+            .iter()
+            .filter(|(_, op)| matches!(op.state, OpState::WaitingAbsentRecord { generation } if generation <= durable))
+            .map(|(&id, _)| id)
+            .collect();
+        recorded.sort_unstable();
+        for op_id in recorded {
+            self.ops.get_mut(&op_id).expect("op").state = OpState::WaitingLock;
+            self.ready.push(Ready::OpLocked(op_id));
+        }
+        self.wake_flush_replies();
         let ready: Vec<u64> = self
             .ops
             .iter()

@@ -111,6 +111,10 @@ enum FlushPurpose {
 struct FlushWait {
     purpose: FlushPurpose,
     pending: usize,
+    /// A member failed under this flush: what it covered is durable only
+    /// once that failure is recorded (else a crash brings the member back
+    /// as current).
+    member_failed: bool,
 }
 
 /// A user request being served.
@@ -161,6 +165,14 @@ pub struct Array {
     reshape: Option<Reshape>,
     /// When each user request in flight arrived (for latency-aware pacing).
     arrivals: HashMap<RequestId, TimeNs>,
+    /// Members absent since the start and still recorded current (no data
+    /// written without them yet); the first write records them faulty.
+    absent_unrecorded: Vec<usize>,
+    /// The superblock write recording them, until it is durable.
+    absent_record_generation: Option<u64>,
+    /// User flushes that saw a member fail, waiting for the failure to be
+    /// on disk before they are acknowledged: (superblock generation, id).
+    flush_replies_waiting_record: Vec<(u64, RequestId)>,
     /// Work made ready inside a handler, run by `run_ready` (no recursion).
     ready: ReadyQueue,
 }
@@ -185,9 +197,25 @@ impl Array {
             .map(|s| matches!(s, SlotState::Present { .. }))
             .collect();
         let mut superblock = assembly.superblock;
+        // A growth cannot wait: its first step writes. Otherwise an absent
+        // member stays current until the first data write without it.
+        let growth_unfinished = superblock
+            .reshape
+            .as_ref()
+            .is_some_and(|r| r.state != crate::reshape::record::ReshapeState::Done);
+        let mut absent_unrecorded = Vec::new();
+        let events = superblock.events;
         for (slot, &here) in present.iter().enumerate() {
-            if !here {
-                superblock.members[slot].state = MemberState::Faulty;
+            let record = &mut superblock.members[slot];
+            if here {
+                record.absent_unwritten_since_events = None;
+            } else if record.state == MemberState::Active && !growth_unfinished {
+                record.absent_unwritten_since_events.get_or_insert(events);
+                absent_unrecorded.push(slot);
+            } else if record.state == MemberState::Active {
+                record.state = MemberState::Faulty;
+                record.absent_unwritten_since_events = None;
+                record.failure = Some("missing when the array started during a growth".into());
             }
         }
         let opened_unclean = superblock.state == ArrayState::Dirty;
@@ -227,6 +255,9 @@ impl Array {
             opened_unclean,
             reshape: None,
             arrivals: HashMap::new(),
+            absent_unrecorded,
+            absent_record_generation: None,
+            flush_replies_waiting_record: Vec::new(),
             ready: ReadyQueue::default(),
         };
         array.resume_reshape();
@@ -318,6 +349,24 @@ impl Array {
         self.request_superblock_write();
     }
 
+    /// Records the members absent since the start as faulty (a data write
+    /// is about to go on without them); returns the superblock generation
+    /// that must be durable before that write, if there was any to record.
+    fn record_absent_members(&mut self) -> Option<u64> {
+        if self.absent_unrecorded.is_empty() {
+            return None;
+        }
+        for slot in std::mem::take(&mut self.absent_unrecorded) {
+            let record = &mut self.superblock.members[slot];
+            record.state = MemberState::Faulty;
+            record.absent_unwritten_since_events = None;
+            record.failure =
+                Some("missing when the array started; data was written without it".into());
+        }
+        self.request_superblock_write();
+        Some(self.metadata.superblock_requested)
+    }
+
     /// Issues a flush to every present member; `purpose` runs when all finish.
     fn flush_members(&mut self, purpose: FlushPurpose) {
         let id = self.next_flush_id;
@@ -338,6 +387,7 @@ impl Array {
             FlushWait {
                 purpose,
                 pending: members.len(),
+                member_failed: false,
             },
         );
         for member in &members {
@@ -360,19 +410,26 @@ impl Array {
         let wait = self.flushes.remove(&id).expect("flush tracked");
         match wait.purpose {
             FlushPurpose::Reply(request) => {
-                let result = if self.survivable() {
-                    Ok(None)
+                let generation = self.metadata.superblock_requested;
+                if wait.member_failed && self.metadata.superblock_durable < generation {
+                    self.flush_replies_waiting_record
+                        .push((generation, request));
                 } else {
-                    Err(self.unavailable())
-                };
-                self.outbox_reply.push_back(UserReply {
-                    id: request,
-                    result,
-                });
+                    self.reply_flush(request);
+                }
             }
             FlushPurpose::Clean(candidates) => {
                 self.clean_cycle_active = false;
                 let mut changed = false;
+                // A member failed under the flush: leave the regions to the
+                // next cycle. (The metadata queue is FIFO, so a bitmap write
+                // clearing them could not overtake the failure's record
+                // anyway; this keeps the rule local.)
+                let candidates = if wait.member_failed {
+                    Vec::new()
+                } else {
+                    candidates
+                };
                 for (region, count) in candidates {
                     if !self.intent.inflight.contains_key(&region)
                         && self.intent.write_count(region) == count
@@ -402,6 +459,31 @@ impl Array {
             FlushPurpose::ReshapeCheckpoint => self.reshape_checkpoint_flushed(),
         }
         self.advance_close();
+    }
+
+    fn reply_flush(&mut self, request: RequestId) {
+        let result = if self.survivable() {
+            Ok(None)
+        } else {
+            Err(self.unavailable())
+        };
+        self.outbox_reply.push_back(UserReply {
+            id: request,
+            result,
+        });
+    }
+
+    /// Acknowledges the flushes whose member-failure record is now durable.
+    fn wake_flush_replies(&mut self) {
+        let durable = self.metadata.superblock_durable;
+        let (ready, waiting): (Vec<_>, Vec<_>) =
+            std::mem::take(&mut self.flush_replies_waiting_record)
+                .into_iter()
+                .partition(|&(generation, _)| generation <= durable);
+        self.flush_replies_waiting_record = waiting;
+        for (_, request) in ready {
+            self.reply_flush(request);
+        }
     }
 
     /// Whether the array still has every byte available.
@@ -562,10 +644,12 @@ impl Machine for Array {
             Owner::Op { op, shard, is_read } => self.op_io_done(op, shard, is_read, completion),
             Owner::Metadata { member } => self.metadata_io_done(member, completion),
             Owner::Flush { id, member } => {
+                let failed = matches!(completion, IoCompletion::Failed(_));
                 if let IoCompletion::Failed(reason) = completion {
                     self.fail_member(member, reason);
                 }
                 let wait = self.flushes.get_mut(&id).expect("flush tracked");
+                wait.member_failed |= failed;
                 wait.pending -= 1;
                 if wait.pending == 0 {
                     self.finish_flush(id);

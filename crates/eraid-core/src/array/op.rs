@@ -74,6 +74,11 @@ pub enum OpKind {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum OpState {
     WaitingLock,
+    /// Holds the lock; members absent since the start are being recorded
+    /// as faulty before this write goes on without them.
+    WaitingAbsentRecord {
+        generation: u64,
+    },
     WaitingIntent,
     Reading,
     Writing,

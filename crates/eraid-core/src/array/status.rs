@@ -14,7 +14,13 @@ impl Array {
                     "index": m,
                     "uuid": record.uuid,
                     "path": record.path_hint,
-                    "state": if self.present[m] { "active" } else { "faulty" },
+                    "state": if self.present[m] {
+                        "active"
+                    } else if self.absent_unrecorded.contains(&m) {
+                        "missing"
+                    } else {
+                        "faulty"
+                    },
                     "failure": record.failure,
                 })
             })

@@ -180,7 +180,13 @@ pub fn assemble(probes: &[MemberProbe]) -> Result<Assembly, AssemblyError> {
         }
         // One behind is a superblock update a crash interrupted; a member the
         // newest copy marks faulty, or further behind, missed data writes.
-        let in_sync = record.state == MemberState::Active && superblock.events + 1 >= newest.events;
+        // A member left out of a start before any data was written without
+        // it is as current as when it left.
+        let events_current = superblock.events + 1 >= newest.events
+            || record
+                .absent_unwritten_since_events
+                .is_some_and(|since| superblock.events + 1 >= since);
+        let in_sync = record.state == MemberState::Active && events_current;
         slots[slot] = if in_sync {
             report.push(format!(
                 "member {slot}: {} in sync (events {})",

@@ -42,6 +42,7 @@ pub fn new_superblock(
                 state: MemberState::Active,
                 path_hint: m.path_hint,
                 failure: None,
+                absent_unwritten_since_events: None,
             })
             .collect(),
         bitmap_stripes_per_region: stripes_per_region(&geometry),

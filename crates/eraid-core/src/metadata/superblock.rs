@@ -43,6 +43,12 @@ pub struct MemberRecord {
     /// `MEMBER_FAILURE_BYTES_MAX`), None while it is active.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failure: Option<String>,
+    /// The member was absent when the array last started, and no data has
+    /// been written since: its own copy (events at least this, less one)
+    /// is still current. Cleared when it is back; the first data write
+    /// without it records it `Faulty` instead.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub absent_unwritten_since_events: Option<u64>,
 }
 
 /// The longest failure reason a superblock keeps per member (longer ones
@@ -183,6 +189,7 @@ mod tests {
                     state: MemberState::Active,
                     path_hint: format!("d{i}"),
                     failure: None,
+                    absent_unwritten_since_events: None,
                 })
                 .collect(),
             bitmap_stripes_per_region: 512,

@@ -308,6 +308,7 @@ impl Array {
                 state: MemberState::Active,
                 path_hint: member.path_hint,
                 failure: None,
+                absent_unwritten_since_events: None,
             });
             self.present.push(true);
         }

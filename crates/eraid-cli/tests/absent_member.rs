@@ -1,0 +1,65 @@
+//! A member left off `serve`'s command line costs nothing until data is
+//! written without it: stopped before any write, the array serves again
+//! with every member current. Once written without it, it is stale, and
+//! the messages say which case the user is in.
+
+mod support;
+use std::time::Duration;
+use support::*;
+
+fn four_member_raid5(dir: &std::path::Path) {
+    create(
+        dir,
+        &["--level", "5", "--size", "64M", "d0", "d1", "d2", "d3"],
+    );
+}
+
+#[test]
+fn a_member_left_off_serve_stays_current_until_a_write() {
+    let dir = scratch();
+    four_member_raid5(dir.path());
+    let mut server = Server::start(dir.path(), &["d0", "d1", "d2"]);
+    server.wait_for_log("was not given", Duration::from_secs(10));
+    let log = server.log_text();
+    assert!(
+        log.contains("stays current until the first write") && log.contains("naming every member"),
+        "{log}"
+    );
+    server.stop();
+    let status = detail_json(dir.path(), &["d0", "d1", "d2", "d3"]);
+    for member in status["members"].as_array().expect("members") {
+        assert_eq!(member["state"], "active", "{status:#}");
+    }
+    let mut server = Server::start(dir.path(), &["d0", "d1", "d2", "d3"]);
+    assert!(
+        !server.log_text().contains("degraded"),
+        "{}",
+        server.log_text()
+    );
+    server.stop();
+}
+
+#[test]
+fn a_member_written_without_is_stale_and_the_refusal_says_so() {
+    if !require_tools("a_member_written_without", &["nbdcopy"]) {
+        return;
+    }
+    let dir = scratch();
+    four_member_raid5(dir.path());
+    write_random(&dir.path().join("data"), 4 * MIB, 7);
+    let server = Server::start(dir.path(), &["d0", "d1", "d2"]);
+    run_tool(dir.path(), "nbdcopy", &["data", &server.uri]).expect_ok();
+    server.stop();
+    let status = detail_json(dir.path(), &["d0", "d1", "d2", "d3"]);
+    assert_ne!(status["members"][3]["state"], "active", "{status:#}");
+    // Served with every member: the stale one is named as stale, and the
+    // advice is not to name members the user already named.
+    let mut server = Server::start(dir.path(), &["d0", "d1", "d2", "d3"]);
+    server.wait_for_log("is stale", Duration::from_secs(10));
+    let log = server.log_text();
+    assert!(
+        !log.contains("was not given") && !log.contains("naming every member"),
+        "{log}"
+    );
+    server.stop();
+}
