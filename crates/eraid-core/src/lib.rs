@@ -6,6 +6,7 @@ pub mod geometry;
 pub mod io;
 pub mod layout;
 pub mod metadata;
+pub mod rebuild;
 pub mod reshape;
 pub mod testing;
 

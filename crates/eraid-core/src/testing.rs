@@ -6,7 +6,7 @@
 
 use crate::geometry::{Geometry, METADATA_BYTES, SECTOR_BYTES};
 use crate::io::*;
-use crate::metadata::assemble::{assemble, Assembly, AssemblyError, MemberProbe};
+use crate::metadata::assemble::{assemble, Assembly, AssemblyError, MemberProbe, SlotState};
 use crate::metadata::create::{initial_writes, new_superblock, NewMember};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -113,6 +113,47 @@ impl MemHarness {
                 }
             })
             .collect()
+    }
+
+    /// Reassembles and puts the devices in the order a driver serves an
+    /// assembled array: slot i is device i (None if missing), spare j is
+    /// device member_count + j. Devices the array no longer knows (a
+    /// replaced member) are dropped. Needed before reopening an array
+    /// whose slots were taken over by replacements.
+    pub fn arrange_for_assembly(&mut self) -> Result<Assembly, AssemblyError> {
+        let assembly = loop {
+            match self.assemble() {
+                Err(
+                    AssemblyError::ReplacedMember { path, .. }
+                    | AssemblyError::UnknownMember { path },
+                ) => {
+                    let index: usize = path
+                        .strip_prefix("mem")
+                        .and_then(|i| i.parse().ok())
+                        .expect("harness member paths are mem<i>");
+                    self.members[index] = None;
+                }
+                other => break other?,
+            }
+        };
+        let present: Vec<usize> = (0..self.members.len())
+            .filter(|&i| self.members[i].is_some())
+            .collect();
+        let mut old: Vec<Option<MemMember>> = std::mem::take(&mut self.members);
+        let mut take = |probe: usize| old[present[probe]].take();
+        let slots = assembly.slots.iter().map(|state| match state {
+            SlotState::Present { probe } | SlotState::Stale { probe, .. } => take(*probe),
+            SlotState::Missing => None,
+        });
+        let mut members: Vec<Option<MemMember>> = slots.collect();
+        members.extend(
+            assembly
+                .spares
+                .iter()
+                .map(|spare| spare.and_then(&mut take)),
+        );
+        self.members = members;
+        self.assemble()
     }
 
     pub fn probes(&self) -> Vec<MemberProbe> {

@@ -188,6 +188,7 @@ fn options() -> ArrayOptions {
         scrub_window_stripes: 16,
         resync_on_open: true,
         write_intent_bitmap: true,
+        ..ArrayOptions::default()
     }
 }
 

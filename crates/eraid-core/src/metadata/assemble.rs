@@ -31,6 +31,9 @@ pub struct Assembly {
     /// The newest superblock: authoritative for geometry and membership.
     pub superblock: Superblock,
     pub slots: Vec<SlotState>,
+    /// Per spare the superblock records, the probe holding it (None: not
+    /// given). A driver serves spare `j` as device `member_count + j`.
+    pub spares: Vec<Option<usize>>,
     /// Union of the in-sync members' bitmaps.
     pub bitmap: IntentBitmap,
     pub bitmap_sequence: u64,
@@ -68,13 +71,16 @@ pub enum AssemblyError {
         slot: usize,
     },
     #[error(
-        "{path} claims slot {slot}, but the array records another member (uuid {expected}) there"
+        "{path} was member {slot}, but it has been replaced there by another member (uuid {expected}, last seen at {now_at}); leave {path} out"
     )]
     ReplacedMember {
         path: String,
         slot: usize,
         expected: String,
+        now_at: String,
     },
+    #[error("{path} is no longer part of this array (a spare that was removed, or a replaced member); leave it out")]
+    UnknownMember { path: String },
     #[error("{path} is smaller ({size_bytes} bytes) than the array needs ({needed_bytes} bytes)")]
     TooSmall {
         path: String,
@@ -144,6 +150,7 @@ pub fn assemble(probes: &[MemberProbe]) -> Result<Assembly, AssemblyError> {
         probes[newest_index].path
     )];
     let mut slots = vec![SlotState::Missing; newest.geometry.member_count];
+    let mut spares: Vec<Option<usize>> = vec![None; newest.spares.len()];
     let needed_bytes = newest.geometry.data_offset_bytes + newest.geometry.member_data_bytes;
     for (probe_index, (probe, superblock)) in probes.iter().zip(&decoded).enumerate() {
         if superblock.array_uuid != newest.array_uuid {
@@ -153,15 +160,43 @@ pub fn assemble(probes: &[MemberProbe]) -> Result<Assembly, AssemblyError> {
                 expected: newest.array_uuid.clone(),
             });
         }
-        let slot = superblock.this_member;
+        let uuid = superblock.this_member_uuid();
+        let slot = match newest.members.iter().position(|m| m.uuid == uuid) {
+            Some(slot) => slot,
+            None => {
+                if probe.size_bytes < needed_bytes {
+                    return Err(AssemblyError::TooSmall {
+                        path: probe.path.clone(),
+                        size_bytes: probe.size_bytes,
+                        needed_bytes,
+                    });
+                }
+                let Some(spare) = newest.spares.iter().position(|m| m.uuid == uuid) else {
+                    return Err(match newest.members.get(superblock.this_member) {
+                        Some(record) => AssemblyError::ReplacedMember {
+                            path: probe.path.clone(),
+                            slot: superblock.this_member,
+                            expected: record.uuid.clone(),
+                            now_at: record.path_hint.clone(),
+                        },
+                        None => AssemblyError::UnknownMember {
+                            path: probe.path.clone(),
+                        },
+                    });
+                };
+                if let Some(other) = spares[spare] {
+                    return Err(AssemblyError::DuplicateSlot {
+                        path: probe.path.clone(),
+                        other: probes[other].path.clone(),
+                        slot: newest.geometry.member_count + spare,
+                    });
+                }
+                report.push(format!("spare {spare}: {}", probe.path));
+                spares[spare] = Some(probe_index);
+                continue;
+            }
+        };
         let record = &newest.members[slot];
-        if record.uuid != superblock.this_member_uuid() {
-            return Err(AssemblyError::ReplacedMember {
-                path: probe.path.clone(),
-                slot,
-                expected: record.uuid.clone(),
-            });
-        }
         if probe.size_bytes < needed_bytes {
             return Err(AssemblyError::TooSmall {
                 path: probe.path.clone(),
@@ -186,10 +221,18 @@ pub fn assemble(probes: &[MemberProbe]) -> Result<Assembly, AssemblyError> {
             || record
                 .absent_unwritten_since_events
                 .is_some_and(|since| superblock.events + 1 >= since);
-        let in_sync = record.state == MemberState::Active && events_current;
+        let in_sync =
+            matches!(record.state, MemberState::Active | MemberState::Rebuilding) && events_current;
         slots[slot] = if in_sync {
+            let rebuilding = match (&newest.rebuild, record.state) {
+                (Some(r), MemberState::Rebuilding) => format!(
+                    ", rebuilding: stripes below {} of {} rebuilt",
+                    r.checkpoint_stripe, r.total_stripes
+                ),
+                _ => String::new(),
+            };
             report.push(format!(
-                "member {slot}: {} in sync (events {})",
+                "member {slot}: {} in sync (events {}){rebuilding}",
                 probe.path, superblock.events
             ));
             SlotState::Present { probe: probe_index }
@@ -246,9 +289,18 @@ pub fn assemble(probes: &[MemberProbe]) -> Result<Assembly, AssemblyError> {
         "state {:?}; {dirty} of {region_count} bitmap regions marked for resync",
         newest.state
     ));
+    for (index, spare) in spares.iter().enumerate() {
+        if spare.is_none() {
+            report.push(format!(
+                "spare {index}: missing (last seen at {})",
+                newest.spares[index].path_hint
+            ));
+        }
+    }
     Ok(Assembly {
         superblock: newest,
         slots,
+        spares,
         bitmap,
         bitmap_sequence,
         report,
@@ -257,10 +309,24 @@ pub fn assemble(probes: &[MemberProbe]) -> Result<Assembly, AssemblyError> {
 
 fn check_survivable(superblock: &Superblock, slots: &[SlotState]) -> Result<(), AssemblyError> {
     let level = superblock.geometry.level;
+    // A member still being rebuilt holds only part of its data.
     let absent: Vec<usize> = (0..slots.len())
-        .filter(|&s| !matches!(slots[s], SlotState::Present { .. }))
+        .filter(|&s| {
+            !matches!(slots[s], SlotState::Present { .. })
+                || superblock.members[s].state == MemberState::Rebuilding
+        })
         .collect();
-    let name = |slot: usize| format!("{} ({})", slot, superblock.members[slot].path_hint);
+    let name = |slot: usize| {
+        let rebuilding = if superblock.members[slot].state == MemberState::Rebuilding {
+            ", still rebuilding"
+        } else {
+            ""
+        };
+        format!(
+            "{} ({}{rebuilding})",
+            slot, superblock.members[slot].path_hint
+        )
+    };
     match level {
         Level::Raid0 => {
             if let Some(&slot) = absent.first() {

@@ -49,6 +49,8 @@ pub fn new_superblock(
         created_unix_s,
         placement: None,
         reshape: None,
+        spares: Vec::new(),
+        rebuild: None,
     }
 }
 

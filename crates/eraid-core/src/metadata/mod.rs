@@ -8,6 +8,7 @@
 pub mod assemble;
 pub mod bitmap;
 pub mod create;
+pub mod lifecycle;
 pub mod record;
 pub mod superblock;
 

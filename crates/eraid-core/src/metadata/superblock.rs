@@ -5,6 +5,7 @@
 use super::record::{self, RecordError, RecordKind};
 use super::{SUPERBLOCK_SLOTS_BYTES, SUPERBLOCK_SLOT_BYTES};
 use crate::geometry::Geometry;
+use crate::rebuild::record::RebuildRecord;
 use crate::reshape::record::{Placement, ReshapeRecord};
 use serde::{Deserialize, Serialize};
 
@@ -31,6 +32,12 @@ pub enum MemberState {
     /// Failed or went missing while the array ran: its data is out of date
     /// and it needs a rebuild before it can be used again.
     Faulty,
+    /// A replacement being reconstructed: its data is current below the
+    /// rebuild record's checkpoint only.
+    Rebuilding,
+    /// A hot spare (in `Superblock::spares`): carries the array's metadata
+    /// and takes over a member slot when one fails.
+    Spare,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -87,6 +94,13 @@ pub struct Superblock {
     /// The growth in progress, or the last one.
     #[serde(default)]
     pub reshape: Option<ReshapeRecord>,
+    /// Hot spares; a spare's own copy has `this_member` = member count +
+    /// its index here.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub spares: Vec<MemberRecord>,
+    /// The rebuild in progress, or the last one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rebuild: Option<RebuildRecord>,
 }
 
 impl Superblock {
@@ -144,22 +158,30 @@ impl Superblock {
         if rebuilt != *g {
             return Err(bad("geometry fields are inconsistent".into()));
         }
-        if superblock.members.len() != g.member_count || superblock.this_member >= g.member_count {
+        if superblock.members.len() != g.member_count
+            || superblock.this_member >= g.member_count + superblock.spares.len()
+        {
             return Err(bad(format!(
-                "member table has {} entries, this member is {}, geometry says {} members",
+                "member table has {} entries (and {} spares), this member is {}, geometry says {} members",
                 superblock.members.len(),
+                superblock.spares.len(),
                 superblock.this_member,
                 g.member_count
             )));
         }
+        super::lifecycle::check_lifecycle_fields(&superblock).map_err(bad)?;
         if superblock.bitmap_stripes_per_region == 0 {
             return Err(bad("bitmap region of zero stripes".into()));
         }
         Ok(superblock)
     }
 
+    /// The uuid of the member (or spare) holding this copy.
     pub fn this_member_uuid(&self) -> &str {
-        &self.members[self.this_member].uuid
+        match self.this_member.checked_sub(self.members.len()) {
+            None => &self.members[self.this_member].uuid,
+            Some(spare) => &self.spares[spare].uuid,
+        }
     }
 }
 
@@ -196,6 +218,8 @@ mod tests {
             created_unix_s: 0,
             placement: None,
             reshape: None,
+            spares: Vec::new(),
+            rebuild: None,
         }
     }
 

@@ -48,6 +48,7 @@ pub fn options() -> ArrayOptions {
         scrub_window_stripes: 4,
         resync_on_open: true,
         write_intent_bitmap: true,
+        ..ArrayOptions::default()
     }
 }
 

@@ -617,6 +617,7 @@ fn resolve_target(array: &ArrayTable, engine: &EngineTable) -> Result<Target, St
         write_intent_bitmap: engine
             .write_intent_bitmap
             .unwrap_or(defaults.write_intent_bitmap),
+        ..defaults
     };
     Ok(Target::Array {
         level,

@@ -189,6 +189,9 @@ impl Array {
         if self.is_degraded() {
             return Err("the array is degraded; rebuild it before growing".into());
         }
+        if self.rebuild_active() {
+            return Err("a rebuild is running; grow the array when it is done".into());
+        }
         if members.is_empty() {
             return Err("name at least one member to add".into());
         }
@@ -311,6 +314,9 @@ impl Array {
                 absent_unwritten_since_events: None,
             });
             self.present.push(true);
+            // The driver serves the new members as its next devices.
+            self.slot_device.push(self.device_count);
+            self.device_count += 1;
         }
         self.geometry = new_geometry;
         self.superblock.geometry = new_geometry;

@@ -622,7 +622,7 @@ impl Array {
         let member = self.slot_mut(io.ahead).runs[io.run].member;
         match completion {
             IoCompletion::Failed(reason) => {
-                self.fail_member(member, reason.clone());
+                // `handle_completion` already failed the member.
                 let window = self.slot_mut(io.ahead);
                 window.failed.get_or_insert(format!(
                     "member {member} failed during the growth ({reason}); growth paused, \
