@@ -3,52 +3,29 @@
 use anyhow::{bail, Context, Result};
 use eraid_core::geometry::METADATA_BYTES;
 use eraid_core::metadata::assemble::{assemble, Assembly, MemberProbe, SlotState};
-use eraid_driver::{read_metadata_area, MemberFile, MemberIo};
+use eraid_driver::{read_metadata_area, DetachedMember, MemberFile, MemberIo};
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-/// An assembled array: the decision, and an open device per member slot.
+/// An assembled array: the decision, and an open device per member slot
+/// and per spare (the engine's devices, in its order).
 pub struct Assembled {
     pub assembly: Assembly,
+    /// Per device: slots first, then the spares the superblock records.
     pub paths: Vec<PathBuf>,
-    /// Slot i's device; absent or stale slots get a device that fails.
+    /// Slot i's device is `devices[i]`, spare j's `devices[member_count +
+    /// j]`; absent or stale ones get a device that fails.
     pub devices: Vec<Arc<dyn MemberIo>>,
     /// Whether each slot's device uses O_DIRECT (tmpfs and some others refuse it).
     pub direct: Vec<bool>,
 }
 
-/// Stands in for a member slot that has no usable device; the core never
-/// addresses such slots, and if it did the I/O fails cleanly.
-struct AbsentMember {
-    label: String,
-}
-
-impl MemberIo for AbsentMember {
-    fn label(&self) -> &str {
-        &self.label
-    }
-    fn read_at(&self, _offset_bytes: u64, _len_bytes: usize) -> io::Result<Vec<u8>> {
-        Err(io::Error::new(
-            io::ErrorKind::NotFound,
-            format!("{} is not part of the running array", self.label),
-        ))
-    }
-    fn write_at(&self, _offset_bytes: u64, _data: &[u8]) -> io::Result<()> {
-        Err(io::Error::new(
-            io::ErrorKind::NotFound,
-            format!("{} is not part of the running array", self.label),
-        ))
-    }
-    fn sync_data(&self) -> io::Result<()> {
-        Ok(())
-    }
-}
-
 /// Holds an exclusive advisory lock on every member for this process's
 /// lifetime, so two eraid processes never drive the same members.
 pub struct MemberLocks {
-    _files: Vec<std::fs::File>,
+    /// (canonical path, the locked file).
+    files: Vec<(PathBuf, std::fs::File)>,
 }
 
 pub fn lock_members(paths: &[PathBuf]) -> Result<MemberLocks> {
@@ -58,15 +35,24 @@ pub fn lock_members(paths: &[PathBuf]) -> Result<MemberLocks> {
         let file = std::fs::File::open(path)
             .with_context(|| format!("cannot open member {}", path.display()))?;
         lock_file(&file, path)?;
-        files.push(file);
+        files.push((canonical(path), file));
     }
-    Ok(MemberLocks { _files: files })
+    Ok(MemberLocks { files })
+}
+
+fn canonical(path: &Path) -> PathBuf {
+    path.canonicalize().unwrap_or_else(|_| path.to_path_buf())
 }
 
 impl MemberLocks {
     /// Keeps more locks (members added by a growth) for as long as these.
     pub fn extend(&mut self, more: MemberLocks) {
-        self._files.extend(more._files);
+        self.files.extend(more.files);
+    }
+
+    /// Lets go of `path` (a member the array no longer uses).
+    pub fn release(&mut self, path: &Path) {
+        self.files.retain(|(locked, _)| !same_file(locked, path));
     }
 }
 
@@ -121,7 +107,7 @@ impl AddedMembers {
     }
 }
 
-fn same_file(a: &Path, b: &Path) -> bool {
+pub fn same_file(a: &Path, b: &Path) -> bool {
     match (a.canonicalize(), b.canonicalize()) {
         (Ok(x), Ok(y)) => x == y,
         _ => a == b,
@@ -195,14 +181,14 @@ pub fn check_added_members(
         let lock =
             std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
         lock_file(&lock, path)?;
-        locks.push(lock);
-        paths.push(path.canonicalize().unwrap_or_else(|_| path.clone()));
+        locks.push((canonical(path), lock));
+        paths.push(canonical(path));
         files.push(file);
     }
     Ok(AddedMembers {
         paths,
         files,
-        locks: MemberLocks { _files: locks },
+        locks: MemberLocks { files: locks },
     })
 }
 
@@ -274,7 +260,7 @@ pub fn assemble_members(paths: &[PathBuf]) -> Result<Assembled> {
             SlotState::Stale { probe, .. } => {
                 slot_paths.push(paths[*probe].clone());
                 direct.push(false);
-                devices.push(Arc::new(AbsentMember {
+                devices.push(Arc::new(DetachedMember {
                     label: format!("stale member {slot} ({})", paths[*probe].display()),
                 }));
             }
@@ -282,8 +268,26 @@ pub fn assemble_members(paths: &[PathBuf]) -> Result<Assembled> {
                 let hint = &assembly.superblock.members[slot].path_hint;
                 slot_paths.push(PathBuf::from(hint));
                 direct.push(false);
-                devices.push(Arc::new(AbsentMember {
+                devices.push(Arc::new(DetachedMember {
                     label: format!("missing member {slot} ({hint})"),
+                }));
+            }
+        }
+    }
+    for (index, spare) in assembly.spares.iter().enumerate() {
+        match spare {
+            Some(probe) => {
+                let file = files[*probe].take().expect("each probe used once");
+                slot_paths.push(file.path().to_path_buf());
+                direct.push(file.direct());
+                devices.push(Arc::new(file));
+            }
+            None => {
+                let hint = &assembly.superblock.spares[index].path_hint;
+                slot_paths.push(PathBuf::from(hint));
+                direct.push(false);
+                devices.push(Arc::new(DetachedMember {
+                    label: format!("missing spare {index} ({hint})"),
                 }));
             }
         }

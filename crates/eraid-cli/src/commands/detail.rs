@@ -5,25 +5,28 @@ use crate::control::ControlClient;
 use anyhow::Result;
 use clap::Args;
 use eraid_core::metadata::assemble::{assemble, SlotState};
-use eraid_core::metadata::superblock::{ArrayState, Superblock};
+use eraid_core::metadata::superblock::{ArrayState, MemberState, Superblock};
+use eraid_core::rebuild::record::RebuildState;
 use serde_json::{json, Value};
 use std::path::PathBuf;
 
 /// Show an array's geometry, state and members (reads metadata only)
 ///
 /// Prints level, layout, chunk size, capacity, clean/dirty and degraded
-/// state, each member's state (active, stale: out of date and needing a
-/// rebuild, or missing), any pending resync, and the growth in progress or
-/// last finished (`reshape`). Reads the members' metadata only; nothing is
+/// state, each member's state (active, rebuilding, stale: out of date and
+/// needing a rebuild, missing, or spare), any pending resync, the growth
+/// in progress or last finished (`reshape`) and the rebuild (`rebuild`). Reads the members' metadata only; nothing is
 /// written, so it is safe while the array is served. With --control PATH it
 /// asks a running `eraid serve --control PATH` for its live status instead
 /// (growth progress, rate, check activity).
 #[derive(Args, Debug)]
 pub struct DetailArgs {
     /// Print JSON (fields: level, layout, chunk_bytes, capacity_bytes,
-    /// member_count, state, members[{path, index, state}], reshape
-    /// {strategy, state, progress, moved_bytes, metadata_writes,
-    /// redistribution_reads, redistribution_writes, ...} or null, ...).
+    /// member_count, state, members[{path, index, state}] (spares after
+    /// the members), reshape {strategy, state, progress, moved_bytes,
+    /// metadata_writes, redistribution_reads, redistribution_writes, ...}
+    /// or null, rebuild {strategy, state, progress, rebuilt_bytes,
+    /// rate_bytes_per_s, eta_s, target {slot, path}, ...} or null, ...).
     #[arg(long)]
     json: bool,
     /// The control socket of a running `eraid serve --control PATH`.
@@ -148,6 +151,12 @@ impl DetailArgs {
         if !status["reshape"].is_null() {
             println!("  reshape     {}", reshape_line(&status["reshape"]));
         }
+        if !status["rebuild"].is_null() {
+            println!(
+                "  rebuild     {}",
+                super::rebuild::rebuild_line(&status["rebuild"])
+            );
+        }
         print_members(status["members"].as_array().into_iter().flatten());
         Ok(0)
     }
@@ -162,15 +171,30 @@ impl DetailArgs {
             .iter()
             .enumerate()
             .map(|(index, slot)| {
+                let rebuilding = sb.members[index].state == MemberState::Rebuilding;
                 let (path, state) = match slot {
+                    SlotState::Present { probe } if rebuilding => {
+                        (probes[*probe].path.clone(), "rebuilding")
+                    }
                     SlotState::Present { probe } => (probes[*probe].path.clone(), "active"),
                     SlotState::Stale { probe, .. } => (probes[*probe].path.clone(), "stale"),
                     SlotState::Missing => (sb.members[index].path_hint.clone(), "missing"),
                 };
                 json!({ "index": index, "path": path, "state": state, "uuid": sb.members[index].uuid })
             })
+            .chain(assembly.spares.iter().enumerate().map(|(j, probe)| {
+                let (path, state) = match probe {
+                    Some(probe) => (probes[*probe].path.clone(), "spare"),
+                    None => (sb.spares[j].path_hint.clone(), "missing-spare"),
+                };
+                json!({ "index": g.member_count + j, "path": path, "state": state, "uuid": sb.spares[j].uuid })
+            }))
             .collect();
-        let degraded = assembly.missing_or_stale() > 0;
+        let degraded = assembly.missing_or_stale() > 0
+            || sb
+                .members
+                .iter()
+                .any(|m| m.state == MemberState::Rebuilding);
         let state = match (sb.state, degraded) {
             (ArrayState::Clean, false) => "clean",
             (ArrayState::Clean, true) => "clean, degraded",
@@ -180,6 +204,7 @@ impl DetailArgs {
         let dirty_regions = assembly.bitmap.dirty_regions().count();
         let capacity = crate::members::visible_capacity_bytes(sb);
         let reshape = reshape_json(sb);
+        let rebuild = rebuild_json(sb);
         let detail = json!({
             "array_uuid": sb.array_uuid,
             "level": g.level.number(),
@@ -201,6 +226,7 @@ impl DetailArgs {
             // unfinished growth resumes then too (see `reshape`).
             "activity": if dirty_regions > 0 { json!({"kind": "resync", "state": "pending", "regions": dirty_regions}) } else { serde_json::Value::Null },
             "reshape": reshape,
+            "rebuild": rebuild,
         });
         if self.json {
             println!("{}", serde_json::to_string_pretty(&detail)?);
@@ -230,7 +256,52 @@ impl DetailArgs {
             }
             println!("  reshape     {line}");
         }
+        if !rebuild.is_null() {
+            let mut line = super::rebuild::rebuild_line(&rebuild);
+            if rebuild["state"] == "running" {
+                line.push_str("; resumes from there when served");
+            }
+            println!("  rebuild     {line}");
+        }
         print_members(&members);
         Ok(0)
     }
+}
+
+/// The `rebuild` object of a superblock's rebuild record, named as in the
+/// live status (its position is the recorded checkpoint).
+pub fn rebuild_json(sb: &Superblock) -> Value {
+    let Some(record) = &sb.rebuild else {
+        return Value::Null;
+    };
+    let total = record.total_stripes.max(1);
+    let position = if record.state == RebuildState::Done {
+        record.total_stripes
+    } else {
+        record.checkpoint_stripe
+    };
+    let bytes = |stripes: u64| {
+        (stripes as u128 * sb.geometry.member_data_bytes as u128 / total as u128) as u64
+    };
+    let targets: Vec<Value> = record
+        .targets
+        .iter()
+        .map(|&slot| json!({"slot": slot, "path": sb.members.get(slot).map(|m| m.path_hint.clone())}))
+        .collect();
+    json!({
+        "strategy": record.config.strategy.name(),
+        "state": record.state.name(),
+        "held": record.held,
+        "reason": record.reason,
+        "progress": position as f64 / total as f64,
+        "position_stripes": position,
+        "total_stripes": record.total_stripes,
+        "rebuilt_bytes": bytes(position),
+        "checkpoint_bytes": bytes(record.checkpoint_stripe.min(record.total_stripes)),
+        "total_bytes": sb.geometry.member_data_bytes,
+        "target": targets.first(),
+        "targets": targets,
+        "checkpoints": record.counters.checkpoints,
+        "config": record.config,
+    })
 }

@@ -33,8 +33,17 @@ use std::sync::{Arc, Mutex, OnceLock};
 /// {"command":"status"}, {"command":"grow","add":["/abs/path",...],
 /// "config":{"strategy":"alv",...}}, {"command":"check","repair":false},
 /// {"command":"pause-grow"}, {"command":"resume-grow"},
-/// {"command":"tune-grow","settings":{"speed_max_kib_s":20000}};
+/// {"command":"tune-grow","settings":{"speed_max_kib_s":20000}},
+/// {"command":"add","path":"/abs/path","spare":false},
+/// {"command":"fail","member":"/abs/path"}, {"command":"remove",...},
+/// {"command":"pause-rebuild"}, {"command":"resume-rebuild"},
+/// {"command":"tune-rebuild","settings":{"speed_max_kib_s":20000}};
 /// answers {"ok":true,"status":{...}} or {"ok":false,"error":"..."}.
+/// `eraid add|fail|remove|rebuild --control PATH` use them.
+///
+/// A failed member's contents are rebuilt onto a replacement (`eraid add`)
+/// or a hot spare the array records (it takes over by itself), while the
+/// array serves; an interrupted rebuild resumes from its last checkpoint.
 ///
 /// A growth recorded on the members (interrupted by a crash or a stop)
 /// resumes from its last checkpoint by itself; give every member, old and
@@ -153,8 +162,9 @@ impl ServeArgs {
         let remedy = if any_not_given {
             "Name every member on the command line (nothing was changed)"
         } else {
-            "A stale member cannot be used until it is rebuilt, which eraid cannot do yet \
-             (nothing was changed)"
+            "A stale member cannot be used again: serve without it and add a replacement \
+             (eraid add NEW --control PATH), which is rebuilt from the others (nothing was \
+             changed)"
         };
         if growth_unfinished && !absent.is_empty() {
             if !self.allow_degraded_growth {
@@ -225,7 +235,8 @@ impl ServeArgs {
             };
             eprintln!(
                 "warning: serving degraded: {}. Once data is written without a member it is \
-                 stale, and eraid cannot rebuild it yet.{advice}",
+                 stale; `eraid add NEW --control PATH` rebuilds its contents onto a new \
+                 member (a recorded hot spare takes over by itself).{advice}",
                 absent.join(", ")
             );
         }
