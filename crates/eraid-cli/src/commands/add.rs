@@ -30,8 +30,8 @@ pub struct AddArgs {
     /// Keep NEW as a hot spare.
     #[arg(long)]
     spare: bool,
-    /// Follow the rebuild it starts until it is done (exit 0) or stops
-    /// (exit 1).
+    /// Follow the rebuild NEW starts until it is done (exit 0) or stops
+    /// or is paused (exit 1).
     #[arg(long)]
     wait: bool,
     /// The control socket of a running `eraid serve --control PATH`.
@@ -75,7 +75,7 @@ impl AddArgs {
                 self.new.display()
             );
         }
-        if self.wait && !rebuild.is_null() {
+        if self.wait && rebuilding {
             return follow_rebuild(&mut client, &self.control);
         }
         Ok(0)
