@@ -198,6 +198,31 @@ impl MemHarness {
             return false;
         }
         let index = self.rng.gen_range(0..self.inflight.len());
+        self.complete_at(machine, index);
+        true
+    }
+
+    /// The I/Os issued and not yet completed.
+    pub fn inflight_ios(&self) -> &[DeviceIo] {
+        &self.inflight
+    }
+
+    /// Completes the first in-flight I/O `pick` chooses (others stay in
+    /// flight, to hold a chosen I/O back); false if it chose none.
+    pub fn step_where(
+        &mut self,
+        machine: &mut dyn Machine,
+        pick: impl Fn(&DeviceIo) -> bool,
+    ) -> bool {
+        self.collect(machine);
+        let Some(index) = self.inflight.iter().position(pick) else {
+            return false;
+        };
+        self.complete_at(machine, index);
+        true
+    }
+
+    fn complete_at(&mut self, machine: &mut dyn Machine, index: usize) {
         let io = self.inflight.swap_remove(index);
         *self.ios_by_cause.entry(io.cause).or_default() += 1;
         self.now = TimeNs(self.now.0 + self.rng.gen_range(10_000..2_000_000));
@@ -209,7 +234,6 @@ impl MemHarness {
             }
         }
         self.collect(machine);
-        true
     }
 
     fn perform(&mut self, io: &DeviceIo) -> IoCompletion {

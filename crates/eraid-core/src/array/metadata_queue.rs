@@ -169,6 +169,10 @@ impl Array {
                 let bitmap = self.intent.desired.clone();
                 let bytes = bitmap.encode(self.intent.sequence);
                 let offset = IntentBitmap::slot_offset_bytes(self.intent.sequence);
+                // From now on any member may hold this copy: a region it
+                // clears is no longer known set on disk, and a write there
+                // waits for the next bitmap write (which sets it again).
+                self.intent.durable.intersect_with(&bitmap);
                 snapshot = Some(bitmap);
                 targets
                     .iter()

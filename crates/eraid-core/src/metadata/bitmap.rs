@@ -66,6 +66,14 @@ impl IntentBitmap {
         })
     }
 
+    /// Keeps only the regions set in both.
+    pub fn intersect_with(&mut self, other: &IntentBitmap) {
+        assert_eq!(self.region_count, other.region_count);
+        for (a, b) in self.bits.iter_mut().zip(&other.bits) {
+            *a &= b;
+        }
+    }
+
     pub fn union_with(&mut self, other: &IntentBitmap) {
         assert_eq!(self.region_count, other.region_count);
         for (a, b) in self.bits.iter_mut().zip(&other.bits) {
