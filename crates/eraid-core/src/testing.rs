@@ -196,6 +196,16 @@ impl MemHarness {
                 member.write(*offset_bytes, data);
                 IoCompletion::Done
             }
+            DeviceOp::WriteZeroes {
+                offset_bytes,
+                len_bytes,
+            } => {
+                assert_eq!(offset_bytes % SECTOR_BYTES, 0);
+                let end = (*offset_bytes + *len_bytes) as usize;
+                assert!(end <= member.current.len(), "zeroes beyond member end");
+                member.write(*offset_bytes, &vec![0; *len_bytes as usize]);
+                IoCompletion::Done
+            }
             DeviceOp::Flush => {
                 member.durable.copy_from_slice(&member.current);
                 member.unflushed.clear();

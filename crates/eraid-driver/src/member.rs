@@ -296,6 +296,25 @@ impl MemberIo for MemberFile {
     fn sync_data(&self) -> io::Result<()> {
         MemberFile::sync_data(self)
     }
+    fn write_zeroes(&self, offset_bytes: u64, len_bytes: u64) -> io::Result<()> {
+        let end_bytes = offset_bytes.saturating_add(len_bytes);
+        if end_bytes > self.size_bytes() {
+            // Never let a zero range extend (or hide the shrinking of) a member.
+            return Err(io::Error::other(format!(
+                "zeroing up to byte {end_bytes}, past the member's {} bytes",
+                self.size_bytes()
+            )));
+        }
+        let file = self.direct_file.as_ref().unwrap_or(&self.buffered_file);
+        if !crate::zeroing::zero_natively(file, self.is_block_device(), offset_bytes, len_bytes)? {
+            crate::zeroing::write_zeroes_in_pieces(offset_bytes, len_bytes, |at, zeroes| {
+                MemberFile::write_at(self, at, zeroes)
+            })?;
+        }
+        bump(&self.counters.writes, 1);
+        bump(&self.counters.written_bytes, len_bytes);
+        Ok(())
+    }
 }
 
 /// Fills `buf` from `offset_bytes`, retrying short reads and EINTR, and
