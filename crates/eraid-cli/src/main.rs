@@ -5,6 +5,7 @@
 mod commands;
 mod control;
 mod export;
+mod locks;
 mod members;
 mod runtime;
 mod size;

@@ -279,9 +279,8 @@ impl GrowArgs {
         // `check_added_members`, naming them as such.
         check_distinct(&self.members)?;
         check_distinct(&self.add)?;
-        let mut locks = crate::members::lock_members(&self.members)?;
         // Everything below reads only, until the engine starts.
-        let assembled = crate::members::assemble_members(&self.members)?;
+        let (mut locks, assembled) = crate::members::lock_and_assemble(&self.members)?;
         let sb = &assembled.assembly.superblock;
         if let Some(record) = &sb.reshape {
             if record.state != ReshapeState::Done {

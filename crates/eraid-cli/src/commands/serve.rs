@@ -83,10 +83,9 @@ impl ServeArgs {
                 std::path::absolute("eraid.sock").unwrap_or_else(|_| "eraid.sock".into()),
             ),
         };
-        let locks = crate::members::lock_members(&self.members)?;
         // Assemble (reads only) and bind before the array writes anything, so
         // a failure to listen changes nothing on disk.
-        let assembled = crate::members::assemble_members(&self.members)?;
+        let (locks, assembled) = crate::members::lock_and_assemble(&self.members)?;
         let superblock = &assembled.assembly.superblock;
         let geometry = superblock.geometry;
         let size_bytes = Arc::new(AtomicU64::new(crate::members::visible_capacity_bytes(
