@@ -47,6 +47,7 @@
 //! Try it by hand: `echo '{"command":"status"}' | socat - UNIX-CONNECT:ctl.sock`.
 
 use crate::members::{check_added_members, MemberLocks};
+use crate::output::say;
 use anyhow::{bail, Context, Result};
 use eraid_core::io::AdminCommand;
 use eraid_core::reshape::config::ReshapeConfig;
@@ -290,7 +291,7 @@ fn grow(request: &Value, context: &ControlContext) -> Result<Value> {
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
         .extend(paths.iter().cloned());
-    eprintln!(
+    say!(
         "growth started ({strategy}): adding {}",
         paths
             .iter()

@@ -7,6 +7,7 @@ mod control;
 mod export;
 mod locks;
 mod members;
+mod output;
 mod runtime;
 mod size;
 mod space;
@@ -52,6 +53,11 @@ fn main() {
                 .unwrap_or_else(|_| "warn".into()),
         )
         .with_writer(std::io::stderr)
+        // Its default reports a failed write with eprintln!, which panics
+        // (in the engine thread) when stderr is a closed pipe: a log line
+        // must never stop the array, so a line that cannot be written is
+        // dropped.
+        .log_internal_errors(false)
         .init();
     let cli = Cli::parse();
     let result = match cli.command {
@@ -69,7 +75,7 @@ fn main() {
     match result {
         Ok(code) => std::process::exit(code),
         Err(error) => {
-            eprintln!("eraid: error: {error:#}");
+            output::say!("eraid: error: {error:#}");
             std::process::exit(2);
         }
     }

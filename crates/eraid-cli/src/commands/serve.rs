@@ -1,8 +1,9 @@
-//! `eraid serve`: run the array and export it over NBD until SIGINT/SIGTERM,
+//! `eraid serve`: run the array and export it over NBD until SIGINT/SIGTERM/SIGHUP,
 //! optionally with a control socket (see `crate::control` for its protocol).
 
 use crate::control::{ControlContext, ControlListener};
 use crate::export::ArrayExport;
+use crate::output::{say, say_out};
 use anyhow::{Context, Result};
 use clap::Args;
 use eraid_core::geometry::Level;
@@ -16,12 +17,12 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
-/// Serve the array over NBD (Unix socket or TCP) until SIGINT/SIGTERM
+/// Serve the array over NBD (Unix socket or TCP) until SIGINT/SIGTERM/SIGHUP
 ///
 /// Assembles the array from its members (one missing member is fine for
 /// RAID-5 and RAID-10, two for RAID-6), listens, and prints the NBD URI to
-/// connect to (e.g. with nbdcopy, qemu-img, nbdfuse or fio). On SIGINT or
-/// SIGTERM it finishes in-flight requests, flushes every member, marks the
+/// connect to (e.g. with nbdcopy, qemu-img, nbdfuse or fio). On SIGINT,
+/// SIGTERM or SIGHUP it finishes in-flight requests, flushes every member, marks the
 /// members clean and exits 0. After an unclean stop, parity of the regions
 /// the write-intent bitmap marks dirty is resynced while serving. The
 /// members are locked: a second serve or check of them is refused.
@@ -71,7 +72,13 @@ pub struct ServeArgs {
 impl ServeArgs {
     pub fn run(self) -> Result<i32> {
         let stop = Arc::new(AtomicBool::new(false));
-        for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        // SIGHUP too (a closed terminal or ssh session): a daemon that dies
+        // on it leaves its array dirty.
+        for signal in [
+            signal_hook::consts::SIGINT,
+            signal_hook::consts::SIGTERM,
+            signal_hook::consts::SIGHUP,
+        ] {
             signal_hook::flag::register(signal, Arc::clone(&stop))
                 .context("cannot install signal handlers")?;
         }
@@ -138,7 +145,7 @@ impl ServeArgs {
                     absent.join(", ")
                 );
             }
-            eprintln!(
+            say!(
                 "warning: a growth is unfinished and {} missing or stale; serving degraded, \
                  the growth stays paused",
                 absent.join(", ")
@@ -148,7 +155,7 @@ impl ServeArgs {
             &assembled.paths,
             crate::members::member_bytes_needed(&geometry),
         ) {
-            eprintln!("{warning}");
+            say!("{warning}");
         }
         let dirty_regions = assembled.assembly.bitmap.dirty_regions().count();
         let parity_level = matches!(geometry.level, Level::Raid5 | Level::Raid6);
@@ -182,15 +189,15 @@ impl ServeArgs {
             .context("cannot listen")?;
         let running = crate::runtime::start_assembled(assembled, ArrayOptions::default())?;
         for line in &running.report {
-            eprintln!("{line}");
+            say!("{line}");
         }
         if let Some(note) = &growth_note {
-            eprintln!("{note}");
+            say!("{note}");
         }
         if !absent.is_empty() && !growth_unfinished {
             // Forgetting a member's path (often the one a growth added) is
             // the easy way here: say what it costs.
-            eprintln!(
+            say!(
                 "warning: serving degraded without {}: from now on that member is stale, \
                  and eraid cannot rebuild it yet. If it is only missing from the command \
                  line, stop now (SIGTERM) and serve again naming every member",
@@ -207,7 +214,7 @@ impl ServeArgs {
                 if let ArrayEvent::ReshapeFinished { capacity_bytes, .. } = &event {
                     logger_size.store(*capacity_bytes, Ordering::Release);
                 }
-                eprintln!("event: {event:?}");
+                say!("event: {event:?}");
             }
         });
         // What the array itself says users can address (the old capacity
@@ -229,12 +236,12 @@ impl ServeArgs {
         });
         let control_thread = match control {
             Some(listener) => {
-                eprintln!("control socket: {}", listener.path().display());
+                say!("control socket: {}", listener.path().display());
                 Some(listener.spawn(Arc::clone(&context), Arc::clone(&control_stop))?)
             }
             None => None,
         };
-        println!("{}", server.uri());
+        say_out!("{}", server.uri());
         // If the engine stops on its own (an internal error), serving on
         // would accept clients it cannot answer: stop as on a signal, and
         // exit with an error.
@@ -261,9 +268,9 @@ impl ServeArgs {
         control_stop.store(true, Ordering::Relaxed);
         let _ = watchdog.join();
         if engine_died.load(Ordering::SeqCst) {
-            eprintln!("the array engine stopped unexpectedly (see above); no longer serving");
+            say!("the array engine stopped unexpectedly (see above); no longer serving");
         } else {
-            eprintln!("stopping: flushing and marking the members clean");
+            say!("stopping: flushing and marking the members clean");
         }
         if let Some(thread) = control_thread {
             let _ = thread.join();
@@ -280,7 +287,7 @@ impl ServeArgs {
             );
         }
         closed?;
-        eprintln!("stopped cleanly");
+        say!("stopped cleanly");
         Ok(0)
     }
 }
