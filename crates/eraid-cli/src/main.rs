@@ -5,11 +5,13 @@
 mod commands;
 mod control;
 mod export;
+mod growth_flags;
 mod locks;
 mod members;
 mod output;
 mod runtime;
 mod size;
+mod socket_path;
 mod space;
 
 use clap::{Parser, Subcommand};

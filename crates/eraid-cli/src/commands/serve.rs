@@ -4,6 +4,7 @@
 use crate::control::{ControlContext, ControlListener};
 use crate::export::ArrayExport;
 use crate::output::{say, say_out};
+use crate::socket_path::socket_path;
 use anyhow::{Context, Result};
 use clap::Args;
 use eraid_core::geometry::Level;
@@ -13,7 +14,7 @@ use eraid_core::reshape::record::ReshapeState;
 use eraid_core::ArrayOptions;
 use eraid_nbd::{Listener, Server, ServerConfig};
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -84,11 +85,10 @@ impl ServeArgs {
         }
         let listener = match (self.listen, self.socket) {
             (Some(addr), _) => Listener::Tcp(addr),
-            // Absolute, so the printed URI works from any directory.
-            (None, Some(path)) => Listener::Unix(std::path::absolute(&path).unwrap_or(path)),
-            (None, None) => Listener::Unix(
-                std::path::absolute("eraid.sock").unwrap_or_else(|_| "eraid.sock".into()),
-            ),
+            // Absolute when it fits, so the printed URI works from any
+            // directory.
+            (None, Some(path)) => Listener::Unix(socket_path(&path, "--socket")?),
+            (None, None) => Listener::Unix(socket_path(Path::new("eraid.sock"), "--socket")?),
         };
         // Assemble (reads only) and bind before the array writes anything, so
         // a failure to listen changes nothing on disk.
@@ -185,8 +185,8 @@ impl ServeArgs {
                 geometry.member_count
             ),
         };
-        let server = Server::bind(listener, Arc::new(export), ServerConfig::default())
-            .context("cannot listen")?;
+        // The error names the address and why (no context: it would repeat).
+        let server = Server::bind(listener, Arc::new(export), ServerConfig::default())?;
         let running = crate::runtime::start_assembled(assembled, ArrayOptions::default())?;
         for line in &running.report {
             say!("{line}");
