@@ -26,20 +26,46 @@ fn metadata_areas(dir: &Path, members: &[&str]) -> Vec<Vec<u8>> {
 }
 
 /// Runs `eraid ARGS`, expects a refusal (exit 2) naming `member` and saying
-/// it is in use, and no change to the metadata of `members`.
+/// it is in use, and no change to the metadata of `members`. A command that
+/// is not refused (a second server that serves) is killed after 10 s, so
+/// the test fails instead of waiting for it forever.
 #[track_caller]
 fn refused_in_use(dir: &Path, args: &[&str], member: &str, members: &[&str]) {
+    use std::io::Read;
     let before = metadata_areas(dir, members);
-    let out = eraid(dir, args);
-    assert_eq!(out.code(), Some(2), "expected a refusal: {out}");
+    let mut child = std::process::Command::new(eraid_bin())
+        .args(args)
+        .current_dir(dir)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let status = wait_timeout(&mut child, std::time::Duration::from_secs(10));
+    if status.is_none() {
+        signal(&child, SIGKILL);
+        let _ = child.wait();
+    }
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    let what = format!("eraid {}", args.join(" "));
+    assert_eq!(
+        status.and_then(|s| s.code()),
+        Some(2),
+        "`{what}` should be refused (None: still running after 10 s): {stderr}"
+    );
     assert!(
-        out.stderr.contains(member) && out.stderr.contains("in use"),
-        "the refusal should name {member} and say it is in use: {out}"
+        stderr.contains(member) && stderr.contains("in use"),
+        "`{what}`: the refusal should name {member} and say it is in use: {stderr}"
     );
     assert!(
         metadata_areas(dir, members) == before,
-        "`eraid {}` was refused but changed a member's metadata",
-        args.join(" ")
+        "`{what}` was refused but changed a member's metadata"
     );
 }
 
@@ -95,6 +121,35 @@ fn a_second_serve_or_check_through_a_link_is_refused() {
     // The same file named twice through two paths is refused too.
     let out = rejected(d, &["check", "d0", "hard0", "d1", "d2"], &["hard0"]);
     assert!(out.stderr.contains("twice"), "{out}");
+}
+
+/// Copies of a served array's members (the same array UUID) are refused:
+/// eraid cannot tell that another path reaches the same data when the
+/// path goes through something it cannot see through (another mount, a
+/// network filesystem), so an array runs in one process at a time.
+#[test]
+fn a_second_copy_of_a_served_array_is_refused_by_its_uuid() {
+    let s = scratch();
+    let d = s.path();
+    let members = ["d0", "d1", "d2"];
+    create(d, &["--level", "5", "--size", "16M", "d0", "d1", "d2"]);
+    for (from, to) in [("d0", "c0"), ("d1", "c1"), ("d2", "c2")] {
+        std::fs::copy(d.join(from), d.join(to)).unwrap();
+    }
+    let uuid = detail_json(d, &members)["array_uuid"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let server = Server::start(d, &members);
+    refused_in_use(
+        d,
+        &["serve", "--socket", "t.sock", "c0", "c1", "c2"],
+        &uuid,
+        &["c0", "c1", "c2"],
+    );
+    server.stop();
+    // Once the first server is gone, the copy serves.
+    Server::start(d, &["c0", "c1", "c2"]).stop();
 }
 
 /// A loop device attached for the test, detached on drop.

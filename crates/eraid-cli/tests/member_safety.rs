@@ -48,6 +48,20 @@ fn check_with_a_member_left_off_refuses_and_changes_nothing() {
         metadata_areas(d, &all) == before,
         "`check d1 d2 d3` changed a member's metadata area"
     );
+    // A member of another array in place of d0: refused too.
+    create(
+        d,
+        &["--level", "10", "--size", "64M", "x0", "x1", "x2", "x3"],
+    );
+    rejected(
+        d,
+        &["check", "x0", "d1", "d2", "d3"],
+        &["x0", "another array"],
+    );
+    assert!(
+        metadata_areas(d, &all) == before,
+        "`check x0 d1 d2 d3` changed a member's metadata area"
+    );
     let detail = detail_json(d, &all);
     for member in detail["members"].as_array().unwrap() {
         assert_eq!(
