@@ -3,7 +3,7 @@
 use anyhow::{bail, Context, Result};
 use eraid_core::geometry::METADATA_BYTES;
 use eraid_core::metadata::assemble::{assemble, Assembly, MemberProbe, SlotState};
-use eraid_driver::{read_metadata_area, MemberFile, MemberIo};
+use eraid_driver::{read_metadata_area, MemberFile, MemberIo, MemberOptions};
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -45,49 +45,7 @@ impl MemberIo for AbsentMember {
     }
 }
 
-/// Holds an exclusive advisory lock on every member for this process's
-/// lifetime, so two eraid processes never drive the same members.
-pub struct MemberLocks {
-    _files: Vec<std::fs::File>,
-}
-
-pub fn lock_members(paths: &[PathBuf]) -> Result<MemberLocks> {
-    check_distinct(paths)?;
-    let mut files = Vec::new();
-    for path in paths {
-        let file = std::fs::File::open(path)
-            .with_context(|| format!("cannot open member {}", path.display()))?;
-        lock_file(&file, path)?;
-        files.push(file);
-    }
-    Ok(MemberLocks { _files: files })
-}
-
-impl MemberLocks {
-    /// Keeps more locks (members added by a growth) for as long as these.
-    pub fn extend(&mut self, more: MemberLocks) {
-        self._files.extend(more._files);
-    }
-}
-
-/// Takes the exclusive advisory lock every eraid process holds on its members.
-fn lock_file(file: &std::fs::File, path: &Path) -> Result<()> {
-    use std::os::fd::AsRawFd;
-    // SAFETY: flock on a file descriptor we own; no memory is shared.
-    let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-    if rc != 0 {
-        let error = io::Error::last_os_error();
-        if error.raw_os_error() == Some(libc::EWOULDBLOCK) {
-            bail!(
-                "{} is in use by another eraid process (serve, check or grow); stop it first, \
-                 or reach a server started with --control through --control",
-                path.display()
-            );
-        }
-        return Err(error).with_context(|| format!("cannot lock {}", path.display()));
-    }
-    Ok(())
-}
+pub use crate::locks::{lock_members, MemberLocks};
 
 /// Files about to join an array in a growth: checked, opened and locked.
 pub struct AddedMembers {
@@ -153,7 +111,7 @@ pub fn check_added_members(
     }
     let mut paths = Vec::new();
     let mut files = Vec::new();
-    let mut locks = Vec::new();
+    let mut locks = MemberLocks::default();
     for path in added {
         match std::fs::metadata(path) {
             Err(error) if error.kind() == io::ErrorKind::NotFound => bail!(
@@ -170,6 +128,7 @@ pub fn check_added_members(
             ),
             Ok(_) => {}
         }
+        locks.extend(crate::locks::lock_member(path)?);
         let file =
             MemberFile::open(path).with_context(|| format!("cannot open {}", path.display()))?;
         if file.size_bytes() < needed_bytes {
@@ -192,17 +151,13 @@ pub fn check_added_members(
                 sb.geometry.member_count
             );
         }
-        let lock =
-            std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
-        lock_file(&lock, path)?;
-        locks.push(lock);
         paths.push(path.canonicalize().unwrap_or_else(|_| path.clone()));
         files.push(file);
     }
     Ok(AddedMembers {
         paths,
         files,
-        locks: MemberLocks { _files: locks },
+        locks,
     })
 }
 
@@ -234,11 +189,42 @@ pub fn check_distinct(paths: &[PathBuf]) -> Result<()> {
 
 /// Reads every member's metadata (without changing anything).
 pub fn probe(paths: &[PathBuf]) -> Result<(Vec<MemberProbe>, Vec<MemberFile>)> {
+    probe_with(paths, MemberOptions::default())
+}
+
+/// Decides the array from its members' metadata, opening them read-only.
+pub fn assemble_read_only(paths: &[PathBuf]) -> Result<Assembly> {
+    if paths.is_empty() {
+        bail!("no members given");
+    }
+    let read_only = MemberOptions {
+        writable: false,
+        ..MemberOptions::default()
+    };
+    let (probes, _files) = probe_with(paths, read_only)?;
+    Ok(assemble(&probes)?)
+}
+
+/// Locks the members, assembles the array (reading only) and locks it by
+/// its UUID too, so no other eraid process drives it by any path.
+pub fn lock_and_assemble(paths: &[PathBuf]) -> Result<(MemberLocks, Assembled)> {
+    let mut locks = lock_members(paths)?;
+    let assembled = assemble_members(paths)?;
+    locks.extend(crate::locks::lock_array(
+        &assembled.assembly.superblock.array_uuid,
+    )?);
+    Ok((locks, assembled))
+}
+
+fn probe_with(
+    paths: &[PathBuf],
+    options: MemberOptions,
+) -> Result<(Vec<MemberProbe>, Vec<MemberFile>)> {
     check_distinct(paths)?;
     let mut probes = Vec::new();
     let mut files = Vec::new();
     for path in paths {
-        let file = MemberFile::open(path)
+        let file = MemberFile::open_with(path, options)
             .with_context(|| format!("cannot open member {}", path.display()))?;
         let metadata =
             read_metadata_area(&file, METADATA_BYTES as usize).map_err(|e| e.to_string());

@@ -30,7 +30,7 @@ fn a_member_left_off_serve_stays_current_until_a_write() {
     for member in status["members"].as_array().expect("members") {
         assert_eq!(member["state"], "active", "{status:#}");
     }
-    let mut server = Server::start(dir.path(), &["d0", "d1", "d2", "d3"]);
+    let server = Server::start(dir.path(), &["d0", "d1", "d2", "d3"]);
     assert!(
         !server.log_text().contains("degraded"),
         "{}",

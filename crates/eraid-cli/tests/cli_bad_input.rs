@@ -238,6 +238,73 @@ fn existing_member_smaller_than_size() {
     );
 }
 
+/// A scratch directory on a disk filesystem (ext4 allows files of at most
+/// 16 TiB; tmpfs allows far larger sparse files).
+fn disk_scratch() -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix("eraid-test-")
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .unwrap()
+}
+
+/// A size the member files' filesystem cannot hold fails before any file
+/// exists (a 0-byte leftover would block the next create), naming the size.
+#[test]
+fn size_larger_than_the_filesystem_allows_leaves_no_file() {
+    let s = disk_scratch();
+    let d = s.path();
+    let out = rejected(
+        d,
+        &["create", "--level", "5", "--size", "100T", "a", "b", "c"],
+        &["--size 100T", "filesystem"],
+    );
+    assert!(out.stderr.contains("nothing was created"), "{out}");
+    create(d, &["--level", "5", "--size", "8M", "a", "b", "c"]);
+}
+
+/// A size beyond any file offset is refused with a message about sizes,
+/// not an integer conversion.
+#[test]
+fn absurd_size_is_refused_by_name() {
+    let s = scratch();
+    let d = s.path();
+    let out = rejected(
+        d,
+        &[
+            "create", "--level", "5", "--size", "9999999T", "a", "b", "c",
+        ],
+        &["--size 9999999T", "larger than the largest supported"],
+    );
+    assert!(!out.stderr.contains("conversion"), "{out}");
+}
+
+/// A create that fails after it made member files (here: an existing
+/// member that cannot be opened for writing, being immutable) removes the
+/// files it made.
+#[test]
+fn create_failing_midway_removes_the_files_it_created() {
+    let test = "create_failing_midway_removes_the_files_it_created";
+    if !require_tools(test, &["chattr"]) || !require(test, is_root(), "root (chattr +i)") {
+        return;
+    }
+    let s = disk_scratch();
+    let d = s.path();
+    blank(d, "c", 8 * MIB);
+    run_tool(d, "chattr", &["+i", "c"]).expect_ok();
+    let out = eraid(
+        d,
+        &["create", "--level", "5", "--size", "8M", "a", "b", "c"],
+    );
+    run_tool(d, "chattr", &["-i", "c"]).expect_ok();
+    assert_eq!(out.code(), Some(2), "{out}");
+    assert!(out.stderr.contains('c'), "{out}");
+    assert!(
+        !d.join("a").exists() && !d.join("b").exists(),
+        "the failed create left the files it created behind: {out}"
+    );
+    create(d, &["--level", "5", "--size", "8M", "a", "b", "c"]);
+}
+
 #[test]
 fn duplicate_member_path() {
     let s = scratch();

@@ -217,6 +217,7 @@ extern "C" {
     fn kill(pid: i32, sig: i32) -> i32;
 }
 
+pub const SIGHUP: i32 = 1;
 pub const SIGKILL: i32 = 9;
 pub const SIGTERM: i32 = 15;
 
@@ -358,15 +359,20 @@ impl Server {
 
     /// SIGTERM, then waits (up to 60 s) and returns the exit status.
     pub fn terminate(&mut self) -> ExitStatus {
+        self.terminate_with(SIGTERM)
+    }
+
+    /// Sends `sig`, then waits (up to 60 s) and returns the exit status.
+    pub fn terminate_with(&mut self, sig: i32) -> ExitStatus {
         let mut child = self.child.take().expect("server running");
-        signal(&child, SIGTERM);
+        signal(&child, sig);
         match wait_timeout(&mut child, Duration::from_secs(60)) {
             Some(status) => status,
             None => {
                 let _ = child.kill();
                 let _ = child.wait();
                 panic!(
-                    "the server did not exit within 60 s of SIGTERM\n--- server log ---\n{}",
+                    "the server did not exit within 60 s of signal {sig}\n--- server log ---\n{}",
                     self.log_text()
                 );
             }
