@@ -21,7 +21,7 @@ const KIB: u64 = 1024;
 pub enum Preset {
     /// SPC Financial1 (OLTP at a large financial institution).
     ///
-    /// Published (PRO paper, Table 2, `papers/pro-reconstruction.md`; the
+    /// Published (PRO paper, Table 2; the
     /// first 200,000 requests of the trace): **35.91% reads / 64.09% writes,
     /// 64.06 IOPS**. The EPU paper (§V-B) also calls Financial "write
     /// dominated". None of the papers here gives request sizes beyond
