@@ -75,6 +75,29 @@ pub enum AssemblyError {
         slot: usize,
         expected: String,
     },
+    #[error(
+        "{path} says it is member {slot}, but the newest metadata of the array (events {events}, \
+         on {newest_path}) has only {member_count} members: it may have joined a growth that was \
+         never recorded on the others; leave it out"
+    )]
+    SlotBeyondArray {
+        path: String,
+        slot: usize,
+        member_count: usize,
+        events: u64,
+        newest_path: String,
+    },
+    #[error(
+        "{path} (events {events}) and {newest_path} (events {newest_events}) are both current \
+         but disagree about the array: {detail}"
+    )]
+    Disagreement {
+        path: String,
+        events: u64,
+        newest_path: String,
+        newest_events: u64,
+        detail: String,
+    },
     #[error("{path} is smaller ({size_bytes} bytes) than the array needs ({needed_bytes} bytes)")]
     TooSmall {
         path: String,
@@ -154,7 +177,15 @@ pub fn assemble(probes: &[MemberProbe]) -> Result<Assembly, AssemblyError> {
             });
         }
         let slot = superblock.this_member;
-        let record = &newest.members[slot];
+        let Some(record) = newest.members.get(slot) else {
+            return Err(AssemblyError::SlotBeyondArray {
+                path: probe.path.clone(),
+                slot,
+                member_count: newest.geometry.member_count,
+                events: newest.events,
+                newest_path: probes[newest_index].path.clone(),
+            });
+        };
         if record.uuid != superblock.this_member_uuid() {
             return Err(AssemblyError::ReplacedMember {
                 path: probe.path.clone(),
@@ -181,6 +212,17 @@ pub fn assemble(probes: &[MemberProbe]) -> Result<Assembly, AssemblyError> {
         // One behind is a superblock update a crash interrupted; a member the
         // newest copy marks faulty, or further behind, missed data writes.
         let in_sync = record.state == MemberState::Active && superblock.events + 1 >= newest.events;
+        if in_sync {
+            if let Some(detail) = disagreement(superblock, &newest) {
+                return Err(AssemblyError::Disagreement {
+                    path: probe.path.clone(),
+                    events: superblock.events,
+                    newest_path: probes[newest_index].path.clone(),
+                    newest_events: newest.events,
+                    detail,
+                });
+            }
+        }
         slots[slot] = if in_sync {
             report.push(format!(
                 "member {slot}: {} in sync (events {})",
@@ -247,6 +289,50 @@ pub fn assemble(probes: &[MemberProbe]) -> Result<Assembly, AssemblyError> {
         bitmap_sequence,
         report,
     })
+}
+
+/// What a current member's copy says that the newest cannot also be true
+/// with. One event behind, a member may miss the growth that added members
+/// (the joining members' write comes first); nothing else may differ.
+fn disagreement(copy: &Superblock, newest: &Superblock) -> Option<String> {
+    let (a, b) = (&copy.geometry, &newest.geometry);
+    let shape = |g: &crate::geometry::Geometry| {
+        (
+            g.level,
+            g.layout,
+            g.chunk_bytes,
+            g.data_offset_bytes,
+            g.member_data_bytes,
+        )
+    };
+    if shape(a) != shape(b) {
+        return Some(format!(
+            "RAID-{} {} chunk {} of {} bytes per member against RAID-{} {} chunk {} of {}",
+            a.level.number(),
+            a.layout.name(),
+            a.chunk_bytes,
+            a.member_data_bytes,
+            b.level.number(),
+            b.layout.name(),
+            b.chunk_bytes,
+            b.member_data_bytes
+        ));
+    }
+    let grown_since = copy.events < newest.events && a.member_count < b.member_count;
+    if a.member_count != b.member_count && !grown_since {
+        return Some(format!(
+            "{} members against {}",
+            a.member_count, b.member_count
+        ));
+    }
+    // Members both copies know must be the same members.
+    let common = a.member_count.min(b.member_count);
+    if let Some(slot) =
+        (0..common).find(|&slot| copy.members[slot].uuid != newest.members[slot].uuid)
+    {
+        return Some(format!("they record different members in slot {slot}"));
+    }
+    None
 }
 
 fn check_survivable(superblock: &Superblock, slots: &[SlotState]) -> Result<(), AssemblyError> {

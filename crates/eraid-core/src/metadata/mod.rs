@@ -10,6 +10,7 @@ pub mod bitmap;
 pub mod create;
 pub mod record;
 pub mod superblock;
+pub mod validate;
 
 /// Superblock slot offsets and size within a member.
 pub const SUPERBLOCK_SLOTS_BYTES: [u64; 2] = [0, 64 << 10];
