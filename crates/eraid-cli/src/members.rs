@@ -295,3 +295,56 @@ pub fn assemble_members(paths: &[PathBuf]) -> Result<Assembled> {
         direct,
     })
 }
+
+/// One member as `detail` reads it: its probe (whose `metadata` says why it
+/// could not be read), and whether it could be opened at all.
+pub struct ReadOnlyProbe {
+    pub probe: MemberProbe,
+    pub opened: bool,
+}
+
+/// Reads every member's metadata through a read-only handle, for commands
+/// that only look (`detail`): nothing is written, nothing is locked, a FIFO
+/// is not opened (it would block), and a member that cannot be opened or
+/// read is described in its probe instead of failing the whole.
+pub fn probe_read_only(paths: &[PathBuf]) -> Vec<ReadOnlyProbe> {
+    use eraid_driver::{DirectMode, MemberOptions};
+    use std::os::unix::fs::FileTypeExt;
+    let options = MemberOptions {
+        writable: false,
+        direct: DirectMode::Never,
+    };
+    paths
+        .iter()
+        .map(|path| {
+            let opened = std::fs::metadata(path)
+                .map_err(|e| e.to_string())
+                .and_then(|meta| {
+                    let kind = meta.file_type();
+                    if kind.is_file() || kind.is_block_device() {
+                        Ok(())
+                    } else {
+                        Err("not a regular file or block device".to_string())
+                    }
+                })
+                .and_then(|()| MemberFile::open_with(path, options).map_err(|e| e.to_string()));
+            let (metadata, size_bytes, opened) = match opened {
+                Ok(file) => (
+                    read_metadata_area(&file, METADATA_BYTES as usize)
+                        .map_err(|e| format!("cannot read: {e}")),
+                    file.size_bytes(),
+                    true,
+                ),
+                Err(error) => (Err(format!("cannot open: {error}")), 0, false),
+            };
+            ReadOnlyProbe {
+                probe: MemberProbe {
+                    path: path.display().to_string(),
+                    metadata,
+                    size_bytes,
+                },
+                opened,
+            }
+        })
+        .collect()
+}

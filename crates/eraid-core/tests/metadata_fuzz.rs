@@ -18,7 +18,9 @@ mod common;
 use common::*;
 use eraid_core::geometry::{Geometry, Level, ParityLayout, METADATA_BYTES};
 use eraid_core::io::{AdminCommand, Machine, UserOp};
-use eraid_core::metadata::assemble::{assemble, Assembly, AssemblyError, MemberProbe, SlotState};
+use eraid_core::metadata::assemble::{
+    assemble, assemble_with, AssembleOptions, Assembly, AssemblyError, MemberProbe, SlotState,
+};
 use eraid_core::metadata::bitmap::{IntentBitmap, BITMAP_KIND};
 use eraid_core::metadata::record;
 use eraid_core::metadata::superblock::{Superblock, SUPERBLOCK_KIND};
@@ -856,6 +858,28 @@ fn check_assembly(assembly: &Assembly, probes: &[MemberProbe]) {
     }
 }
 
+/// A forced assembly of a set too degraded to run: it takes back only
+/// members given, runs or says why not, and never panics.
+fn check_forced(probes: &[MemberProbe]) {
+    let (result, largest) =
+        largest_allocation(|| assemble_with(probes, AssembleOptions { force: true }));
+    assert!(largest <= ASSEMBLY_ALLOCATION_BYTES_MAX);
+    match result {
+        Ok(assembly) => {
+            assert!(!assembly.forced.is_empty());
+            for forced in &assembly.forced {
+                assert!(probes.iter().any(|p| p.path == forced.path));
+                assert!(matches!(
+                    assembly.slots[forced.slot],
+                    SlotState::Present { .. }
+                ));
+            }
+            check_assembly(&assembly, probes);
+        }
+        Err(error) => check_error(&error, probes),
+    }
+}
+
 fn run_case(spec: &BaseSpec, mutations: &[Mutation]) {
     let base = build_base(spec);
     let foreign_spec = BaseSpec {
@@ -923,6 +947,14 @@ fn run_case(spec: &BaseSpec, mutations: &[Mutation]) {
     let assembly = match result {
         Err(error) => {
             check_error(&error, &probes);
+            if matches!(
+                error,
+                AssemblyError::TooManyMissing { .. }
+                    | AssemblyError::MissingMember { .. }
+                    | AssemblyError::MirrorLost { .. }
+            ) {
+                check_forced(&probes);
+            }
             assert!(
                 !(only_dropped && missing <= tolerated && !candidates.is_empty()),
                 "{} of {} members missing (tolerated {tolerated}) must assemble: {error}",

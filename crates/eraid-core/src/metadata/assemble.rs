@@ -36,6 +36,8 @@ pub struct Assembly {
     pub bitmap_sequence: u64,
     /// Human-readable lines: what was found and decided.
     pub report: Vec<String>,
+    /// Failed members a forced assembly took back (`AssembleOptions::force`).
+    pub forced: Vec<ForcedMember>,
 }
 
 impl Assembly {
@@ -47,7 +49,7 @@ impl Assembly {
     }
 }
 
-#[derive(Debug, Error, PartialEq, Eq)]
+#[derive(Clone, Debug, Error, PartialEq, Eq)]
 pub enum AssemblyError {
     #[error("no members given")]
     NoMembers,
@@ -122,40 +124,123 @@ pub enum AssemblyError {
     MirrorLost { a: usize, b: usize },
 }
 
+/// How to assemble.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AssembleOptions {
+    /// Linux MD's `--assemble --force`: when too many members are failed for
+    /// the array to run, take back failed members that were given, most
+    /// recent superblock (highest event count) first, as few as make it
+    /// run; they are recorded active again and every region is marked for
+    /// resync. Data written while a member taken back was out is lost on
+    /// it, and stripes being written when it failed may be inconsistent.
+    pub force: bool,
+}
+
+/// A failed member taken back by a forced assembly.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ForcedMember {
+    pub slot: usize,
+    pub path: String,
+    /// Its own superblock's event count, and the array's newest.
+    pub events: u64,
+    pub array_events: u64,
+}
+
+/// A member given to `survey` whose metadata could not be used.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UnusableMember {
+    pub probe: usize,
+    pub error: AssemblyError,
+}
+
+/// What the usable members say about the array, whether or not it can run
+/// (for `detail`): the assembly as it would be, and why it cannot run.
+#[derive(Debug)]
+pub struct Survey {
+    pub assembly: Assembly,
+    /// Members without a usable superblock (not in `assembly.slots`).
+    pub unusable: Vec<UnusableMember>,
+    /// Why the array cannot run with these members, if it cannot.
+    pub failed: Option<AssemblyError>,
+}
+
 /// Decides the array from the probes, or says precisely why it cannot run.
 pub fn assemble(probes: &[MemberProbe]) -> Result<Assembly, AssemblyError> {
+    assemble_with(probes, AssembleOptions::default())
+}
+
+/// `assemble`, with options (forced assembly).
+pub fn assemble_with(
+    probes: &[MemberProbe],
+    options: AssembleOptions,
+) -> Result<Assembly, AssemblyError> {
+    let survey = examine(probes, false, options.force)?;
+    match survey.failed {
+        Some(error) => Err(error),
+        None => Ok(survey.assembly),
+    }
+}
+
+/// The array as the usable members describe it, even if it cannot run:
+/// members whose metadata cannot be read or decoded are set aside (with
+/// why) instead of failing the whole. Fails only when no member is usable
+/// or the usable ones contradict each other.
+pub fn survey(probes: &[MemberProbe]) -> Result<Survey, AssemblyError> {
+    examine(probes, true, false)
+}
+
+/// One probe's superblock, or why it has none.
+fn decode_probe(probe: &MemberProbe) -> Result<Superblock, AssemblyError> {
+    let area = probe
+        .metadata
+        .as_ref()
+        .map_err(|reason| AssemblyError::Unreadable {
+            path: probe.path.clone(),
+            reason: reason.clone(),
+        })?;
+    Superblock::decode_newest(area).map_err(|e| AssemblyError::NotAMember {
+        path: probe.path.clone(),
+        reason: e.to_string(),
+    })
+}
+
+/// The work of `assemble_with` and `survey`: `tolerant` sets unusable
+/// members aside; `force` takes failed ones back (see `AssembleOptions`).
+fn examine(probes: &[MemberProbe], tolerant: bool, force: bool) -> Result<Survey, AssemblyError> {
     if probes.is_empty() {
         return Err(AssemblyError::NoMembers);
     }
-    let mut decoded = Vec::with_capacity(probes.len());
-    for probe in probes {
-        let area = probe
-            .metadata
-            .as_ref()
-            .map_err(|reason| AssemblyError::Unreadable {
-                path: probe.path.clone(),
-                reason: reason.clone(),
-            })?;
-        let superblock =
-            Superblock::decode_newest(area).map_err(|e| AssemblyError::NotAMember {
-                path: probe.path.clone(),
-                reason: e.to_string(),
-            })?;
-        decoded.push(superblock);
+    let mut decoded: Vec<Option<Superblock>> = Vec::with_capacity(probes.len());
+    let mut unusable = Vec::new();
+    for (index, probe) in probes.iter().enumerate() {
+        match decode_probe(probe) {
+            Ok(superblock) => decoded.push(Some(superblock)),
+            Err(error) if tolerant => {
+                unusable.push(UnusableMember {
+                    probe: index,
+                    error,
+                });
+                decoded.push(None);
+            }
+            Err(error) => return Err(error),
+        }
     }
+    let usable = || {
+        decoded
+            .iter()
+            .enumerate()
+            .filter_map(|(i, d)| Some((i, d.as_ref()?)))
+    };
     // The array is the one most members belong to (a stray member of another
     // array is the odd one out); within it, the newest copy is authoritative.
-    let count = |uuid: &str| decoded.iter().filter(|d| d.array_uuid == uuid).count();
-    let newest_index = (0..decoded.len())
-        .max_by_key(|&i| {
-            (
-                count(&decoded[i].array_uuid),
-                decoded[i].events,
-                std::cmp::Reverse(i),
-            )
-        })
-        .expect("non-empty");
-    let newest = decoded[newest_index].clone();
+    let count = |uuid: &str| usable().filter(|(_, d)| d.array_uuid == uuid).count();
+    let Some(newest_index) = usable()
+        .max_by_key(|&(i, d)| (count(&d.array_uuid), d.events, std::cmp::Reverse(i)))
+        .map(|(i, _)| i)
+    else {
+        return Err(unusable.swap_remove(0).error);
+    };
+    let mut newest = decoded[newest_index].clone().expect("usable");
     let mut report = vec![format!(
         "array {}: RAID-{} {} chunk {} KiB, {} members, events {} (newest copy on {})",
         newest.array_uuid,
@@ -168,7 +253,8 @@ pub fn assemble(probes: &[MemberProbe]) -> Result<Assembly, AssemblyError> {
     )];
     let mut slots = vec![SlotState::Missing; newest.geometry.member_count];
     let needed_bytes = newest.geometry.data_offset_bytes + newest.geometry.member_data_bytes;
-    for (probe_index, (probe, superblock)) in probes.iter().zip(&decoded).enumerate() {
+    for (probe_index, superblock) in usable() {
+        let probe = &probes[probe_index];
         if superblock.array_uuid != newest.array_uuid {
             return Err(AssemblyError::ForeignMember {
                 path: probe.path.clone(),
@@ -248,7 +334,11 @@ pub fn assemble(probes: &[MemberProbe]) -> Result<Assembly, AssemblyError> {
             ));
         }
     }
-    check_survivable(&newest, &slots)?;
+    let mut forced = Vec::new();
+    if force && check_survivable(&newest, &slots).is_err() {
+        forced = take_back_failed(&mut newest, &mut slots, &decoded, probes, &mut report);
+    }
+    let failed = check_survivable(&newest, &slots).err();
     let region_count = newest
         .geometry
         .stripe_count()
@@ -259,7 +349,7 @@ pub fn assemble(probes: &[MemberProbe]) -> Result<Assembly, AssemblyError> {
         let SlotState::Present { probe } = state else {
             continue;
         };
-        let area = probes[*probe].metadata.as_ref().expect("checked above");
+        let area = probes[*probe].metadata.as_ref().expect("decoded above");
         match IntentBitmap::decode_newest(area, region_count) {
             Ok((sequence, member_bitmap)) => {
                 bitmap.union_with(&member_bitmap);
@@ -277,18 +367,110 @@ pub fn assemble(probes: &[MemberProbe]) -> Result<Assembly, AssemblyError> {
             }
         }
     }
+    if !forced.is_empty() {
+        // Stripes written while a member taken back failed may not match
+        // their parity: resync everything that can be.
+        newest.state = super::superblock::ArrayState::Dirty;
+        for region in 0..region_count {
+            bitmap.set(region, true);
+        }
+    }
     let dirty = bitmap.dirty_regions().count();
     report.push(format!(
         "state {:?}; {dirty} of {region_count} bitmap regions marked for resync",
         newest.state
     ));
-    Ok(Assembly {
-        superblock: newest,
-        slots,
-        bitmap,
-        bitmap_sequence,
-        report,
+    Ok(Survey {
+        assembly: Assembly {
+            superblock: newest,
+            slots,
+            bitmap,
+            bitmap_sequence,
+            report,
+            forced,
+        },
+        unusable,
+        failed,
     })
+}
+
+/// How far from running the array is: members (RAID-0/5/6) or mirror
+/// pairs (RAID-10) missing beyond what it survives.
+fn shortfall(superblock: &Superblock, slots: &[SlotState]) -> usize {
+    let absent = |slot: usize| !matches!(slots[slot], SlotState::Present { .. });
+    let level = superblock.geometry.level;
+    match level {
+        Level::Raid10 => {
+            let layout = crate::layout::layout_for(&superblock.geometry);
+            (0..superblock.geometry.member_count as u64)
+                .map(|stripe| layout.stripe_map(stripe))
+                .filter(|map| absent(map.data[0].member) && absent(map.parity[0].member))
+                .count()
+        }
+        _ => (0..slots.len())
+            .filter(|&slot| absent(slot))
+            .count()
+            .saturating_sub(level.redundancy()),
+    }
+}
+
+/// Forced assembly: takes back stale members given, highest event count
+/// first, each only if it brings the array closer to running, until it
+/// runs. A member whose copy describes another shape of the array (it
+/// missed a growth) is never taken back. Returns what was taken back.
+fn take_back_failed(
+    newest: &mut Superblock,
+    slots: &mut [SlotState],
+    decoded: &[Option<Superblock>],
+    probes: &[MemberProbe],
+    report: &mut Vec<String>,
+) -> Vec<ForcedMember> {
+    let mut candidates: Vec<(usize, usize, u64)> = slots
+        .iter()
+        .enumerate()
+        .filter_map(|(slot, state)| match *state {
+            SlotState::Stale { probe, events } => Some((slot, probe, events)),
+            _ => None,
+        })
+        .collect();
+    candidates.sort_by_key(|&(slot, _, events)| (std::cmp::Reverse(events), slot));
+    let mut forced = Vec::new();
+    for (slot, probe, events) in candidates {
+        let before = shortfall(newest, slots);
+        if before == 0 {
+            break;
+        }
+        let copy = decoded[probe].as_ref().expect("stale members decoded");
+        let checkpoint = |sb: &Superblock| sb.reshape.as_ref().map(|r| r.checkpoint_chunk);
+        if copy.geometry != newest.geometry || checkpoint(copy) != checkpoint(newest) {
+            report.push(format!(
+                "member {slot}: {} cannot be forced back: its metadata (events {events}) \
+                 describes the array before a growth",
+                probes[probe].path
+            ));
+            continue;
+        }
+        slots[slot] = SlotState::Present { probe };
+        if shortfall(newest, slots) == before {
+            slots[slot] = SlotState::Stale { probe, events };
+            continue;
+        }
+        let record = &mut newest.members[slot];
+        record.state = MemberState::Active;
+        record.failure = None;
+        report.push(format!(
+            "member {slot}: {} forced back in (its events {events}, the array's {}): \
+             writes it missed are lost on it; every region will be resynced",
+            probes[probe].path, newest.events
+        ));
+        forced.push(ForcedMember {
+            slot,
+            path: probes[probe].path.clone(),
+            events,
+            array_events: newest.events,
+        });
+    }
+    forced
 }
 
 /// What a current member's copy says that the newest cannot also be true
