@@ -2,7 +2,9 @@
 
 use anyhow::{bail, Context, Result};
 use eraid_core::geometry::METADATA_BYTES;
-use eraid_core::metadata::assemble::{assemble, Assembly, MemberProbe, SlotState};
+use eraid_core::metadata::assemble::{
+    assemble_with, AssembleOptions, Assembly, AssemblyError, MemberProbe, SlotState,
+};
 use eraid_driver::{read_metadata_area, MemberFile, MemberIo};
 use std::io;
 use std::path::{Path, PathBuf};
@@ -254,11 +256,20 @@ pub fn probe(paths: &[PathBuf]) -> Result<(Vec<MemberProbe>, Vec<MemberFile>)> {
 
 /// Probes and assembles, returning devices ordered by member slot.
 pub fn assemble_members(paths: &[PathBuf]) -> Result<Assembled> {
+    assemble_members_with(paths, AssembleOptions::default())
+}
+
+/// `assemble_members` with options (`serve --force`). When the array
+/// cannot run but a forced assembly would run it, the error says so.
+pub fn assemble_members_with(paths: &[PathBuf], options: AssembleOptions) -> Result<Assembled> {
     if paths.is_empty() {
         bail!("no members given");
     }
     let (probes, files) = probe(paths)?;
-    let assembly = assemble(&probes)?;
+    let assembly = match assemble_with(&probes, options) {
+        Ok(assembly) => assembly,
+        Err(error) => return Err(with_force_hint(error, &probes, options)),
+    };
     let mut files: Vec<Option<MemberFile>> = files.into_iter().map(Some).collect();
     let mut devices: Vec<Arc<dyn MemberIo>> = Vec::new();
     let mut slot_paths = Vec::new();
@@ -347,4 +358,44 @@ pub fn probe_read_only(paths: &[PathBuf]) -> Vec<ReadOnlyProbe> {
             }
         })
         .collect()
+}
+
+/// `error`, and when too many members failed but some of them were given
+/// and a forced assembly would run the array: what `serve --force` would
+/// take back, and what that risks.
+fn with_force_hint(
+    error: AssemblyError,
+    probes: &[MemberProbe],
+    options: AssembleOptions,
+) -> anyhow::Error {
+    let too_few = matches!(
+        error,
+        AssemblyError::TooManyMissing { .. }
+            | AssemblyError::MissingMember { .. }
+            | AssemblyError::MirrorLost { .. }
+    );
+    if options.force || !too_few {
+        return error.into();
+    }
+    let Ok(forced) = assemble_with(probes, AssembleOptions { force: true }) else {
+        return error.into();
+    };
+    let taken: Vec<String> = forced
+        .forced
+        .iter()
+        .map(|f| {
+            format!(
+                "member {} ({}, events {} of the array's {})",
+                f.slot, f.path, f.events, f.array_events
+            )
+        })
+        .collect();
+    anyhow::anyhow!(
+        "{error}. Nothing was changed. `eraid serve --force` with the same members would take \
+         back {} (the most recent failed copy, as Linux MD's --assemble --force): writes made \
+         while it was failed are lost on it, stripes being written when it failed may read back \
+         wrong (the write hole), and every region is marked for resync. Use it only when the \
+         failed members are healthy again (for example space was freed after ENOSPC)",
+        taken.join(" and ")
+    )
 }

@@ -195,7 +195,12 @@ impl DetailArgs {
                             probe: index,
                             error,
                         });
-                        Some(format!("{}: {state} ({reason})", probe.path))
+                        let verdict = if reason.starts_with("unreadable superblock") {
+                            "not an eraid member"
+                        } else {
+                            state
+                        };
+                        Some(format!("{}: {verdict} ({reason})", probe.path))
                     })
                     .collect();
                 if all_unusable.len() == probes.len() {
