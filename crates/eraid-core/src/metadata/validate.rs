@@ -1,4 +1,5 @@
-//! Validation of everything a superblock says, at decode time: a member's
+//! Validation of everything a superblock says, at decode time (and, for
+//! copies on different members, at assembly: `disagreement`): a member's
 //! metadata is outside input (a torn write has a bad checksum, but a bug, an
 //! older or hostile writer can leave a well-formed record that lies). Each
 //! check below guards an index, an allocation or an arithmetic step of the
@@ -269,4 +270,48 @@ fn backup(b: &BackupRecord, record: &ReshapeRecord, g: &Geometry) -> Result<(), 
         ));
     }
     Ok(())
+}
+
+/// What a current member's copy says that the newest cannot also be true
+/// with. One event behind, a member may miss the growth that added members
+/// (the joining members' write comes first); nothing else may differ.
+pub(super) fn disagreement(copy: &Superblock, newest: &Superblock) -> Option<String> {
+    let (a, b) = (&copy.geometry, &newest.geometry);
+    let shape = |g: &crate::geometry::Geometry| {
+        (
+            g.level,
+            g.layout,
+            g.chunk_bytes,
+            g.data_offset_bytes,
+            g.member_data_bytes,
+        )
+    };
+    if shape(a) != shape(b) {
+        return Some(format!(
+            "RAID-{} {} chunk {} of {} bytes per member against RAID-{} {} chunk {} of {}",
+            a.level.number(),
+            a.layout.name(),
+            a.chunk_bytes,
+            a.member_data_bytes,
+            b.level.number(),
+            b.layout.name(),
+            b.chunk_bytes,
+            b.member_data_bytes
+        ));
+    }
+    let grown_since = copy.events < newest.events && a.member_count < b.member_count;
+    if a.member_count != b.member_count && !grown_since {
+        return Some(format!(
+            "{} members against {}",
+            a.member_count, b.member_count
+        ));
+    }
+    // Members both copies know must be the same members.
+    let common = a.member_count.min(b.member_count);
+    if let Some(slot) =
+        (0..common).find(|&slot| copy.members[slot].uuid != newest.members[slot].uuid)
+    {
+        return Some(format!("they record different members in slot {slot}"));
+    }
+    None
 }
