@@ -2,7 +2,9 @@
 
 use anyhow::{bail, Context, Result};
 use eraid_core::geometry::METADATA_BYTES;
-use eraid_core::metadata::assemble::{assemble, Assembly, MemberProbe, SlotState};
+use eraid_core::metadata::assemble::{
+    assemble, assemble_with, AssembleOptions, Assembly, AssemblyError, MemberProbe, SlotState,
+};
 use eraid_driver::{read_metadata_area, MemberFile, MemberIo, MemberOptions};
 use std::io;
 use std::path::{Path, PathBuf};
@@ -208,8 +210,16 @@ pub fn assemble_read_only(paths: &[PathBuf]) -> Result<Assembly> {
 /// Locks the members, assembles the array (reading only) and locks it by
 /// its UUID too, so no other eraid process drives it by any path.
 pub fn lock_and_assemble(paths: &[PathBuf]) -> Result<(MemberLocks, Assembled)> {
+    lock_and_assemble_with(paths, AssembleOptions::default())
+}
+
+/// `lock_and_assemble` with options (`serve --force`).
+pub fn lock_and_assemble_with(
+    paths: &[PathBuf],
+    options: AssembleOptions,
+) -> Result<(MemberLocks, Assembled)> {
     let mut locks = lock_members(paths)?;
-    let assembled = assemble_members(paths)?;
+    let assembled = assemble_members_with(paths, options)?;
     locks.extend(crate::locks::lock_array(
         &assembled.assembly.superblock.array_uuid,
     )?);
@@ -240,11 +250,20 @@ fn probe_with(
 
 /// Probes and assembles, returning devices ordered by member slot.
 pub fn assemble_members(paths: &[PathBuf]) -> Result<Assembled> {
+    assemble_members_with(paths, AssembleOptions::default())
+}
+
+/// `assemble_members` with options (`serve --force`). When the array
+/// cannot run but a forced assembly would run it, the error says so.
+pub fn assemble_members_with(paths: &[PathBuf], options: AssembleOptions) -> Result<Assembled> {
     if paths.is_empty() {
         bail!("no members given");
     }
     let (probes, files) = probe(paths)?;
-    let assembly = assemble(&probes)?;
+    let assembly = match assemble_with(&probes, options) {
+        Ok(assembly) => assembly,
+        Err(error) => return Err(with_force_hint(error, &probes, options)),
+    };
     let mut files: Vec<Option<MemberFile>> = files.into_iter().map(Some).collect();
     let mut devices: Vec<Arc<dyn MemberIo>> = Vec::new();
     let mut slot_paths = Vec::new();
@@ -280,4 +299,97 @@ pub fn assemble_members(paths: &[PathBuf]) -> Result<Assembled> {
         devices,
         direct,
     })
+}
+
+/// One member as `detail` reads it: its probe (whose `metadata` says why it
+/// could not be read), and whether it could be opened at all.
+pub struct ReadOnlyProbe {
+    pub probe: MemberProbe,
+    pub opened: bool,
+}
+
+/// Reads every member's metadata through a read-only handle, for commands
+/// that only look (`detail`): nothing is written, nothing is locked, a FIFO
+/// is not opened (it would block), and a member that cannot be opened or
+/// read is described in its probe instead of failing the whole.
+pub fn probe_read_only(paths: &[PathBuf]) -> Vec<ReadOnlyProbe> {
+    use eraid_driver::{DirectMode, MemberOptions};
+    use std::os::unix::fs::FileTypeExt;
+    let options = MemberOptions {
+        writable: false,
+        direct: DirectMode::Never,
+    };
+    paths
+        .iter()
+        .map(|path| {
+            let opened = std::fs::metadata(path)
+                .map_err(|e| e.to_string())
+                .and_then(|meta| {
+                    let kind = meta.file_type();
+                    if kind.is_file() || kind.is_block_device() {
+                        Ok(())
+                    } else {
+                        Err("not a regular file or block device".to_string())
+                    }
+                })
+                .and_then(|()| MemberFile::open_with(path, options).map_err(|e| e.to_string()));
+            let (metadata, size_bytes, opened) = match opened {
+                Ok(file) => (
+                    read_metadata_area(&file, METADATA_BYTES as usize)
+                        .map_err(|e| format!("cannot read: {e}")),
+                    file.size_bytes(),
+                    true,
+                ),
+                Err(error) => (Err(format!("cannot open: {error}")), 0, false),
+            };
+            ReadOnlyProbe {
+                probe: MemberProbe {
+                    path: path.display().to_string(),
+                    metadata,
+                    size_bytes,
+                },
+                opened,
+            }
+        })
+        .collect()
+}
+
+/// `error`, and when too many members failed but some of them were given
+/// and a forced assembly would run the array: what `serve --force` would
+/// take back, and what that risks.
+fn with_force_hint(
+    error: AssemblyError,
+    probes: &[MemberProbe],
+    options: AssembleOptions,
+) -> anyhow::Error {
+    let too_few = matches!(
+        error,
+        AssemblyError::TooManyMissing { .. }
+            | AssemblyError::MissingMember { .. }
+            | AssemblyError::MirrorLost { .. }
+    );
+    if options.force || !too_few {
+        return error.into();
+    }
+    let Ok(forced) = assemble_with(probes, AssembleOptions { force: true }) else {
+        return error.into();
+    };
+    let taken: Vec<String> = forced
+        .forced
+        .iter()
+        .map(|f| {
+            format!(
+                "member {} ({}, events {} of the array's {})",
+                f.slot, f.path, f.events, f.array_events
+            )
+        })
+        .collect();
+    anyhow::anyhow!(
+        "{error}. Nothing was changed. `eraid serve --force` with the same members would take \
+         back {} (the most recent failed copy, as Linux MD's --assemble --force): writes made \
+         while it was failed are lost on it, stripes being written when it failed may read back \
+         wrong (the write hole), and every region is marked for resync. Use it only when the \
+         failed members are healthy again (for example space was freed after ENOSPC)",
+        taken.join(" and ")
+    )
 }

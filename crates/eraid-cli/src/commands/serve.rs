@@ -65,6 +65,17 @@ pub struct ServeArgs {
     /// Linux MD refuses to start a dirty degraded array).
     #[arg(long)]
     allow_dirty_degraded: bool,
+    /// When more members have failed than the array survives, take back
+    /// the failed members given whose metadata is most recent (highest
+    /// event count), as few as make the array run (Linux MD's
+    /// --assemble --force), record them active again and mark every region
+    /// for resync. Writes made while a member taken back was failed are
+    /// lost on it, and stripes being written when it failed may read back
+    /// wrong (the write hole). Use it when the failed members are healthy
+    /// again, for example after space was freed on a full filesystem.
+    /// Implies --allow-dirty-degraded for this start.
+    #[arg(long)]
+    force: bool,
     /// Member files or block devices of the array (any order).
     #[arg(required = true)]
     members: Vec<PathBuf>,
@@ -92,7 +103,18 @@ impl ServeArgs {
         };
         // Assemble (reads only) and bind before the array writes anything, so
         // a failure to listen changes nothing on disk.
-        let (locks, assembled) = crate::members::lock_and_assemble(&self.members)?;
+        let options = eraid_core::metadata::assemble::AssembleOptions { force: self.force };
+        let (locks, assembled) = crate::members::lock_and_assemble_with(&self.members, options)?;
+        for forced in &assembled.assembly.forced {
+            say!(
+                "forced assembly: took back member {} ({}): its events {}, the array's {}; \
+                 recorded active again, every region marked for resync",
+                forced.slot,
+                forced.path,
+                forced.events,
+                forced.array_events
+            );
+        }
         let superblock = &assembled.assembly.superblock;
         let geometry = superblock.geometry;
         let size_bytes = Arc::new(AtomicU64::new(crate::members::visible_capacity_bytes(
@@ -185,7 +207,8 @@ impl ServeArgs {
         }
         let dirty_regions = assembled.assembly.bitmap.dirty_regions().count();
         let parity_level = matches!(geometry.level, Level::Raid5 | Level::Raid6);
-        if parity_level && dirty_regions > 0 && !absent.is_empty() && !self.allow_dirty_degraded {
+        let allow_dirty_degraded = self.allow_dirty_degraded || self.force;
+        if parity_level && dirty_regions > 0 && !absent.is_empty() && !allow_dirty_degraded {
             anyhow::bail!(
                 "the array was not shut down cleanly ({dirty_regions} bitmap regions await a \
                  resync, so their parity may not match their data) and {}: data rebuilt for \

@@ -25,7 +25,9 @@ impl Array {
                 })
             })
             .collect();
+        // More members failed than the array survives: every I/O fails (MD: FAILED).
         let state = match (self.phase, self.superblock.state) {
+            _ if !self.survivable() => "failed",
             (Phase::Closed, ArrayState::Clean) => "clean",
             _ => "active",
         };

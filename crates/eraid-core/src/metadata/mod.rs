@@ -8,8 +8,11 @@
 pub mod assemble;
 pub mod bitmap;
 pub mod create;
+pub mod force;
 pub mod record;
 pub mod superblock;
+pub mod text;
+pub mod validate;
 
 /// Superblock slot offsets and size within a member.
 pub const SUPERBLOCK_SLOTS_BYTES: [u64; 2] = [0, 64 << 10];
