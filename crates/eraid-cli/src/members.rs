@@ -371,7 +371,13 @@ fn with_force_hint(
     if options.force || !too_few {
         return error.into();
     }
-    let Ok(forced) = assemble_with(probes, AssembleOptions { force: true }) else {
+    let Ok(forced) = assemble_with(
+        probes,
+        AssembleOptions {
+            force: true,
+            ..Default::default()
+        },
+    ) else {
         return error.into();
     };
     let taken: Vec<String> = forced

@@ -380,11 +380,18 @@ fn not_an_eraid_member() {
                 .is_some_and(|r| r.contains("unreadable superblock")),
         "{detail:#}"
     );
-    rejected(
-        d,
-        &["serve", "--socket", "s.sock", "a", "zeros", "c"],
-        &["zeros", "not an eraid member"],
+    // serve runs degraded without it (redundancy allows), naming it and
+    // why, and changes nothing on it.
+    let zeros_before = file_hash(&d.join("zeros"));
+    let mut server = Server::start(d, &["a", "zeros", "c"]);
+    server.wait_for_log("left out", std::time::Duration::from_secs(10));
+    let log = server.log_text();
+    assert!(
+        log.contains("zeros") && log.contains("not an eraid member"),
+        "{log}"
     );
+    server.stop();
+    assert_eq!(file_hash(&d.join("zeros")), zeros_before);
 }
 
 #[test]

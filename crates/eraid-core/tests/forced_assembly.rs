@@ -76,8 +76,14 @@ fn a_raid5_with_two_failed_members_is_failed_and_refused() {
 #[test]
 fn forced_assembly_takes_back_the_most_recent_failed_member() {
     let (mut h, before, degraded, degraded_at) = raid5_with_two_failed();
-    let assembly =
-        assemble_with(&h.probes(), AssembleOptions { force: true }).expect("forced assembly runs");
+    let assembly = assemble_with(
+        &h.probes(),
+        AssembleOptions {
+            force: true,
+            ..Default::default()
+        },
+    )
+    .expect("forced assembly runs");
     assert_eq!(assembly.forced.len(), 1, "{:?}", assembly.report);
     let forced = &assembly.forced[0];
     // Member 3 failed last: its superblock is the more recent.
@@ -134,7 +140,14 @@ fn forced_raid10_takes_back_one_member_of_the_lost_mirror() {
         h.assemble(),
         Err(AssemblyError::MirrorLost { .. })
     ));
-    let assembly = assemble_with(&h.probes(), AssembleOptions { force: true }).unwrap();
+    let assembly = assemble_with(
+        &h.probes(),
+        AssembleOptions {
+            force: true,
+            ..Default::default()
+        },
+    )
+    .unwrap();
     let forced: Vec<usize> = assembly.forced.iter().map(|f| f.slot).collect();
     assert_eq!(forced, vec![1], "{:?}", assembly.report);
     let mut array = Array::open(assembly, options(), h.now);

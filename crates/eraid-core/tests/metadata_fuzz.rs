@@ -861,8 +861,15 @@ fn check_assembly(assembly: &Assembly, probes: &[MemberProbe]) {
 /// A forced assembly of a set too degraded to run: it takes back only
 /// members given, runs or says why not, and never panics.
 fn check_forced(probes: &[MemberProbe]) {
-    let (result, largest) =
-        largest_allocation(|| assemble_with(probes, AssembleOptions { force: true }));
+    let (result, largest) = largest_allocation(|| {
+        assemble_with(
+            probes,
+            AssembleOptions {
+                force: true,
+                ..Default::default()
+            },
+        )
+    });
     assert!(largest <= ASSEMBLY_ALLOCATION_BYTES_MAX);
     match result {
         Ok(assembly) => {

@@ -103,8 +103,16 @@ impl ServeArgs {
         };
         // Assemble (reads only) and bind before the array writes anything, so
         // a failure to listen changes nothing on disk.
-        let options = eraid_core::metadata::assemble::AssembleOptions { force: self.force };
+        // Like MD, serve runs degraded without a member whose superblock is
+        // damaged or unreadable, when redundancy allows, and says so.
+        let options = eraid_core::metadata::assemble::AssembleOptions {
+            force: self.force,
+            leave_out_unusable: true,
+        };
         let (locks, assembled) = crate::members::lock_and_assemble_with(&self.members, options)?;
+        for (path, why) in &assembled.assembly.left_out {
+            say!("warning: left out {path}: {why}");
+        }
         for forced in &assembled.assembly.forced {
             say!(
                 "forced assembly: took back member {} ({}): its events {}, the array's {}; \
@@ -149,6 +157,7 @@ impl ServeArgs {
             .reshape
             .as_ref()
             .is_some_and(|r| r.state != ReshapeState::Done);
+        let left_out = !assembled.assembly.left_out.is_empty();
         let absent: Vec<String> = assembled
             .assembly
             .slots
@@ -156,6 +165,7 @@ impl ServeArgs {
             .enumerate()
             .filter(|(_, slot)| !matches!(slot, SlotState::Present { .. }))
             .map(|(index, slot)| match slot {
+                // (Members given but unusable are named above, with why.)
                 SlotState::Stale { .. } => format!(
                     "member {index} ({}) is stale{}",
                     assembled.paths[index].display(),
@@ -164,6 +174,10 @@ impl ServeArgs {
                         .as_deref()
                         .map(|f| format!(" (failed: {f})"))
                         .unwrap_or_default()
+                ),
+                _ if left_out => format!(
+                    "member {index} (last seen at {}) was not given or was left out",
+                    assembled.paths[index].display()
                 ),
                 _ => format!(
                     "member {index} (last seen at {}) was not given",
@@ -178,7 +192,10 @@ impl ServeArgs {
             .any(|slot| matches!(slot, SlotState::Missing));
         // Advice that works: naming a member helps only if one was left out;
         // a stale one cannot be used before a rebuild.
-        let remedy = if any_not_given {
+        let remedy = if left_out {
+            "A member left out for a damaged or unreadable superblock cannot be used until \
+             it is rebuilt, which eraid cannot do yet (nothing was changed)"
+        } else if any_not_given {
             "Name every member on the command line (nothing was changed)"
         } else {
             "A stale member cannot be used until it is rebuilt, which eraid cannot do yet \

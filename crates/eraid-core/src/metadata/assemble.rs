@@ -41,6 +41,9 @@ pub struct Assembly {
     pub report: Vec<String>,
     /// Failed members a forced assembly took back (`AssembleOptions::force`).
     pub forced: Vec<ForcedMember>,
+    /// Members given but left out (`AssembleOptions::leave_out_unusable`):
+    /// (path, why).
+    pub left_out: Vec<(String, String)>,
 }
 
 impl Assembly {
@@ -155,11 +158,19 @@ pub fn assemble_with(
     probes: &[MemberProbe],
     options: AssembleOptions,
 ) -> Result<Assembly, AssemblyError> {
-    let survey = examine(probes, false, options.force)?;
-    match survey.failed {
-        Some(error) => Err(error),
-        None => Ok(survey.assembly),
+    let survey = examine(probes, options.leave_out_unusable, options.force)?;
+    if let Some(error) = survey.failed {
+        return Err(error);
     }
+    let mut assembly = survey.assembly;
+    for unusable in survey.unusable {
+        let path = probes[unusable.probe].path.clone();
+        assembly
+            .report
+            .push(format!("left out {path}: {}", unusable.error));
+        assembly.left_out.push((path, unusable.error.to_string()));
+    }
+    Ok(assembly)
 }
 
 /// The array as the usable members describe it, even if it cannot run:
@@ -375,6 +386,7 @@ fn examine(probes: &[MemberProbe], tolerant: bool, force: bool) -> Result<Survey
             bitmap_sequence,
             report,
             forced,
+            left_out: Vec::new(),
         },
         unusable,
         failed,

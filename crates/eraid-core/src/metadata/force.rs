@@ -16,6 +16,11 @@ pub struct AssembleOptions {
     /// resync. Data written while a member taken back was out is lost on
     /// it, and stripes being written when it failed may be inconsistent.
     pub force: bool,
+    /// Assemble without members whose metadata cannot be read or decoded
+    /// (a damaged superblock, a read error), when redundancy allows; they
+    /// are named in `Assembly::left_out` with the reason. Off, such a
+    /// member refuses the whole assembly.
+    pub leave_out_unusable: bool,
 }
 
 /// A failed member taken back by a forced assembly.
