@@ -9,22 +9,6 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 use support::*;
 
-/// The metadata area (superblocks and bitmaps) of each member.
-fn metadata_areas(dir: &Path, members: &[&str]) -> Vec<Vec<u8>> {
-    use std::io::Read;
-    members
-        .iter()
-        .map(|m| {
-            let mut area = vec![0u8; MIB as usize];
-            std::fs::File::open(dir.join(m))
-                .unwrap()
-                .read_exact(&mut area)
-                .unwrap();
-            area
-        })
-        .collect()
-}
-
 /// `check` is read-only in effect: with a member left off the command line
 /// it must refuse (a degraded array has nothing to compare), name the
 /// member, and leave every superblock byte-identical, so the array stays

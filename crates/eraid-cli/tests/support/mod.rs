@@ -648,3 +648,19 @@ pub fn wait_done(test: &str, dir: &Path, control: &str, server: &mut Server) -> 
         std::thread::sleep(Duration::from_millis(200));
     }
 }
+
+/// The metadata area (superblocks and bitmaps) of each member.
+pub fn metadata_areas(dir: &Path, members: &[&str]) -> Vec<Vec<u8>> {
+    use std::io::Read;
+    members
+        .iter()
+        .map(|m| {
+            let mut area = vec![0u8; MIB as usize];
+            std::fs::File::open(dir.join(m))
+                .unwrap()
+                .read_exact(&mut area)
+                .unwrap();
+            area
+        })
+        .collect()
+}
