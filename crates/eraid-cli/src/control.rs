@@ -66,6 +66,7 @@
 //! Try it by hand: `echo '{"command":"status"}' | socat - UNIX-CONNECT:ctl.sock`.
 
 use crate::members::{check_added_members, MemberLocks};
+use crate::output::say;
 use anyhow::{bail, Context, Result};
 use eraid_core::io::AdminCommand;
 use eraid_core::reshape::config::ReshapeConfig;
@@ -110,7 +111,7 @@ impl ControlListener {
     /// Binds `path`. A stale socket file (nobody answering) is replaced; a
     /// live one, or a path that is not a socket, is refused.
     pub fn bind(path: &Path) -> Result<ControlListener> {
-        let path = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+        let path = crate::socket_path::socket_path(path, "--control")?;
         if let Ok(metadata) = std::fs::symlink_metadata(&path) {
             if !metadata.file_type().is_socket() {
                 bail!(
@@ -236,20 +237,24 @@ fn run_admin(context: &ControlContext, command: AdminCommand, refused: &str) -> 
 fn answer(request: &Value, context: &ControlContext) -> Value {
     match request.get("command").and_then(Value::as_str) {
         Some("status") => run_admin(context, AdminCommand::Status, ""),
-        Some("check") => {
-            let repair = request
-                .get("repair")
-                .and_then(Value::as_bool)
-                .unwrap_or(false);
-            run_admin(context, AdminCommand::StartCheck { repair }, "cannot check: ")
-        }
+        Some("check") => match request.get("repair") {
+            None => run_admin(context, AdminCommand::StartCheck { repair: false }, "cannot check: "),
+            Some(Value::Bool(repair)) => run_admin(
+                context,
+                AdminCommand::StartCheck { repair: *repair },
+                "cannot check: ",
+            ),
+            Some(other) => failure(format!(
+                "\"repair\" must be true or false, found {other}; nothing was started"
+            )),
+        },
         Some("grow") => match grow(request, context) {
             Ok(status) => json!({"ok": true, "status": status}),
             Err(error) => failure(format!("{error:#}")),
         },
         Some("pause-grow") => run_admin(context, AdminCommand::PauseGrow, ""),
         Some("resume-grow") => run_admin(context, AdminCommand::ResumeGrow, ""),
-        Some("tune-grow") => match request.get("settings").map(|s| serde_json::from_value(s.clone())) {
+        Some("tune-grow") => match request.get("settings").map(|s| settings_from("settings", s)) {
             Some(Ok(tuning)) => run_admin(context, AdminCommand::TuneGrow(tuning), ""),
             Some(Err(e)) => failure(format!("bad growth settings: {e}")),
             None => failure(
@@ -325,7 +330,7 @@ fn add_member(request: &Value, context: &ControlContext) -> Result<Value> {
         })?;
     lock(&context.locks).extend(locks);
     lock(&context.members).extend(paths);
-    eprintln!(
+    say!(
         "{} {path}",
         if spare {
             "added the hot spare"
@@ -402,7 +407,7 @@ fn remove_member(request: &Value, context: &ControlContext) -> Result<Value> {
     if let Some(device) = removed.released_device {
         if let Some(path) = lock(&context.members).get(device).cloned() {
             lock(&context.locks).release(&path);
-            eprintln!("removed {}", path.display());
+            say!("removed {}", path.display());
         }
     }
     Ok(removed.status)
@@ -426,8 +431,27 @@ fn release_replaced(request: &Value, context: &ControlContext) -> Option<Result<
         return None;
     }
     lock(&context.locks).release(&devices[device]);
-    eprintln!("released {} (replaced, no longer used)", name.display());
+    say!("released {} (replaced, no longer used)", name.display());
     Some(Ok(status))
+}
+
+/// Decodes a settings object whose fields all have defaults, naming the
+/// field at fault (serde's own message names only the type it expected).
+fn settings_from<T: serde::de::DeserializeOwned>(what: &str, value: &Value) -> Result<T, String> {
+    let whole_error = match serde_json::from_value::<T>(value.clone()) {
+        Ok(settings) => return Ok(settings),
+        Err(error) => error,
+    };
+    let Value::Object(fields) = value else {
+        return Err(format!("\"{what}\" must be an object, found {value}"));
+    };
+    for (name, field) in fields {
+        let alone = Value::Object([(name.clone(), field.clone())].into_iter().collect());
+        if let Err(error) = serde_json::from_value::<T>(alone) {
+            return Err(format!("\"{what}\".\"{name}\": {error}"));
+        }
+    }
+    Err(format!("\"{what}\": {whole_error}"))
 }
 
 fn grow(request: &Value, context: &ControlContext) -> Result<Value> {
@@ -442,7 +466,7 @@ fn grow(request: &Value, context: &ControlContext) -> Result<Value> {
         _ => bail!("grow needs \"add\": [paths of the members to add]"),
     };
     let config: ReshapeConfig = match request.get("config") {
-        Some(config) => serde_json::from_value(config.clone())
+        Some(config) => settings_from("config", config)
             .map_err(|e| anyhow::anyhow!("bad growth settings: {e}"))?,
         None => bail!("grow needs \"config\" (at least {{\"strategy\": ...}})"),
     };
@@ -478,7 +502,7 @@ fn grow(request: &Value, context: &ControlContext) -> Result<Value> {
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
         .extend(paths.iter().cloned());
-    eprintln!(
+    say!(
         "growth started ({strategy}): adding {}",
         paths
             .iter()

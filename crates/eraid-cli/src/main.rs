@@ -5,9 +5,13 @@
 mod commands;
 mod control;
 mod export;
+mod growth_flags;
+mod locks;
 mod members;
+mod output;
 mod runtime;
 mod size;
+mod socket_path;
 mod space;
 
 use clap::{Parser, Subcommand};
@@ -55,6 +59,11 @@ fn main() {
                 .unwrap_or_else(|_| "warn".into()),
         )
         .with_writer(std::io::stderr)
+        // Its default reports a failed write with eprintln!, which panics
+        // (in the engine thread) when stderr is a closed pipe: a log line
+        // must never stop the array, so a line that cannot be written is
+        // dropped.
+        .log_internal_errors(false)
         .init();
     let cli = Cli::parse();
     let result = match cli.command {
@@ -76,7 +85,7 @@ fn main() {
     match result {
         Ok(code) => std::process::exit(code),
         Err(error) => {
-            eprintln!("eraid: error: {error:#}");
+            output::say!("eraid: error: {error:#}");
             std::process::exit(2);
         }
     }

@@ -2,8 +2,10 @@
 
 use anyhow::{bail, Context, Result};
 use eraid_core::geometry::METADATA_BYTES;
-use eraid_core::metadata::assemble::{assemble, Assembly, MemberProbe, SlotState};
-use eraid_driver::{read_metadata_area, DetachedMember, MemberFile, MemberIo};
+use eraid_core::metadata::assemble::{
+    assemble, assemble_with, AssembleOptions, Assembly, AssemblyError, MemberProbe, SlotState,
+};
+use eraid_driver::{read_metadata_area, DetachedMember, MemberFile, MemberIo, MemberOptions};
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -21,59 +23,7 @@ pub struct Assembled {
     pub direct: Vec<bool>,
 }
 
-/// Holds an exclusive advisory lock on every member for this process's
-/// lifetime, so two eraid processes never drive the same members.
-pub struct MemberLocks {
-    /// (canonical path, the locked file).
-    files: Vec<(PathBuf, std::fs::File)>,
-}
-
-pub fn lock_members(paths: &[PathBuf]) -> Result<MemberLocks> {
-    check_distinct(paths)?;
-    let mut files = Vec::new();
-    for path in paths {
-        let file = std::fs::File::open(path)
-            .with_context(|| format!("cannot open member {}", path.display()))?;
-        lock_file(&file, path)?;
-        files.push((canonical(path), file));
-    }
-    Ok(MemberLocks { files })
-}
-
-fn canonical(path: &Path) -> PathBuf {
-    path.canonicalize().unwrap_or_else(|_| path.to_path_buf())
-}
-
-impl MemberLocks {
-    /// Keeps more locks (members added by a growth) for as long as these.
-    pub fn extend(&mut self, more: MemberLocks) {
-        self.files.extend(more.files);
-    }
-
-    /// Lets go of `path` (a member the array no longer uses).
-    pub fn release(&mut self, path: &Path) {
-        self.files.retain(|(locked, _)| !same_file(locked, path));
-    }
-}
-
-/// Takes the exclusive advisory lock every eraid process holds on its members.
-fn lock_file(file: &std::fs::File, path: &Path) -> Result<()> {
-    use std::os::fd::AsRawFd;
-    // SAFETY: flock on a file descriptor we own; no memory is shared.
-    let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-    if rc != 0 {
-        let error = io::Error::last_os_error();
-        if error.raw_os_error() == Some(libc::EWOULDBLOCK) {
-            bail!(
-                "{} is in use by another eraid process (serve, check or grow); stop it first, \
-                 or reach a server started with --control through --control",
-                path.display()
-            );
-        }
-        return Err(error).with_context(|| format!("cannot lock {}", path.display()));
-    }
-    Ok(())
-}
+pub use crate::locks::{lock_members, MemberLocks};
 
 /// Files about to join an array in a growth: checked, opened and locked.
 pub struct AddedMembers {
@@ -139,7 +89,7 @@ pub fn check_added_members(
     }
     let mut paths = Vec::new();
     let mut files = Vec::new();
-    let mut locks = Vec::new();
+    let mut locks = MemberLocks::default();
     for path in added {
         match std::fs::metadata(path) {
             Err(error) if error.kind() == io::ErrorKind::NotFound => bail!(
@@ -156,6 +106,7 @@ pub fn check_added_members(
             ),
             Ok(_) => {}
         }
+        locks.extend(crate::locks::lock_member(path)?);
         let file =
             MemberFile::open(path).with_context(|| format!("cannot open {}", path.display()))?;
         if file.size_bytes() < needed_bytes {
@@ -178,17 +129,13 @@ pub fn check_added_members(
                 sb.geometry.member_count
             );
         }
-        let lock =
-            std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
-        lock_file(&lock, path)?;
-        locks.push((canonical(path), lock));
-        paths.push(canonical(path));
+        paths.push(path.canonicalize().unwrap_or_else(|_| path.clone()));
         files.push(file);
     }
     Ok(AddedMembers {
         paths,
         files,
-        locks: MemberLocks { files: locks },
+        locks,
     })
 }
 
@@ -220,11 +167,50 @@ pub fn check_distinct(paths: &[PathBuf]) -> Result<()> {
 
 /// Reads every member's metadata (without changing anything).
 pub fn probe(paths: &[PathBuf]) -> Result<(Vec<MemberProbe>, Vec<MemberFile>)> {
+    probe_with(paths, MemberOptions::default())
+}
+
+/// Decides the array from its members' metadata, opening them read-only.
+pub fn assemble_read_only(paths: &[PathBuf]) -> Result<Assembly> {
+    if paths.is_empty() {
+        bail!("no members given");
+    }
+    let read_only = MemberOptions {
+        writable: false,
+        ..MemberOptions::default()
+    };
+    let (probes, _files) = probe_with(paths, read_only)?;
+    Ok(assemble(&probes)?)
+}
+
+/// Locks the members, assembles the array (reading only) and locks it by
+/// its UUID too, so no other eraid process drives it by any path.
+pub fn lock_and_assemble(paths: &[PathBuf]) -> Result<(MemberLocks, Assembled)> {
+    lock_and_assemble_with(paths, AssembleOptions::default())
+}
+
+/// `lock_and_assemble` with options (`serve --force`).
+pub fn lock_and_assemble_with(
+    paths: &[PathBuf],
+    options: AssembleOptions,
+) -> Result<(MemberLocks, Assembled)> {
+    let mut locks = lock_members(paths)?;
+    let assembled = assemble_members_with(paths, options)?;
+    locks.extend(crate::locks::lock_array(
+        &assembled.assembly.superblock.array_uuid,
+    )?);
+    Ok((locks, assembled))
+}
+
+fn probe_with(
+    paths: &[PathBuf],
+    options: MemberOptions,
+) -> Result<(Vec<MemberProbe>, Vec<MemberFile>)> {
     check_distinct(paths)?;
     let mut probes = Vec::new();
     let mut files = Vec::new();
     for path in paths {
-        let file = MemberFile::open(path)
+        let file = MemberFile::open_with(path, options)
             .with_context(|| format!("cannot open member {}", path.display()))?;
         let metadata =
             read_metadata_area(&file, METADATA_BYTES as usize).map_err(|e| e.to_string());
@@ -240,11 +226,20 @@ pub fn probe(paths: &[PathBuf]) -> Result<(Vec<MemberProbe>, Vec<MemberFile>)> {
 
 /// Probes and assembles, returning devices ordered by member slot.
 pub fn assemble_members(paths: &[PathBuf]) -> Result<Assembled> {
+    assemble_members_with(paths, AssembleOptions::default())
+}
+
+/// `assemble_members` with options (`serve --force`). When the array
+/// cannot run but a forced assembly would run it, the error says so.
+pub fn assemble_members_with(paths: &[PathBuf], options: AssembleOptions) -> Result<Assembled> {
     if paths.is_empty() {
         bail!("no members given");
     }
     let (probes, files) = probe(paths)?;
-    let assembly = assemble(&probes)?;
+    let assembly = match assemble_with(&probes, options) {
+        Ok(assembly) => assembly,
+        Err(error) => return Err(with_force_hint(error, &probes, options)),
+    };
     let mut files: Vec<Option<MemberFile>> = files.into_iter().map(Some).collect();
     let mut devices: Vec<Arc<dyn MemberIo>> = Vec::new();
     let mut slot_paths = Vec::new();
@@ -298,4 +293,103 @@ pub fn assemble_members(paths: &[PathBuf]) -> Result<Assembled> {
         devices,
         direct,
     })
+}
+
+/// One member as `detail` reads it: its probe (whose `metadata` says why it
+/// could not be read), and whether it could be opened at all.
+pub struct ReadOnlyProbe {
+    pub probe: MemberProbe,
+    pub opened: bool,
+}
+
+/// Reads every member's metadata through a read-only handle, for commands
+/// that only look (`detail`): nothing is written, nothing is locked, a FIFO
+/// is not opened (it would block), and a member that cannot be opened or
+/// read is described in its probe instead of failing the whole.
+pub fn probe_read_only(paths: &[PathBuf]) -> Vec<ReadOnlyProbe> {
+    use eraid_driver::{DirectMode, MemberOptions};
+    use std::os::unix::fs::FileTypeExt;
+    let options = MemberOptions {
+        writable: false,
+        direct: DirectMode::Never,
+    };
+    paths
+        .iter()
+        .map(|path| {
+            let opened = std::fs::metadata(path)
+                .map_err(|e| e.to_string())
+                .and_then(|meta| {
+                    let kind = meta.file_type();
+                    if kind.is_file() || kind.is_block_device() {
+                        Ok(())
+                    } else {
+                        Err("not a regular file or block device".to_string())
+                    }
+                })
+                .and_then(|()| MemberFile::open_with(path, options).map_err(|e| e.to_string()));
+            let (metadata, size_bytes, opened) = match opened {
+                Ok(file) => (
+                    read_metadata_area(&file, METADATA_BYTES as usize)
+                        .map_err(|e| format!("cannot read: {e}")),
+                    file.size_bytes(),
+                    true,
+                ),
+                Err(error) => (Err(format!("cannot open: {error}")), 0, false),
+            };
+            ReadOnlyProbe {
+                probe: MemberProbe {
+                    path: path.display().to_string(),
+                    metadata,
+                    size_bytes,
+                },
+                opened,
+            }
+        })
+        .collect()
+}
+
+/// `error`, and when too many members failed but some of them were given
+/// and a forced assembly would run the array: what `serve --force` would
+/// take back, and what that risks.
+fn with_force_hint(
+    error: AssemblyError,
+    probes: &[MemberProbe],
+    options: AssembleOptions,
+) -> anyhow::Error {
+    let too_few = matches!(
+        error,
+        AssemblyError::TooManyMissing { .. }
+            | AssemblyError::MissingMember { .. }
+            | AssemblyError::MirrorLost { .. }
+    );
+    if options.force || !too_few {
+        return error.into();
+    }
+    let Ok(forced) = assemble_with(
+        probes,
+        AssembleOptions {
+            force: true,
+            ..Default::default()
+        },
+    ) else {
+        return error.into();
+    };
+    let taken: Vec<String> = forced
+        .forced
+        .iter()
+        .map(|f| {
+            format!(
+                "member {} ({}, events {} of the array's {})",
+                f.slot, f.path, f.events, f.array_events
+            )
+        })
+        .collect();
+    anyhow::anyhow!(
+        "{error}. Nothing was changed. `eraid serve --force` with the same members would take \
+         back {} (the most recent failed copy, as Linux MD's --assemble --force): writes made \
+         while it was failed are lost on it, stripes being written when it failed may read back \
+         wrong (the write hole), and every region is marked for resync. Use it only when the \
+         failed members are healthy again (for example space was freed after ENOSPC)",
+        taken.join(" and ")
+    )
 }

@@ -1,6 +1,7 @@
 //! A running array: assembled members, the core engine and its driver.
 
 use crate::members::Assembled;
+use crate::output::say;
 use anyhow::{Context, Result};
 use eraid_core::io::ArrayEvent;
 use eraid_core::{Array, ArrayOptions};
@@ -79,7 +80,7 @@ pub fn wait_for_resync(running: &Running, quiet: bool) -> Result<()> {
         }
         if activity.is_null() || activity["kind"] != "resync" || activity["state"] == "done" {
             if !quiet && !activity.is_null() && activity["kind"] == "resync" {
-                eprintln!(
+                say!(
                     "resync finished in {:.1} s",
                     started.elapsed().as_secs_f64()
                 );

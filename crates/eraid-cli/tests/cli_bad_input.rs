@@ -238,6 +238,73 @@ fn existing_member_smaller_than_size() {
     );
 }
 
+/// A scratch directory on a disk filesystem (ext4 allows files of at most
+/// 16 TiB; tmpfs allows far larger sparse files).
+fn disk_scratch() -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix("eraid-test-")
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .unwrap()
+}
+
+/// A size the member files' filesystem cannot hold fails before any file
+/// exists (a 0-byte leftover would block the next create), naming the size.
+#[test]
+fn size_larger_than_the_filesystem_allows_leaves_no_file() {
+    let s = disk_scratch();
+    let d = s.path();
+    let out = rejected(
+        d,
+        &["create", "--level", "5", "--size", "100T", "a", "b", "c"],
+        &["--size 100T", "filesystem"],
+    );
+    assert!(out.stderr.contains("nothing was created"), "{out}");
+    create(d, &["--level", "5", "--size", "8M", "a", "b", "c"]);
+}
+
+/// A size beyond any file offset is refused with a message about sizes,
+/// not an integer conversion.
+#[test]
+fn absurd_size_is_refused_by_name() {
+    let s = scratch();
+    let d = s.path();
+    let out = rejected(
+        d,
+        &[
+            "create", "--level", "5", "--size", "9999999T", "a", "b", "c",
+        ],
+        &["--size 9999999T", "larger than the largest supported"],
+    );
+    assert!(!out.stderr.contains("conversion"), "{out}");
+}
+
+/// A create that fails after it made member files (here: an existing
+/// member that cannot be opened for writing, being immutable) removes the
+/// files it made.
+#[test]
+fn create_failing_midway_removes_the_files_it_created() {
+    let test = "create_failing_midway_removes_the_files_it_created";
+    if !require_tools(test, &["chattr"]) || !require(test, is_root(), "root (chattr +i)") {
+        return;
+    }
+    let s = disk_scratch();
+    let d = s.path();
+    blank(d, "c", 8 * MIB);
+    run_tool(d, "chattr", &["+i", "c"]).expect_ok();
+    let out = eraid(
+        d,
+        &["create", "--level", "5", "--size", "8M", "a", "b", "c"],
+    );
+    run_tool(d, "chattr", &["-i", "c"]).expect_ok();
+    assert_eq!(out.code(), Some(2), "{out}");
+    assert!(out.stderr.contains('c'), "{out}");
+    assert!(
+        !d.join("a").exists() && !d.join("b").exists(),
+        "the failed create left the files it created behind: {out}"
+    );
+    create(d, &["--level", "5", "--size", "8M", "a", "b", "c"]);
+}
+
 #[test]
 fn duplicate_member_path() {
     let s = scratch();
@@ -294,18 +361,37 @@ fn not_an_eraid_member() {
     );
     // A blank file among real members.
     create(d, &["--level", "5", "--size", "8M", "a", "b", "c"]);
-    for verb in ["detail", "check"] {
-        rejected(
-            d,
-            &[verb, "a", "b", "zeros"],
-            &["zeros", "not an eraid member"],
-        );
-    }
     rejected(
         d,
-        &["serve", "--socket", "s.sock", "a", "zeros", "c"],
+        &["check", "a", "b", "zeros"],
         &["zeros", "not an eraid member"],
     );
+    // detail only reads: it shows the array, and what zeros is.
+    let before = snapshot(d);
+    let detail = detail_json(d, &["a", "b", "zeros"]);
+    assert_eq!(snapshot(d), before);
+    assert_eq!(detail["state"], "clean, degraded", "{detail:#}");
+    let zeros = &detail["members"][3];
+    assert!(
+        zeros["path"] == "zeros"
+            && zeros["state"] == "unreadable"
+            && zeros["reason"]
+                .as_str()
+                .is_some_and(|r| r.contains("unreadable superblock")),
+        "{detail:#}"
+    );
+    // serve runs degraded without it (redundancy allows), naming it and
+    // why, and changes nothing on it.
+    let zeros_before = file_hash(&d.join("zeros"));
+    let mut server = Server::start(d, &["a", "zeros", "c"]);
+    server.wait_for_log("left out", std::time::Duration::from_secs(10));
+    let log = server.log_text();
+    assert!(
+        log.contains("zeros") && log.contains("not an eraid member"),
+        "{log}"
+    );
+    server.stop();
+    assert_eq!(file_hash(&d.join("zeros")), zeros_before);
 }
 
 #[test]
@@ -335,14 +421,28 @@ fn member_of_a_different_array_mixed_in() {
     rejected(d, &["detail", "a", "b", "c", "p"], &["p", "another array"]);
 }
 
+/// `detail` of `members` shows a failed array (exit 0, nothing changed),
+/// its reason naming each of `names`, and still the geometry.
+#[track_caller]
+fn assert_failed(d: &std::path::Path, members: &[&str], names: &[&str]) {
+    let before = snapshot(d);
+    let detail = detail_json(d, members);
+    assert_eq!(snapshot(d), before);
+    assert_eq!(detail["state"], "failed", "{detail:#}");
+    assert!(detail["level"].is_number() && detail["chunk_bytes"].is_number());
+    let reason = detail["failed_reason"].as_str().unwrap_or("");
+    for name in names {
+        assert!(reason.contains(name), "{name:?} not in {detail:#}");
+    }
+}
+
 #[test]
 fn raid0_with_a_member_missing_names_it() {
     let s = scratch();
     let d = s.path();
     create(d, &["--level", "0", "--size", "8M", "z0", "z1", "z2"]);
-    for verb in ["detail", "check"] {
-        rejected(d, &[verb, "z0", "z2"], &["RAID-0", "member 1", "z1"]);
-    }
+    rejected(d, &["check", "z0", "z2"], &["RAID-0", "member 1", "z1"]);
+    assert_failed(d, &["z0", "z2"], &["RAID-0", "member 1", "z1"]);
     rejected(
         d,
         &["serve", "--socket", "s.sock", "z0", "z2"],
@@ -355,21 +455,20 @@ fn raid5_with_two_members_missing() {
     let s = scratch();
     let d = s.path();
     create(d, &["--level", "5", "--size", "8M", "a", "b", "c", "e"]);
-    for verb in ["detail", "check"] {
-        rejected(d, &[verb, "a", "e"], &["RAID-5", "/b", "/c"]);
-    }
+    rejected(d, &["check", "a", "e"], &["RAID-5", "/b", "/c"]);
+    assert_failed(d, &["a", "e"], &["RAID-5", "/b", "/c"]);
     rejected(d, &["serve", "--socket", "s.sock", "a", "e"], &["/b", "/c"]);
     // RAID-6 with three missing, RAID-10 with both copies of a pair missing.
     create(
         d,
         &["--level", "6", "--size", "8M", "s0", "s1", "s2", "s3", "s4"],
     );
-    rejected(d, &["detail", "s0", "s4"], &["RAID-6", "/s1", "/s2", "/s3"]);
+    assert_failed(d, &["s0", "s4"], &["RAID-6", "/s1", "/s2", "/s3"]);
     create(
         d,
         &["--level", "10", "--size", "8M", "t0", "t1", "t2", "t3"],
     );
-    rejected(d, &["detail", "t2", "t3"], &["RAID-10", "0", "1"]);
+    assert_failed(d, &["t2", "t3"], &["RAID-10", "0", "1"]);
     rejected(
         d,
         &["serve", "--socket", "s.sock", "t2", "t3"],
@@ -447,14 +546,27 @@ fn damaged_superblock_slots() {
     // Both slots of a damaged: a is not an eraid member (named in the error).
     flip_bytes(&d.join("a"), 100, 16);
     flip_bytes(&d.join("a"), (64 << 10) + 100, 16);
-    for verb in ["detail", "check"] {
-        rejected(d, &[verb, "a", "b", "c"], &["a", "not an eraid member"]);
-    }
-    rejected(
-        d,
-        &["serve", "--socket", "s.sock", "a", "b", "c"],
-        &["a", "not an eraid member"],
+    rejected(d, &["check", "a", "b", "c"], &["a", "not an eraid member"]);
+    // detail shows a in its slot, with why it cannot be used.
+    let detail = detail_json(d, &["a", "b", "c"]);
+    let a = &detail["members"][0];
+    assert!(
+        a["path"] == "a"
+            && a["state"] == "unreadable"
+            && a["reason"]
+                .as_str()
+                .is_some_and(|r| r.contains("unreadable superblock") && r.contains("checksum")),
+        "{detail:#}"
     );
+    // serve runs degraded without it (redundancy allows), naming a and why.
+    let mut server = Server::start(d, &["a", "b", "c"]);
+    server.wait_for_log("left out", std::time::Duration::from_secs(10));
+    let log = server.log_text();
+    assert!(
+        log.contains("not an eraid member") && log.contains("/a"),
+        "{log}"
+    );
+    server.stop();
 }
 
 /// A `serve` that cannot listen must fail before it touches the members

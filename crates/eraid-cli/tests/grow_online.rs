@@ -611,7 +611,11 @@ fn operator_pauses_retunes_and_resumes_a_served_growth() {
         ],
     );
     assert_eq!(bad.code(), Some(2), "{test}: {bad}");
-    assert!(bad.stderr.contains("speed_min_kib_s"), "{test}: {bad}");
+    assert!(
+        bad.stderr.contains("--speed-min 5000") && bad.stderr.contains("--speed-max 100"),
+        "{test}: the error names the flags typed: {bad}"
+    );
+    assert!(!bad.stderr.contains("_kib_s"), "{test}: {bad}");
     let set = [
         "reshape",
         "set",

@@ -48,8 +48,25 @@ pub enum DeviceOp {
         offset_bytes: u64,
         data: Vec<u8>,
     },
+    /// Make the range read as zeroes. No data travels: a driver may zero or
+    /// punch the range (fallocate, BLKZEROOUT) or write zeroes in pieces.
+    WriteZeroes {
+        offset_bytes: u64,
+        len_bytes: u64,
+    },
     /// Make every write completed before this flush was issued durable.
     Flush,
+}
+
+impl DeviceOp {
+    /// Bytes the op writes (0 for reads and flushes).
+    pub fn written_bytes(&self) -> u64 {
+        match self {
+            DeviceOp::Write { data, .. } => data.len() as u64,
+            DeviceOp::WriteZeroes { len_bytes, .. } => *len_bytes,
+            DeviceOp::Read { .. } | DeviceOp::Flush => 0,
+        }
+    }
 }
 
 /// One I/O the core asks a driver to perform on one member.

@@ -125,7 +125,7 @@ impl MemHarness {
             match self.assemble() {
                 Err(
                     AssemblyError::ReplacedMember { path, .. }
-                    | AssemblyError::UnknownMember { path },
+                    | AssemblyError::SlotBeyondArray { path, .. },
                 ) => {
                     let index: usize = path
                         .strip_prefix("mem")
@@ -157,14 +157,24 @@ impl MemHarness {
     }
 
     pub fn probes(&self) -> Vec<MemberProbe> {
+        self.probes_of(|m| &m.current)
+    }
+
+    /// Probes of what is durable on each member: what any power loss now
+    /// would leave, whatever happens to writes not yet flushed.
+    pub fn durable_probes(&self) -> Vec<MemberProbe> {
+        self.probes_of(|m| &m.durable)
+    }
+
+    fn probes_of(&self, image: impl Fn(&MemMember) -> &Vec<u8>) -> Vec<MemberProbe> {
         self.members
             .iter()
             .enumerate()
             .filter_map(|(i, m)| {
                 m.as_ref().map(|m| MemberProbe {
                     path: format!("mem{i}"),
-                    metadata: Ok(m.current[..METADATA_BYTES as usize].to_vec()),
-                    size_bytes: m.current.len() as u64,
+                    metadata: Ok(image(m)[..METADATA_BYTES as usize].to_vec()),
+                    size_bytes: image(m).len() as u64,
                 })
             })
             .collect()
@@ -259,6 +269,16 @@ impl MemHarness {
                     "write beyond member end"
                 );
                 member.write(*offset_bytes, data);
+                IoCompletion::Done
+            }
+            DeviceOp::WriteZeroes {
+                offset_bytes,
+                len_bytes,
+            } => {
+                assert_eq!(offset_bytes % SECTOR_BYTES, 0);
+                let end = (*offset_bytes + *len_bytes) as usize;
+                assert!(end <= member.current.len(), "zeroes beyond member end");
+                member.write(*offset_bytes, &vec![0; *len_bytes as usize]);
                 IoCompletion::Done
             }
             DeviceOp::Flush => {

@@ -141,6 +141,14 @@ impl SparseDriver {
                 self.write(member, offset_bytes, &data);
                 IoCompletion::Done
             }
+            DeviceOp::WriteZeroes {
+                offset_bytes,
+                len_bytes,
+            } => {
+                let (member, offset_bytes) = (io.member, *offset_bytes);
+                self.write(member, offset_bytes, &vec![0; *len_bytes as usize]);
+                IoCompletion::Done
+            }
             DeviceOp::Flush => IoCompletion::Done,
         }
     }

@@ -8,10 +8,9 @@
 
 mod common;
 use common::*;
-use eraid_core::geometry::METADATA_BYTES;
 use eraid_core::geometry::{Level, ParityLayout};
 use eraid_core::io::UserOp;
-use eraid_core::metadata::assemble::{assemble, MemberProbe, SlotState};
+use eraid_core::metadata::assemble::{assemble, SlotState};
 use eraid_core::testing::MemHarness;
 use eraid_core::Array;
 
@@ -32,22 +31,9 @@ fn write(offset_bytes: u64, byte: u8) -> UserOp {
     }
 }
 
-/// Assembles from what is durable on each member (what survives any power
-/// loss now, whatever happens to writes not yet flushed).
+/// Assembles from what is durable on each member.
 fn assemble_durable(h: &MemHarness) -> eraid_core::metadata::assemble::Assembly {
-    let probes: Vec<MemberProbe> = h
-        .members
-        .iter()
-        .enumerate()
-        .filter_map(|(i, m)| {
-            m.as_ref().map(|m| MemberProbe {
-                path: format!("mem{i}"),
-                metadata: Ok(m.durable[..METADATA_BYTES as usize].to_vec()),
-                size_bytes: m.durable.len() as u64,
-            })
-        })
-        .collect();
-    assemble(&probes).expect("assembles")
+    assemble(&h.durable_probes()).expect("assembles")
 }
 
 fn read_all(h: &mut MemHarness, array: &mut Array, id: u64) -> Vec<u8> {

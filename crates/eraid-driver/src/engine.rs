@@ -568,6 +568,7 @@ impl Runner {
         let (kind, len_bytes) = match &io.op {
             DeviceOp::Read { len_bytes, .. } => (IoKind::Read, *len_bytes as u64),
             DeviceOp::Write { data, .. } => (IoKind::Write, data.len() as u64),
+            DeviceOp::WriteZeroes { len_bytes, .. } => (IoKind::Write, *len_bytes),
             DeviceOp::Flush => (IoKind::Flush, 0),
         };
         let record = InFlight {

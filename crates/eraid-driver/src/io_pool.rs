@@ -225,6 +225,12 @@ fn execute_on(
             Ok(()) => IoCompletion::Done,
             Err(err) => fail(format!("write of {} bytes at offset {offset_bytes}", data.len()), err),
         },
+        DeviceOp::WriteZeroes { offset_bytes, len_bytes } => {
+            match member.write_zeroes(offset_bytes, len_bytes) {
+                Ok(()) => IoCompletion::Done,
+                Err(err) => fail(format!("zeroing of {len_bytes} bytes at offset {offset_bytes}"), err),
+            }
+        }
         DeviceOp::Flush => match member.sync_data() {
             Ok(()) => IoCompletion::Done,
             Err(err) => fail("flush (fdatasync)".to_string(), err),

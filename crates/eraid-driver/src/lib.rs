@@ -19,6 +19,7 @@ pub mod member_io;
 pub mod reply;
 pub mod stats;
 pub mod superblock_io;
+pub mod zeroing;
 
 pub use aligned_buf::DIRECT_ALIGN_BYTES;
 pub use engine::{Engine, EngineConfig};

@@ -113,6 +113,69 @@ fn open_handle(path: &Path, writable: bool, direct: bool) -> io::Result<File> {
     options.open(path)
 }
 
+/// Opens `path` without blocking, whatever it is: a FIFO (or a tty) would
+/// otherwise block `open()` until a peer appears, deaf to signals. The file
+/// type is checked on the open descriptor, so a path swapped meanwhile
+/// cannot slip through; regular files and block devices then get blocking
+/// I/O back.
+fn open_member_handle(path: &Path, writable: bool) -> io::Result<(File, std::fs::Metadata)> {
+    let file = OpenOptions::new()
+        .read(true)
+        .write(writable)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| with_path(path, "open", e))?;
+    let metadata = file.metadata().map_err(|e| with_path(path, "stat", e))?;
+    let file_type = metadata.file_type();
+    if !file_type.is_file() && !file_type.is_block_device() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "{} is {}, not a regular file or block device",
+                path.display(),
+                file_type_name(&metadata)
+            ),
+        ));
+    }
+    clear_nonblocking(&file).map_err(|e| with_path(path, "fcntl", e))?;
+    Ok((file, metadata))
+}
+
+/// What kind of file `metadata` describes, for messages.
+pub fn file_type_name(metadata: &std::fs::Metadata) -> &'static str {
+    let file_type = metadata.file_type();
+    if file_type.is_file() {
+        "a regular file"
+    } else if file_type.is_block_device() {
+        "a block device"
+    } else if file_type.is_dir() {
+        "a directory"
+    } else if file_type.is_fifo() {
+        "a FIFO (named pipe)"
+    } else if file_type.is_socket() {
+        "a socket"
+    } else if file_type.is_char_device() {
+        "a character device"
+    } else {
+        "a special file"
+    }
+}
+
+fn clear_nonblocking(file: &File) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let fd = file.as_raw_fd();
+    // SAFETY: fcntl on a descriptor we own; no memory is passed.
+    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+    if flags < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: as above.
+    if unsafe { libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 impl MemberFile {
     /// Opens `path` read/write, preferring O_DIRECT.
     pub fn open(path: impl AsRef<Path>) -> io::Result<MemberFile> {
@@ -131,23 +194,10 @@ impl MemberFile {
         open_direct: impl FnOnce(&Path, bool, bool) -> io::Result<File>,
     ) -> io::Result<MemberFile> {
         // Open buffered first: if this fails the error is about the path
-        // (missing, permissions), not about O_DIRECT.
-        let buffered_file =
-            open_handle(path, options.writable, false).map_err(|e| with_path(path, "open", e))?;
-        let metadata = buffered_file
-            .metadata()
-            .map_err(|e| with_path(path, "stat", e))?;
-        let file_type = metadata.file_type();
-        let is_block_device = file_type.is_block_device();
-        if !file_type.is_file() && !is_block_device {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!(
-                    "{} is neither a regular file nor a block device",
-                    path.display()
-                ),
-            ));
-        }
+        // (missing, permissions, not a file or block device), not about
+        // O_DIRECT.
+        let (buffered_file, metadata) = open_member_handle(path, options.writable)?;
+        let is_block_device = metadata.file_type().is_block_device();
         let size_bytes = if is_block_device {
             // Seeking to the end is the size of a block device and needs no
             // ioctl; the cursor is never used for I/O.
@@ -193,7 +243,7 @@ impl MemberFile {
         self.direct_file.is_some()
     }
 
-    /// The size when opened (members do not change size while assembled).
+    /// The size when opened: a member that shrinks later fails its I/O.
     pub fn size_bytes(&self) -> u64 {
         self.size_bytes
     }
@@ -215,42 +265,94 @@ impl MemberFile {
         }
     }
 
-    /// Reads `len_bytes` at `offset_bytes`; the part beyond the end of the
-    /// file reads as zeroes.
+    /// Reads `len_bytes` at `offset_bytes`. The part beyond the size the
+    /// member had when opened reads as zeroes (a metadata read of a small
+    /// file); an end of file before that size means the member shrank under
+    /// us, and is an error: its data there is gone, not zero.
     pub fn read_at(&self, offset_bytes: u64, len_bytes: usize) -> io::Result<Vec<u8>> {
-        let out = match &self.direct_file {
+        let (out, read_bytes) = match &self.direct_file {
             None => {
                 let mut out = vec![0u8; len_bytes];
-                read_full(&self.buffered_file, &mut out, offset_bytes).map_err(|(_, e)| e)?;
-                out
+                let read_bytes =
+                    read_full(&self.buffered_file, &mut out, offset_bytes).map_err(|(_, e)| e)?;
+                (out, read_bytes)
             }
             Some(direct_file) => {
                 let mut buf = AlignedBuf::zeroed(len_bytes);
-                if let Err((done_bytes, err)) = read_full(direct_file, &mut buf, offset_bytes) {
-                    if !is_einval(&err) {
-                        return Err(err);
+                let read_bytes = match read_full(direct_file, &mut buf, offset_bytes) {
+                    Ok(read_bytes) => read_bytes,
+                    Err((done_bytes, err)) => {
+                        if !is_einval(&err) {
+                            return Err(err);
+                        }
+                        // The device refused this offset, length or a
+                        // mid-buffer restart (a 4 KiB-sector device, or a
+                        // short read at an odd end of file): redo the rest
+                        // buffered.
+                        bump(&self.counters.buffered_fallbacks, 1);
+                        done_bytes
+                            + read_full(
+                                &self.buffered_file,
+                                &mut buf[done_bytes..],
+                                offset_bytes + done_bytes as u64,
+                            )
+                            .map_err(|(_, e)| e)?
                     }
-                    // The device refused this offset, length or a
-                    // mid-buffer restart (a 4 KiB-sector device, or a short
-                    // read at an odd end of file): redo the rest buffered.
-                    bump(&self.counters.buffered_fallbacks, 1);
-                    read_full(
-                        &self.buffered_file,
-                        &mut buf[done_bytes..],
-                        offset_bytes + done_bytes as u64,
-                    )
-                    .map_err(|(_, e)| e)?;
-                }
-                buf.to_vec()
+                };
+                (buf.to_vec(), read_bytes)
             }
         };
+        let expected_bytes = self
+            .size_bytes
+            .saturating_sub(offset_bytes)
+            .min(len_bytes as u64);
+        if (read_bytes as u64) < expected_bytes {
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                format!(
+                    "{} ends at byte {} but had {} bytes when opened: it shrank, \
+                     and the data past its new end is lost",
+                    self.path.display(),
+                    offset_bytes + read_bytes as u64,
+                    self.size_bytes
+                ),
+            ));
+        }
         bump(&self.counters.reads, 1);
         bump(&self.counters.read_bytes, len_bytes as u64);
         Ok(out)
     }
 
+    /// Refuses to write to a regular file that is now shorter than when it
+    /// was opened: a write would extend it again over a hole, and the hole
+    /// would then read back as zeroes instead of the data it lost. (A block
+    /// device refuses writes past its end by itself.)
+    fn check_not_shrunk(&self) -> io::Result<()> {
+        if self.is_block_device {
+            return Ok(());
+        }
+        let now_bytes = self
+            .buffered_file
+            .metadata()
+            .map_err(|e| with_path(&self.path, "stat", e))?
+            .len();
+        if now_bytes < self.size_bytes {
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                format!(
+                    "{} has {now_bytes} bytes but had {} when opened: it shrank, \
+                     and the data past its new end is lost",
+                    self.path.display(),
+                    self.size_bytes
+                ),
+            ));
+        }
+        Ok(())
+    }
+
     /// Writes all of `data` at `offset_bytes`.
     pub fn write_at(&self, offset_bytes: u64, data: &[u8]) -> io::Result<()> {
+        self.check_not_shrunk()?;
         match &self.direct_file {
             None => write_full(&self.buffered_file, data, offset_bytes).map_err(|(_, e)| e)?,
             Some(direct_file) => {
@@ -296,11 +398,32 @@ impl MemberIo for MemberFile {
     fn sync_data(&self) -> io::Result<()> {
         MemberFile::sync_data(self)
     }
+    fn write_zeroes(&self, offset_bytes: u64, len_bytes: u64) -> io::Result<()> {
+        let end_bytes = offset_bytes.saturating_add(len_bytes);
+        if end_bytes > self.size_bytes() {
+            // Never let a zero range extend (or hide the shrinking of) a member.
+            return Err(io::Error::other(format!(
+                "zeroing up to byte {end_bytes}, past the member's {} bytes",
+                self.size_bytes()
+            )));
+        }
+        // A hole punched past a shrunk file's end would hide the loss.
+        self.check_not_shrunk()?;
+        let file = self.direct_file.as_ref().unwrap_or(&self.buffered_file);
+        if !crate::zeroing::zero_natively(file, self.is_block_device(), offset_bytes, len_bytes)? {
+            crate::zeroing::write_zeroes_in_pieces(offset_bytes, len_bytes, |at, zeroes| {
+                MemberFile::write_at(self, at, zeroes)
+            })?;
+        }
+        bump(&self.counters.writes, 1);
+        bump(&self.counters.written_bytes, len_bytes);
+        Ok(())
+    }
 }
 
 /// Fills `buf` from `offset_bytes`, retrying short reads and EINTR, and
-/// stopping early at end of file (the rest of `buf` is left untouched). On
-/// error also returns how many bytes were read before it.
+/// stopping early at end of file (the rest of `buf` is left untouched).
+/// Returns how many bytes were read; on error, how many were read before it.
 fn read_full(file: &File, buf: &mut [u8], offset_bytes: u64) -> Result<usize, (usize, io::Error)> {
     let mut done_bytes = 0;
     while done_bytes < buf.len() {
@@ -384,6 +507,67 @@ mod tests {
         let got = member.read_at(0, 8192).unwrap();
         assert_eq!(&got[..data.len()], &data[..]);
         assert!(got[data.len()..].iter().all(|&b| b == 0));
+    }
+
+    #[test]
+    fn a_member_that_shrinks_fails_reads_and_writes_instead_of_reading_zeroes() {
+        for direct in [DirectMode::Prefer, DirectMode::Never] {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("m0");
+            let data = pattern(64 << 10, 5);
+            std::fs::write(&path, &data).unwrap();
+            let options = MemberOptions {
+                writable: true,
+                direct,
+            };
+            let member = MemberFile::open_with(&path, options).unwrap();
+            File::options()
+                .write(true)
+                .open(&path)
+                .unwrap()
+                .set_len(32 << 10)
+                .unwrap();
+            // Within the new end: still readable.
+            assert_eq!(member.read_at(0, 4096).unwrap(), &data[..4096]);
+            // Across or past the new end: an error, not zeroes.
+            for (offset_bytes, len_bytes) in [(28 << 10, 8192), (40 << 10, 4096)] {
+                let err = member.read_at(offset_bytes, len_bytes).unwrap_err();
+                assert_eq!(err.kind(), io::ErrorKind::UnexpectedEof, "{direct:?}");
+                assert!(err.to_string().contains("shrank"), "{err}");
+            }
+            // A write anywhere fails, and does not extend the file again
+            // over a hole that would read as zeroes.
+            let err = member.write_at(40 << 10, &[1; 4096]).unwrap_err();
+            assert!(err.to_string().contains("shrank"), "{err}");
+            member.write_at(0, &[1; 4096]).unwrap_err();
+            assert_eq!(std::fs::metadata(&path).unwrap().len(), 32 << 10);
+        }
+    }
+
+    #[test]
+    fn a_fifo_is_refused_at_once_instead_of_blocking_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("fifo");
+        let c_path = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: mkfifo with a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0);
+        // Without a writer, a blocking read-only open of a FIFO never
+        // returns; run it on a thread so a regression fails, not hangs.
+        let (tx, rx) = std::sync::mpsc::channel();
+        let opener_path = path.clone();
+        std::thread::spawn(move || {
+            let options = MemberOptions {
+                writable: false,
+                ..Default::default()
+            };
+            let _ = tx.send(MemberFile::open_with(&opener_path, options).map(|_| ()));
+        });
+        let err = rx
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .expect("opening a FIFO blocked")
+            .unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::InvalidInput);
+        assert!(err.to_string().contains("FIFO"), "{err}");
     }
 
     #[test]

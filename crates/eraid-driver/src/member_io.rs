@@ -19,6 +19,13 @@ pub trait MemberIo: Send + Sync {
     fn write_at(&self, offset_bytes: u64, data: &[u8]) -> io::Result<()>;
     /// Makes every write that completed before this call durable (fdatasync).
     fn sync_data(&self) -> io::Result<()>;
+    /// Makes the range read as zeroes, like a write of zeroes, without a
+    /// buffer of its size. The default writes zeroes in bounded pieces.
+    fn write_zeroes(&self, offset_bytes: u64, len_bytes: u64) -> io::Result<()> {
+        crate::zeroing::write_zeroes_in_pieces(offset_bytes, len_bytes, |at, zeroes| {
+            self.write_at(at, zeroes)
+        })
+    }
 }
 
 /// Stands in for a device the array does not use (a member missing or

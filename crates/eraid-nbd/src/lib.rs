@@ -21,6 +21,7 @@ mod export;
 mod handshake;
 mod in_flight;
 pub mod mem_export;
+mod part_sequence;
 pub mod protocol;
 mod reply;
 mod server;

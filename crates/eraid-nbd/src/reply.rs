@@ -5,9 +5,9 @@
 use std::io::{BufWriter, Write};
 use std::net::Shutdown;
 use std::sync::mpsc::{Receiver, Sender, TryRecvError};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use crate::export::{Done, Export, ExportCommand, ExportError, ExportResult};
+use crate::export::{Done, ExportResult};
 use crate::in_flight::InFlight;
 use crate::protocol as p;
 use crate::stream::Stream;
@@ -174,65 +174,4 @@ impl Drop for PendingReply {
 /// Makes the export's callback for a single command.
 pub fn done_for(pending: PendingReply) -> Done {
     Box::new(move |result| pending.complete(result))
-}
-
-/// Joins the parts of one client request split into several export
-/// commands (long trims and zero writes), optionally followed by a flush
-/// (FUA on a trim): one reply, with the first error if any part failed.
-pub struct Join {
-    state: Mutex<JoinState>,
-}
-
-struct JoinState {
-    parts_remaining: usize,
-    first_error: Option<ExportError>,
-    pending: Option<PendingReply>,
-    flush_after: Option<Arc<dyn Export>>,
-}
-
-impl Join {
-    pub fn new(
-        parts: usize,
-        pending: PendingReply,
-        flush_after: Option<Arc<dyn Export>>,
-    ) -> Arc<Join> {
-        assert!(parts > 0);
-        Arc::new(Join {
-            state: Mutex::new(JoinState {
-                parts_remaining: parts,
-                first_error: None,
-                pending: Some(pending),
-                flush_after,
-            }),
-        })
-    }
-
-    /// The callback for one part.
-    pub fn done_for_part(join: &Arc<Join>) -> Done {
-        let join = Arc::clone(join);
-        Box::new(move |result| join.part_done(result))
-    }
-
-    fn part_done(&self, result: ExportResult) {
-        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        if let Err(error) = result {
-            state.first_error.get_or_insert(error);
-        }
-        state.parts_remaining -= 1;
-        if state.parts_remaining > 0 {
-            return;
-        }
-        let Some(pending) = state.pending.take() else {
-            return;
-        };
-        let first_error = state.first_error.take();
-        let flush_after = state.flush_after.take();
-        // Never call into the export while holding our own lock.
-        drop(state);
-        match (first_error, flush_after) {
-            (Some(error), _) => pending.complete(Err(error)),
-            (None, Some(export)) => export.submit(ExportCommand::Flush, done_for(pending)),
-            (None, None) => pending.complete(Ok(None)),
-        }
-    }
 }

@@ -27,8 +27,10 @@ pub enum Listener {
 pub enum ServerError {
     #[error("invalid server config: {0}")]
     Config(String),
-    #[error("cannot listen on {what}: {source}")]
-    Bind { what: String, source: io::Error },
+    // `error`, not `source`: a source would be printed a second time by
+    // every error chain (anyhow's "{:#}") after this message.
+    #[error("cannot listen on {what}: {error}")]
+    Bind { what: String, error: io::Error },
     #[error("accept loop failed: {0}")]
     Accept(io::Error),
 }
@@ -64,17 +66,17 @@ impl Server {
         let (bound, unix_path, uri) = match listener {
             Listener::Unix(path) => {
                 remove_stale_socket(&path)?;
-                let listener = UnixListener::bind(&path).map_err(|source| ServerError::Bind {
+                let listener = UnixListener::bind(&path).map_err(|error| ServerError::Bind {
                     what: path.display().to_string(),
-                    source,
+                    error,
                 })?;
                 let uri = format!("nbd+unix:///?socket={}", percent_encode_path(&path));
                 (Bound::Unix(listener), Some(path), uri)
             }
             Listener::Tcp(address) => {
-                let bind_error = |source| ServerError::Bind {
+                let bind_error = |error| ServerError::Bind {
                     what: address.to_string(),
-                    source,
+                    error,
                 };
                 let listener = TcpListener::bind(address).map_err(bind_error)?;
                 let local = listener.local_addr().map_err(bind_error)?;
@@ -85,9 +87,9 @@ impl Server {
             Bound::Unix(l) => l.set_nonblocking(true),
             Bound::Tcp(l) => l.set_nonblocking(true),
         };
-        nonblocking.map_err(|source| ServerError::Bind {
+        nonblocking.map_err(|error| ServerError::Bind {
             what: uri.clone(),
-            source,
+            error,
         })?;
         Ok(Server {
             bound,
@@ -252,7 +254,7 @@ fn remove_stale_socket(path: &Path) -> Result<(), ServerError> {
     };
     let in_use = |why: &str| ServerError::Bind {
         what: path.display().to_string(),
-        source: io::Error::new(io::ErrorKind::AddrInUse, why.to_string()),
+        error: io::Error::new(io::ErrorKind::AddrInUse, why.to_string()),
     };
     if !metadata.file_type().is_socket() {
         return Err(in_use("path exists and is not a socket"));
@@ -260,9 +262,9 @@ fn remove_stale_socket(path: &Path) -> Result<(), ServerError> {
     if UnixStream::connect(path).is_ok() {
         return Err(in_use("another server is listening on it"));
     }
-    std::fs::remove_file(path).map_err(|source| ServerError::Bind {
+    std::fs::remove_file(path).map_err(|error| ServerError::Bind {
         what: path.display().to_string(),
-        source,
+        error,
     })
 }
 

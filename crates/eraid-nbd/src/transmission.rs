@@ -7,8 +7,9 @@ use std::sync::Arc;
 use crate::config::ServerConfig;
 use crate::export::{Export, ExportCommand};
 use crate::in_flight::InFlight;
+use crate::part_sequence::PartSequence;
 use crate::protocol::{self as p, RequestHeader};
-use crate::reply::{self, done_for, Join, PendingReply, WriterMessage};
+use crate::reply::{self, done_for, PendingReply, WriterMessage};
 use crate::stream::{MessageReader, NextMessage, Stream};
 
 /// A request that passed validation.
@@ -304,23 +305,25 @@ fn start(
             }
             // A zero write carries its own FUA; a trim has none, so FUA on a
             // trim becomes a flush after it.
-            let flush_after = (is_trim && fua).then(|| Arc::clone(export));
-            let join = Join::new(parts.len(), pending, flush_after);
-            for (offset_bytes, len_bytes) in parts {
-                let command = if is_trim {
-                    ExportCommand::Trim {
-                        offset_bytes,
-                        len_bytes,
+            let flush_after = is_trim && fua;
+            let commands = parts
+                .into_iter()
+                .map(|(offset_bytes, len_bytes)| {
+                    if is_trim {
+                        ExportCommand::Trim {
+                            offset_bytes,
+                            len_bytes,
+                        }
+                    } else {
+                        ExportCommand::WriteZeroes {
+                            offset_bytes,
+                            len_bytes,
+                            fua,
+                        }
                     }
-                } else {
-                    ExportCommand::WriteZeroes {
-                        offset_bytes,
-                        len_bytes,
-                        fua,
-                    }
-                };
-                export.submit(command, Join::done_for_part(&join));
-            }
+                })
+                .collect();
+            PartSequence::start(Arc::clone(export), commands, pending, flush_after);
         }
         Op::Disconnect => {}
     }

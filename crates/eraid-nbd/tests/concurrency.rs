@@ -375,6 +375,60 @@ fn long_trims_and_zero_writes_are_split_and_fua_is_honoured() {
     assert!(contents[466_944..].iter().all(|&b| b == 0xFF));
 }
 
+/// A long zero write holds one part in the export at a time: the next
+/// part is submitted only once the one before answered (so a request of
+/// gigabytes never has all its parts in the array at once), and a failed
+/// part ends the request with its error.
+#[test]
+fn the_parts_of_a_long_zero_write_run_one_at_a_time() {
+    let memory = Arc::new(MemExport::with_contents("m", vec![0xFF; SIZE_BYTES]));
+    let parked = Arc::new(Parked::default());
+    let config = ServerConfig {
+        max_request_bytes: 64 * 1024,
+        ..ServerConfig::default()
+    };
+    let served = serve(parking_export(&memory, &parked), config);
+    let mut client = client(&served);
+    client
+        .send_request(p::CMD_WRITE_ZEROES, 0, 0, 256 * 1024, &[])
+        .unwrap();
+    for part in 0..4u64 {
+        parked.wait_for(1);
+        // Give a wrongly parallel server time to submit more.
+        std::thread::sleep(Duration::from_millis(50));
+        let mut taken = parked.take();
+        assert_eq!(
+            taken.len(),
+            1,
+            "part {part}: {} parts in the export at once",
+            taken.len()
+        );
+        let (command, done) = taken.pop().unwrap();
+        assert_eq!(
+            command,
+            ExportCommand::WriteZeroes {
+                offset_bytes: part * 65536,
+                len_bytes: 65536,
+                fua: false,
+            }
+        );
+        memory.submit(command, done);
+    }
+    assert_eq!(client.receive_reply().unwrap().error, 0);
+    assert_eq!(memory.contents()[..256 * 1024], vec![0u8; 256 * 1024][..]);
+    // A part that fails ends the request: no later part is submitted.
+    client
+        .send_request(p::CMD_WRITE_ZEROES, 0, 0, 256 * 1024, &[])
+        .unwrap();
+    parked.wait_for(1);
+    let (_, done) = parked.take().pop().unwrap();
+    done(Err(ExportError::Io("injected".into())));
+    let reply = client.receive_reply().unwrap();
+    assert_eq!(reply.error, p::EIO);
+    std::thread::sleep(Duration::from_millis(50));
+    assert_eq!(parked.len(), 0, "parts submitted after a failed one");
+}
+
 #[test]
 fn several_tcp_clients_at_once() {
     let memory = Arc::new(MemExport::new("m", SIZE_BYTES));

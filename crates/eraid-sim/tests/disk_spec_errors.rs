@@ -4,7 +4,10 @@ use eraid_sim::disk::presets::simple_ssd;
 use eraid_sim::disk::{Device, DiskRequest, SsdModel};
 use eraid_sim::diskspec::parse_diskspecs;
 
-const DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/cheetah9LP/");
+const DIR: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../data/disk-models/cheetah9LP/"
+);
 
 fn read(name: &str) -> String {
     std::fs::read_to_string(format!("{DIR}{name}")).unwrap()

@@ -1,5 +1,5 @@
 //! The model against the measured Seagate Cheetah 9LP trace (DiskSim's
-//! validation set, copied under tests/data/cheetah9LP with its notice).
+//! validation set, in the repository's data/disk-models/cheetah9LP).
 
 use std::path::PathBuf;
 
@@ -8,7 +8,7 @@ use eraid_sim::disk::DiskModel;
 use eraid_sim::diskspec::load_diskspecs_path;
 
 fn data() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/cheetah9LP")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../data/disk-models/cheetah9LP")
 }
 
 #[test]

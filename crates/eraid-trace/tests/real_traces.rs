@@ -1,5 +1,5 @@
-//! Parses the real traces: the 200-line copies in `tests/data` always, and
-//! the full files in `shared/traces` when this checkout sits beside them.
+//! Parses the real traces: the 200-line copies in `tests/data` and the full
+//! files in the repository's `data/traces`.
 
 use std::collections::BTreeSet;
 use std::fs::File;
@@ -12,10 +12,9 @@ fn data_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data")
 }
 
-/// `<repo root>/../shared/traces`, when present.
-fn shared_traces_dir() -> Option<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/traces");
-    dir.is_dir().then_some(dir)
+/// `<repo root>/data/traces`.
+fn full_traces_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/traces")
 }
 
 fn read(path: &Path, format: Option<TraceFormat>) -> (TraceFormat, Vec<TraceRequest>) {
@@ -98,13 +97,10 @@ fn hand_written_samples_of_the_other_formats() {
     assert!(blk[2].is_read && blk[2].len_bytes == 128 * 1024);
 }
 
-/// The README's statistics for the full files.
+/// `data/traces/README.md`'s statistics for the full files.
 #[test]
-fn full_shared_traces_match_the_readme() {
-    let Some(dir) = shared_traces_dir() else {
-        eprintln!("shared/traces not found beside the repository; skipped");
-        return;
-    };
+fn full_traces_match_their_readme() {
+    let dir = full_traces_dir();
 
     // README: 24,782 requests over 60 s on devices 0-5, 99.98% reads. The
     // file has 24,783 requests: its last line lacks a newline, so `wc -l`

@@ -4,6 +4,8 @@ use crate::control::ControlClient;
 use anyhow::{bail, Result};
 use clap::Args;
 use eraid_core::io::AdminCommand;
+use eraid_core::metadata::assemble::{Assembly, SlotState};
+use eraid_core::metadata::superblock::MemberState;
 use eraid_core::reshape::record::ReshapeState;
 use eraid_core::ArrayOptions;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -18,7 +20,8 @@ use std::time::Duration;
 /// when there are none and 1 when there are (also with --repair, which
 /// rewrites them from the data). RAID-0 has nothing to check: that is said
 /// and the exit status is 0. A check is refused while a growth is
-/// unfinished. The members are locked while checking, so a served array is
+/// unfinished, and when a member is missing, stale or failed (a degraded
+/// array has nothing to compare; nothing is changed). The members are locked while checking, so a served array is
 /// refused, unless it is reached through its control socket (--control PATH
 /// of `eraid serve`), where the check runs while the array is served.
 #[derive(Args, Debug)]
@@ -56,9 +59,12 @@ impl CheckArgs {
     }
 
     fn run_offline(&self) -> Result<i32> {
-        let _locks = crate::members::lock_members(&self.members)?;
-        // Decide from the metadata alone (nothing written) whether there is
+        let mut locks = crate::members::lock_members(&self.members)?;
+        // Decide from the metadata alone, opened read-only, whether there is
         // anything to check.
+        let assembly = crate::members::assemble_read_only(&self.members)?;
+        locks.extend(crate::locks::lock_array(&assembly.superblock.array_uuid)?);
+        refuse_degraded(&assembly)?;
         let assembled = crate::members::assemble_members(&self.members)?;
         let sb = &assembled.assembly.superblock;
         if let Some(record) = &sb.reshape {
@@ -134,6 +140,44 @@ impl CheckArgs {
         }
         Ok(if mismatches == 0 { 0 } else { 1 })
     }
+}
+
+/// A check compares redundant copies; with a member absent there is
+/// nothing to compare them with, and opening the array would record the
+/// absent member as failed. So a check needs every member, in sync.
+fn refuse_degraded(assembly: &Assembly) -> Result<()> {
+    let sb = &assembly.superblock;
+    let absent: Vec<String> = assembly
+        .slots
+        .iter()
+        .enumerate()
+        .filter_map(|(slot, state)| {
+            let record = &sb.members[slot];
+            match state {
+                SlotState::Present { .. } => None,
+                SlotState::Stale { .. } => Some(format!(
+                    "member {slot} ({}) is stale: out of date, it needs a rebuild",
+                    record.path_hint
+                )),
+                SlotState::Missing if record.state == MemberState::Faulty => Some(format!(
+                    "member {slot} (last seen at {}) is recorded as failed",
+                    record.path_hint
+                )),
+                SlotState::Missing => Some(format!(
+                    "member {slot} (last seen at {}) was not named",
+                    record.path_hint
+                )),
+            }
+        })
+        .collect();
+    if !absent.is_empty() {
+        bail!(
+            "cannot check: {}. A check of a degraded array verifies nothing; name every member \
+             of the array (nothing was changed)",
+            absent.join("; ")
+        );
+    }
+    Ok(())
 }
 
 fn refuse_during_growth(reshape: &Value) -> Result<()> {

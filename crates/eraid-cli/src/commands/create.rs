@@ -7,8 +7,8 @@ use clap::Args;
 use eraid_core::geometry::{Geometry, Level, ParityLayout, METADATA_BYTES};
 use eraid_core::metadata::create::{initial_writes, new_superblock, NewMember};
 use eraid_core::metadata::superblock::Superblock;
-use eraid_driver::{read_metadata_area, write_at_sync, MemberFile};
-use std::path::PathBuf;
+use eraid_driver::{read_metadata_area, write_at_sync, MemberFile, MemberOptions};
+use std::path::{Path, PathBuf};
 
 /// Create a new array on member files or block devices
 ///
@@ -60,10 +60,23 @@ impl CreateArgs {
             ),
             None => None,
         };
+        if let (Some(text), Some(bytes)) = (&self.size, size_bytes) {
+            check_size_supported(text, bytes, self.members.len())?;
+        }
         check_distinct(&self.members)?;
+        // Members in use (a running serve, check or grow, another path to
+        // the same data, a mounted device) are refused whatever --force
+        // says: overwriting them would pull an array from under its server.
+        let mut locks = crate::locks::MemberLocks::default();
+        for path in &self.members {
+            if path.exists() {
+                locks.extend(crate::locks::lock_member(path)?);
+            }
+        }
         // Inspect every member before touching any.
         let mut existing_sizes = Vec::new();
         let mut any_existing = false;
+        let mut locked_arrays: Vec<String> = Vec::new();
         for path in &self.members {
             if !path.exists() {
                 if size_bytes.is_none() {
@@ -76,7 +89,11 @@ impl CreateArgs {
                 continue;
             }
             any_existing = true;
-            let file = MemberFile::open(path)
+            let read_only = MemberOptions {
+                writable: false,
+                ..MemberOptions::default()
+            };
+            let file = MemberFile::open_with(path, read_only)
                 .with_context(|| format!("cannot open {}", path.display()))?;
             let area = read_metadata_area(&file, METADATA_BYTES as usize)
                 .with_context(|| format!("cannot read {}", path.display()))?;
@@ -89,6 +106,11 @@ impl CreateArgs {
                         sb.this_member,
                         sb.geometry.level.number()
                     );
+                }
+                // Its array may be served through other paths.
+                if !locked_arrays.contains(&sb.array_uuid) {
+                    locks.extend(crate::locks::lock_array(&sb.array_uuid)?);
+                    locked_arrays.push(sb.array_uuid.clone());
                 }
             }
             if let Some(size) = size_bytes {
@@ -119,17 +141,28 @@ impl CreateArgs {
                 }
             };
         let geometry = Geometry::new(level, layout, self.members.len(), chunk_bytes, member_bytes)?;
-        // All checks passed: create missing files, then write metadata.
-        for (path, existing) in self.members.iter().zip(&existing_sizes) {
-            if existing.is_none() {
-                let file = std::fs::OpenOptions::new()
-                    .write(true)
-                    .create_new(true)
-                    .open(path)
-                    .with_context(|| format!("cannot create {}", path.display()))?;
-                file.set_len(member_bytes)
-                    .with_context(|| format!("cannot size {}", path.display()))?;
-            }
+        let new_paths: Vec<&PathBuf> = self
+            .members
+            .iter()
+            .zip(&existing_sizes)
+            .filter(|(_, existing)| existing.is_none())
+            .map(|(path, _)| path)
+            .collect();
+        check_files_can_be_that_large(&new_paths, member_bytes, self.size.as_deref())?;
+        // All checks passed: create missing files, then write metadata. A
+        // failure from here on removes the files this run created.
+        let mut created = CreatedFiles::default();
+        for path in new_paths {
+            let file = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(path)
+                .with_context(|| format!("cannot create {}", path.display()))?;
+            created.paths.push(path.clone());
+            locks.extend(crate::locks::lock_member(path)?);
+            file.set_len(member_bytes).with_context(|| {
+                format!("cannot make {} {member_bytes} bytes long", path.display())
+            })?;
         }
         let array_uuid = uuid::Uuid::new_v4().to_string();
         let members = self
@@ -161,6 +194,8 @@ impl CreateArgs {
                 )
             })?;
         }
+        created.keep();
+        drop(locks);
         println!(
             "created RAID-{} {} array {}: {} members, chunk {} KiB, capacity {} bytes ({:.1} MiB)",
             level.number(),
@@ -181,5 +216,91 @@ impl CreateArgs {
             println!("members held data before: the first start resynchronises parity over the whole array");
         }
         Ok(0)
+    }
+}
+
+/// Refuses a --size no array could use: file offsets are signed 64-bit, and
+/// the array's capacity (at most members x size) must be one too.
+fn check_size_supported(text: &str, size_bytes: u64, member_count: usize) -> Result<()> {
+    let largest_bytes = i64::MAX as u64 / member_count.max(1) as u64;
+    if size_bytes > largest_bytes {
+        bail!(
+            "--size {text} is larger than the largest supported member size for {member_count} \
+             members, {largest_bytes} bytes ({} TiB): the array's capacity must stay below 8 EiB",
+            largest_bytes >> 40
+        );
+    }
+    Ok(())
+}
+
+/// Asks each filesystem that will hold a new member whether it allows a
+/// file of `size_bytes` (ext4 stops at 16 TiB), with a temporary file that
+/// is removed at once, so an impossible size fails before any member file
+/// exists.
+fn check_files_can_be_that_large(
+    new_paths: &[&PathBuf],
+    size_bytes: u64,
+    size_text: Option<&str>,
+) -> Result<()> {
+    let mut asked: Vec<PathBuf> = Vec::new();
+    for path in new_paths {
+        let dir = match path.parent() {
+            Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        if asked.contains(&dir) {
+            continue;
+        }
+        let probe = tempfile::Builder::new()
+            .prefix(".eraid-size-probe")
+            .tempfile_in(&dir)
+            .with_context(|| format!("cannot create {}", path.display()))?;
+        if let Err(error) = probe.as_file().set_len(size_bytes) {
+            let size = size_text.map_or(size_bytes.to_string(), str::to_string);
+            if error.raw_os_error() == Some(libc::EFBIG) {
+                bail!(
+                    "--size {size} ({size_bytes} bytes) is larger than the filesystem holding {} \
+                     allows for one file; use a smaller --size or another filesystem \
+                     (nothing was created)",
+                    path.display()
+                );
+            }
+            return Err(error).with_context(|| {
+                format!("cannot make {} {size_bytes} bytes long", path.display())
+            });
+        }
+        asked.push(dir);
+    }
+    Ok(())
+}
+
+/// Member files this run created: removed on drop unless `keep` is called,
+/// so a create that fails leaves no file behind (a 0-byte leftover would
+/// block the next attempt).
+#[derive(Default)]
+struct CreatedFiles {
+    paths: Vec<PathBuf>,
+}
+
+impl CreatedFiles {
+    fn keep(mut self) {
+        self.paths.clear();
+    }
+}
+
+impl Drop for CreatedFiles {
+    fn drop(&mut self) {
+        for path in &self.paths {
+            remove_created(path);
+        }
+    }
+}
+
+fn remove_created(path: &Path) {
+    if let Err(error) = std::fs::remove_file(path) {
+        eprintln!(
+            "eraid: could not remove {} after the failed create: {error}",
+            path.display()
+        );
     }
 }

@@ -2,6 +2,7 @@
 //! on a running server (--control) or offline on the named members.
 
 use crate::control::ControlClient;
+use crate::growth_flags::GrowthFlags;
 use crate::members::{check_added_members, check_distinct, member_bytes_needed};
 use anyhow::{anyhow, bail, Context, Result};
 use clap::Args;
@@ -94,11 +95,13 @@ pub struct GrowArgs {
     #[arg(long, value_name = "READING")]
     valve_latency: Option<String>,
     /// Rate floor in KiB/s of array data: below it the growth does not
-    /// yield to users (default 1000, as MD's sync_speed_min).
+    /// yield to users (default 1000, as MD's sync_speed_min, or --speed-max
+    /// if that is lower).
     #[arg(long = "speed-min", value_name = "KB/S")]
     speed_min: Option<u64>,
     /// Rate ceiling in KiB/s of array data (default 200000, as MD's
-    /// sync_speed_max, or --speed-min if that is higher).
+    /// sync_speed_max, or --speed-min if that is higher). The growth moves
+    /// whole windows, so a low ceiling is kept on average, window by window.
     #[arg(long = "speed-max", value_name = "KB/S")]
     speed_max: Option<u64>,
     /// The control socket of a running `eraid serve --control PATH`.
@@ -187,11 +190,12 @@ impl GrowArgs {
             None => ReshapeStrategy::Alv,
         };
         check_strategy(level, strategy)?;
+        let flags = self.flags();
+        flags.check()?;
+        flags.check_strategy(strategy)?;
         let mut config = ReshapeConfig::with_strategy(strategy);
         if let Some(kib) = self.aggregation_kib {
-            config.aggregation_bytes = kib
-                .checked_mul(1024)
-                .ok_or_else(|| anyhow!("--aggregation-kib {kib} is too large"))?;
+            config.aggregation_bytes = kib * 1024;
         }
         // The valve's settings, by the rule `reshape set` uses too (ALV only).
         let valve = GrowthTuning {
@@ -204,23 +208,40 @@ impl GrowArgs {
                 .transpose()?,
             ..GrowthTuning::default()
         };
-        let mut config = valve.applied_to(&config).map_err(|e| {
-            anyhow!("bad growth settings: {e} (--latency-bound, --slack, --valve-latency)")
-        })?;
-        if let Some(min) = self.speed_min {
-            config.speed_min_kib_s = min;
+        let mut config = valve
+            .applied_to(&config)
+            .map_err(|e| anyhow!("bad growth settings: {e}"))?;
+        // A flag given alone moves the other bound's default with it: a
+        // floor above the default ceiling raises the ceiling, a ceiling
+        // below the default floor lowers the floor.
+        match (self.speed_min, self.speed_max) {
+            (Some(min), Some(max)) => (config.speed_min_kib_s, config.speed_max_kib_s) = (min, max),
+            (Some(min), None) => {
+                config.speed_min_kib_s = min;
+                config.speed_max_kib_s = config.speed_max_kib_s.max(min);
+            }
+            (None, Some(max)) => {
+                config.speed_max_kib_s = max;
+                config.speed_min_kib_s = config.speed_min_kib_s.min(max);
+            }
+            (None, None) => {}
         }
-        match self.speed_max {
-            Some(max) => config.speed_max_kib_s = max,
-            // A floor above the default ceiling raises the ceiling with it.
-            None => config.speed_max_kib_s = config.speed_max_kib_s.max(config.speed_min_kib_s),
-        }
-        config.validate().map_err(|e| {
-            anyhow!(
-                "bad growth settings: {e} (--aggregation-kib, --latency-bound, --slack, --speed-min, --speed-max)"
-            )
-        })?;
+        // The flags were checked above; this is the engine's own rule.
+        config
+            .validate()
+            .map_err(|e| anyhow!("bad growth settings: {e}"))?;
         Ok(config)
+    }
+
+    fn flags(&self) -> GrowthFlags {
+        GrowthFlags {
+            aggregation_kib: self.aggregation_kib,
+            speed_min: self.speed_min,
+            speed_max: self.speed_max,
+            latency_bound: self.latency_bound,
+            slack: self.slack,
+            valve_latency: self.valve_latency.is_some(),
+        }
     }
 
     /// Settings that are wrong whatever the array (checked before touching it).
@@ -231,7 +252,7 @@ impl GrowArgs {
         if let Some(name) = &self.valve_latency {
             parse_valve_latency(name)?;
         }
-        Ok(())
+        self.flags().check()
     }
 
     pub fn run(self) -> Result<i32> {
@@ -279,9 +300,8 @@ impl GrowArgs {
         // `check_added_members`, naming them as such.
         check_distinct(&self.members)?;
         check_distinct(&self.add)?;
-        let mut locks = crate::members::lock_members(&self.members)?;
         // Everything below reads only, until the engine starts.
-        let assembled = crate::members::assemble_members(&self.members)?;
+        let (mut locks, assembled) = crate::members::lock_and_assemble(&self.members)?;
         let sb = &assembled.assembly.superblock;
         if let Some(record) = &sb.reshape {
             if record.state != ReshapeState::Done {

@@ -2,8 +2,10 @@
 
 use super::grow::{follow_served_growth, parse_valve_latency, stop_on_signals};
 use crate::control::ControlClient;
+use crate::growth_flags::GrowthFlags;
 use anyhow::{bail, Result};
 use clap::{Args, Subcommand};
+use eraid_core::reshape::config::ReshapeStrategy;
 use serde_json::{json, Value};
 use std::path::PathBuf;
 
@@ -78,12 +80,51 @@ struct SetArgs {
     target: Target,
 }
 
+impl SetArgs {
+    fn flags(&self) -> GrowthFlags {
+        GrowthFlags {
+            speed_min: self.speed_min,
+            speed_max: self.speed_max,
+            latency_bound: self.latency_bound,
+            slack: self.slack,
+            valve_latency: self.valve_latency.is_some(),
+            ..GrowthFlags::default()
+        }
+    }
+
+    /// The flags against the growth the server runs (`status`), so a
+    /// refusal names the flags rather than the server's setting fields.
+    fn check_against_growth(&self, status: &Value) -> Result<()> {
+        let reshape = &status["reshape"];
+        if reshape.is_null() {
+            // The server says there is no growth to set.
+            return Ok(());
+        }
+        let config = &reshape["config"];
+        let flags = self.flags();
+        if let Some(strategy) = config["strategy"]
+            .as_str()
+            .and_then(|name| ReshapeStrategy::parse(name).ok())
+        {
+            flags.check_strategy(strategy)?;
+        }
+        if let (Some(floor), Some(ceiling)) = (
+            config["speed_min_kib_s"].as_u64(),
+            config["speed_max_kib_s"].as_u64(),
+        ) {
+            flags.check_against(floor, ceiling)?;
+        }
+        Ok(())
+    }
+}
+
 impl ReshapeArgs {
     pub fn run(self) -> Result<i32> {
         let (target, request) = match &self.action {
             ReshapeAction::Pause(t) => (t, json!({"command": "pause-grow"})),
             ReshapeAction::Resume(r) => (&r.target, json!({"command": "resume-grow"})),
             ReshapeAction::Set(set) => {
+                set.flags().check()?;
                 let valve_latency = set
                     .valve_latency
                     .as_deref()
@@ -111,6 +152,9 @@ impl ReshapeArgs {
             }
         };
         let mut client = ControlClient::connect(&target.control)?;
+        if let ReshapeAction::Set(set) = &self.action {
+            set.check_against_growth(&client.status()?)?;
+        }
         let status = client.call(&request)?;
         println!("{}", summary(&status["reshape"]));
         match &self.action {

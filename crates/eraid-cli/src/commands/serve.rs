@@ -1,8 +1,10 @@
-//! `eraid serve`: run the array and export it over NBD until SIGINT/SIGTERM,
+//! `eraid serve`: run the array and export it over NBD until SIGINT/SIGTERM/SIGHUP,
 //! optionally with a control socket (see `crate::control` for its protocol).
 
 use crate::control::{ControlContext, ControlListener};
 use crate::export::ArrayExport;
+use crate::output::{say, say_out};
+use crate::socket_path::socket_path;
 use anyhow::{Context, Result};
 use clap::Args;
 use eraid_core::geometry::Level;
@@ -12,16 +14,16 @@ use eraid_core::reshape::record::ReshapeState;
 use eraid_core::ArrayOptions;
 use eraid_nbd::{Listener, Server, ServerConfig};
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
-/// Serve the array over NBD (Unix socket or TCP) until SIGINT/SIGTERM
+/// Serve the array over NBD (Unix socket or TCP) until SIGINT/SIGTERM/SIGHUP
 ///
 /// Assembles the array from its members (one missing member is fine for
 /// RAID-5 and RAID-10, two for RAID-6), listens, and prints the NBD URI to
-/// connect to (e.g. with nbdcopy, qemu-img, nbdfuse or fio). On SIGINT or
-/// SIGTERM it finishes in-flight requests, flushes every member, marks the
+/// connect to (e.g. with nbdcopy, qemu-img, nbdfuse or fio). On SIGINT,
+/// SIGTERM or SIGHUP it finishes in-flight requests, flushes every member, marks the
 /// members clean and exits 0. After an unclean stop, parity of the regions
 /// the write-intent bitmap marks dirty is resynced while serving. The
 /// members are locked: a second serve or check of them is refused.
@@ -72,6 +74,17 @@ pub struct ServeArgs {
     /// Linux MD refuses to start a dirty degraded array).
     #[arg(long)]
     allow_dirty_degraded: bool,
+    /// When more members have failed than the array survives, take back
+    /// the failed members given whose metadata is most recent (highest
+    /// event count), as few as make the array run (Linux MD's
+    /// --assemble --force), record them active again and mark every region
+    /// for resync. Writes made while a member taken back was failed are
+    /// lost on it, and stripes being written when it failed may read back
+    /// wrong (the write hole). Use it when the failed members are healthy
+    /// again, for example after space was freed on a full filesystem.
+    /// Implies --allow-dirty-degraded for this start.
+    #[arg(long)]
+    force: bool,
     /// Member files or block devices of the array (any order).
     #[arg(required = true)]
     members: Vec<PathBuf>,
@@ -80,22 +93,45 @@ pub struct ServeArgs {
 impl ServeArgs {
     pub fn run(self) -> Result<i32> {
         let stop = Arc::new(AtomicBool::new(false));
-        for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        // SIGHUP too (a closed terminal or ssh session): a daemon that dies
+        // on it leaves its array dirty.
+        for signal in [
+            signal_hook::consts::SIGINT,
+            signal_hook::consts::SIGTERM,
+            signal_hook::consts::SIGHUP,
+        ] {
             signal_hook::flag::register(signal, Arc::clone(&stop))
                 .context("cannot install signal handlers")?;
         }
         let listener = match (self.listen, self.socket) {
             (Some(addr), _) => Listener::Tcp(addr),
-            // Absolute, so the printed URI works from any directory.
-            (None, Some(path)) => Listener::Unix(std::path::absolute(&path).unwrap_or(path)),
-            (None, None) => Listener::Unix(
-                std::path::absolute("eraid.sock").unwrap_or_else(|_| "eraid.sock".into()),
-            ),
+            // Absolute when it fits, so the printed URI works from any
+            // directory.
+            (None, Some(path)) => Listener::Unix(socket_path(&path, "--socket")?),
+            (None, None) => Listener::Unix(socket_path(Path::new("eraid.sock"), "--socket")?),
         };
-        let locks = crate::members::lock_members(&self.members)?;
         // Assemble (reads only) and bind before the array writes anything, so
         // a failure to listen changes nothing on disk.
-        let assembled = crate::members::assemble_members(&self.members)?;
+        // Like MD, serve runs degraded without a member whose superblock is
+        // damaged or unreadable, when redundancy allows, and says so.
+        let options = eraid_core::metadata::assemble::AssembleOptions {
+            force: self.force,
+            leave_out_unusable: true,
+        };
+        let (locks, assembled) = crate::members::lock_and_assemble_with(&self.members, options)?;
+        for (path, why) in &assembled.assembly.left_out {
+            say!("warning: left out {path}: {why}");
+        }
+        for forced in &assembled.assembly.forced {
+            say!(
+                "forced assembly: took back member {} ({}): its events {}, the array's {}; \
+                 recorded active again, every region marked for resync",
+                forced.slot,
+                forced.path,
+                forced.events,
+                forced.array_events
+            );
+        }
         let superblock = &assembled.assembly.superblock;
         let geometry = superblock.geometry;
         let size_bytes = Arc::new(AtomicU64::new(crate::members::visible_capacity_bytes(
@@ -130,6 +166,7 @@ impl ServeArgs {
             .reshape
             .as_ref()
             .is_some_and(|r| r.state != ReshapeState::Done);
+        let left_out = !assembled.assembly.left_out.is_empty();
         let absent: Vec<String> = assembled
             .assembly
             .slots
@@ -137,6 +174,7 @@ impl ServeArgs {
             .enumerate()
             .filter(|(_, slot)| !matches!(slot, SlotState::Present { .. }))
             .map(|(index, slot)| match slot {
+                // (Members given but unusable are named above, with why.)
                 SlotState::Stale { .. } => format!(
                     "member {index} ({}) is stale{}",
                     assembled.paths[index].display(),
@@ -145,6 +183,10 @@ impl ServeArgs {
                         .as_deref()
                         .map(|f| format!(" (failed: {f})"))
                         .unwrap_or_default()
+                ),
+                _ if left_out => format!(
+                    "member {index} (last seen at {}) was not given or was left out",
+                    assembled.paths[index].display()
                 ),
                 _ => format!(
                     "member {index} (last seen at {}) was not given",
@@ -159,7 +201,11 @@ impl ServeArgs {
             .any(|slot| matches!(slot, SlotState::Missing));
         // Advice that works: naming a member helps only if one was left out;
         // a stale one cannot be used before a rebuild.
-        let remedy = if any_not_given {
+        let remedy = if left_out {
+            "A member left out for a damaged or unreadable superblock cannot be used again: \
+             serve without it and add a replacement (eraid add NEW --control PATH), which is \
+             rebuilt from the others (nothing was changed)"
+        } else if any_not_given {
             "Name every member on the command line (nothing was changed)"
         } else {
             "A stale member cannot be used again: serve without it and add a replacement \
@@ -175,7 +221,7 @@ impl ServeArgs {
                     absent.join(", ")
                 );
             }
-            eprintln!(
+            say!(
                 "warning: a growth is unfinished and {}; serving degraded, the growth stays \
                  paused",
                 absent.join(", ")
@@ -185,11 +231,12 @@ impl ServeArgs {
             &assembled.paths,
             crate::members::member_bytes_needed(&geometry),
         ) {
-            eprintln!("{warning}");
+            say!("{warning}");
         }
         let dirty_regions = assembled.assembly.bitmap.dirty_regions().count();
         let parity_level = matches!(geometry.level, Level::Raid5 | Level::Raid6);
-        if parity_level && dirty_regions > 0 && !absent.is_empty() && !self.allow_dirty_degraded {
+        let allow_dirty_degraded = self.allow_dirty_degraded || self.force;
+        if parity_level && dirty_regions > 0 && !absent.is_empty() && !allow_dirty_degraded {
             anyhow::bail!(
                 "the array was not shut down cleanly ({dirty_regions} bitmap regions await a \
                  resync, so their parity may not match their data) and {}: data rebuilt for \
@@ -214,14 +261,14 @@ impl ServeArgs {
                 geometry.member_count
             ),
         };
-        let server = Server::bind(listener, Arc::new(export), ServerConfig::default())
-            .context("cannot listen")?;
+        // The error names the address and why (no context: it would repeat).
+        let server = Server::bind(listener, Arc::new(export), ServerConfig::default())?;
         let running = crate::runtime::start_assembled(assembled, ArrayOptions::default())?;
         for line in &running.report {
-            eprintln!("{line}");
+            say!("{line}");
         }
         if let Some(note) = &growth_note {
-            eprintln!("{note}");
+            say!("{note}");
         }
         if !absent.is_empty() && !growth_unfinished {
             // Forgetting a member's path (often the one a growth added) is
@@ -233,7 +280,7 @@ impl ServeArgs {
             } else {
                 ""
             };
-            eprintln!(
+            say!(
                 "warning: serving degraded: {}. Once data is written without a member it is \
                  stale; `eraid add NEW --control PATH` rebuilds its contents onto a new \
                  member (a recorded hot spare takes over by itself).{advice}",
@@ -250,7 +297,7 @@ impl ServeArgs {
                 if let ArrayEvent::ReshapeFinished { capacity_bytes, .. } = &event {
                     logger_size.store(*capacity_bytes, Ordering::Release);
                 }
-                eprintln!("event: {event:?}");
+                say!("event: {event:?}");
             }
         });
         // What the array itself says users can address (the old capacity
@@ -272,12 +319,12 @@ impl ServeArgs {
         });
         let control_thread = match control {
             Some(listener) => {
-                eprintln!("control socket: {}", listener.path().display());
+                say!("control socket: {}", listener.path().display());
                 Some(listener.spawn(Arc::clone(&context), Arc::clone(&control_stop))?)
             }
             None => None,
         };
-        println!("{}", server.uri());
+        say_out!("{}", server.uri());
         // If the engine stops on its own (an internal error), serving on
         // would accept clients it cannot answer: stop as on a signal, and
         // exit with an error.
@@ -304,9 +351,9 @@ impl ServeArgs {
         control_stop.store(true, Ordering::Relaxed);
         let _ = watchdog.join();
         if engine_died.load(Ordering::SeqCst) {
-            eprintln!("the array engine stopped unexpectedly (see above); no longer serving");
+            say!("the array engine stopped unexpectedly (see above); no longer serving");
         } else {
-            eprintln!("stopping: flushing and marking the members clean");
+            say!("stopping: flushing and marking the members clean");
         }
         if let Some(thread) = control_thread {
             let _ = thread.join();
@@ -323,7 +370,7 @@ impl ServeArgs {
             );
         }
         closed?;
-        eprintln!("stopped cleanly");
+        say!("stopped cleanly");
         Ok(0)
     }
 }

@@ -8,6 +8,13 @@ use crate::io::{DeviceOp, IoCause, IoCompletion, UserError, UserReply};
 use eraid_codes::xor_into;
 use std::ops::Range;
 
+/// What a shard write carries.
+enum Payload {
+    Bytes(Vec<u8>),
+    /// Zeroes over the range: no buffer, a zero-range device op.
+    Zeroes,
+}
+
 fn sub(range: &Range<u64>, within: &Range<u64>) -> Range<usize> {
     assert!(
         within.start <= range.start && range.end <= within.end,
@@ -269,7 +276,7 @@ impl Array {
                 .map_err(|e| e.to_string())?;
             Ok(shards)
         };
-        let mut writes: Vec<(usize, Range<u64>, Vec<u8>)> = Vec::new();
+        let mut writes: Vec<(usize, Range<u64>, Payload)> = Vec::new();
         let mut error = None;
         match op.kind {
             OpKind::Read => {
@@ -308,7 +315,23 @@ impl Array {
                 let method = op.method.expect("write planned");
                 let place_present: Vec<bool> =
                     op.map.shards().map(|p| self.present[p.member]).collect();
+                // Zeroes over every data shard of the row, nothing read: the
+                // parity of zeroes is zeroes (every code here is linear), so
+                // no byte needs a buffer.
+                let all_zeroes = op.segments.iter().all(|s| s.zeroes && s.data.is_none());
+                let nothing_read = op.reads.iter().all(|r| r.is_none());
+                let zero_stripe = all_zeroes
+                    && nothing_read
+                    && matches!(
+                        method,
+                        WriteMethod::DataOnly | WriteMethod::ReconstructWrite
+                    );
                 match method {
+                    _ if zero_stripe => {
+                        for i in k..k + m {
+                            writes.push((i, row.clone(), Payload::Zeroes));
+                        }
+                    }
                     WriteMethod::DataOnly => {}
                     WriteMethod::ReadModifyWrite => {
                         let code = code.as_deref().expect("parity code");
@@ -321,7 +344,7 @@ impl Array {
                                 .expect("old data read")
                                 .1
                                 .clone();
-                            xor_into(&mut delta, s.data.as_ref().expect("write data"));
+                            xor_into(&mut delta, &s.write_bytes());
                             let window = sub(&s.intra, &row);
                             let mut refs: Vec<&mut [u8]> =
                                 parity.iter_mut().map(|p| &mut p[window.clone()]).collect();
@@ -329,7 +352,7 @@ impl Array {
                                 .expect("shapes match");
                         }
                         for (i, bytes) in parity.into_iter().enumerate() {
-                            writes.push((k + i, row.clone(), bytes));
+                            writes.push((k + i, row.clone(), Payload::Bytes(bytes)));
                         }
                     }
                     WriteMethod::ReconstructWrite | WriteMethod::ReadAllRebuild => {
@@ -343,7 +366,7 @@ impl Array {
                             Ok(mut shards) => {
                                 for s in &op.segments {
                                     shards[s.data_index][sub(&s.intra, &row)]
-                                        .copy_from_slice(s.data.as_ref().expect("write data"));
+                                        .copy_from_slice(&s.write_bytes());
                                 }
                                 let (data, parity) = shards.split_at_mut(k);
                                 let data_refs: Vec<&[u8]> =
@@ -355,7 +378,11 @@ impl Array {
                                     .encode(&data_refs, &mut parity_refs)
                                     .expect("shapes match");
                                 for (i, bytes) in parity.iter().enumerate() {
-                                    writes.push((k + i, row.clone(), bytes.clone()));
+                                    writes.push((
+                                        k + i,
+                                        row.clone(),
+                                        Payload::Bytes(bytes.clone()),
+                                    ));
                                 }
                             }
                             Err(reason) => error = Some(UserError::Unavailable(reason)),
@@ -364,11 +391,14 @@ impl Array {
                 }
                 if error.is_none() {
                     for s in &op.segments {
-                        writes.push((
-                            s.data_index,
-                            s.intra.clone(),
-                            s.data.clone().expect("write data"),
-                        ));
+                        let payload = match &s.data {
+                            Some(data) => Payload::Bytes(data.clone()),
+                            None => {
+                                assert!(s.zeroes, "a write segment without data");
+                                Payload::Zeroes
+                            }
+                        };
+                        writes.push((s.data_index, s.intra.clone(), payload));
                     }
                 }
                 writes.retain(|(shard, _, _)| place_present[*shard]);
@@ -397,7 +427,7 @@ impl Array {
                                 && suspect
                                 && op.reads[i].as_ref().is_some_and(|(_, read)| read != bytes);
                             if *target || stale_parity {
-                                writes.push((i, row.clone(), bytes.clone()));
+                                writes.push((i, row.clone(), Payload::Bytes(bytes.clone())));
                             }
                         }
                     }
@@ -424,7 +454,7 @@ impl Array {
                         if bytes != op.reads[k + i].as_ref().expect("read").1 {
                             mismatch = true;
                             if repair {
-                                writes.push((k + i, row.clone(), bytes));
+                                writes.push((k + i, row.clone(), Payload::Bytes(bytes)));
                             }
                         }
                     }
@@ -446,16 +476,22 @@ impl Array {
             return;
         }
         let cause = self.op_cause(op_id);
-        for (shard, range, bytes) in writes {
+        for (shard, range, payload) in writes {
             let place = places[shard];
-            assert_eq!(bytes.len() as u64, range.end - range.start);
             let offset_bytes = self.member_offset_bytes(place.member_chunk, range.start);
+            let device_op = match payload {
+                Payload::Bytes(data) => {
+                    assert_eq!(data.len() as u64, range.end - range.start);
+                    DeviceOp::Write { offset_bytes, data }
+                }
+                Payload::Zeroes => DeviceOp::WriteZeroes {
+                    offset_bytes,
+                    len_bytes: range.end - range.start,
+                },
+            };
             self.issue(
                 place.member,
-                DeviceOp::Write {
-                    offset_bytes,
-                    data: bytes,
-                },
+                device_op,
                 cause,
                 Owner::Op {
                     op: op_id,

@@ -361,8 +361,7 @@ impl Array {
         if let Some(reshape) = &mut self.reshape {
             let bytes = match &op {
                 DeviceOp::Read { len_bytes, .. } => *len_bytes as u64,
-                DeviceOp::Write { data, .. } => data.len() as u64,
-                _ => 0,
+                other => other.written_bytes(),
             };
             let user = cause == IoCause::User;
             if user {

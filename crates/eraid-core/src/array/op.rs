@@ -62,8 +62,25 @@ pub struct Segment {
     pub intra: Range<u64>,
     /// Where the piece sits in the user's buffer.
     pub user_offset: usize,
-    /// New bytes, for writes.
+    /// New bytes, for writes (None for a zeroing segment until a plan
+    /// needs its bytes: see `zeroes`).
     pub data: Option<Vec<u8>>,
+    /// The segment writes zeroes (TRIM, WRITE_ZEROES): no buffer is held
+    /// for it unless the stripe's parity needs one.
+    pub zeroes: bool,
+}
+
+impl Segment {
+    /// The bytes it writes, materialising zeroes if it has none yet.
+    pub fn write_bytes(&self) -> std::borrow::Cow<'_, [u8]> {
+        match &self.data {
+            Some(data) => std::borrow::Cow::Borrowed(data),
+            None => {
+                assert!(self.zeroes, "a write segment without data");
+                std::borrow::Cow::Owned(vec![0; (self.intra.end - self.intra.start) as usize])
+            }
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

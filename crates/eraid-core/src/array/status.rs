@@ -29,6 +29,7 @@ impl Array {
                 })
             })
             .collect();
+        // More members failed than the array survives: every I/O fails (MD: FAILED).
         // Spares follow, numbered after the members (as their superblock
         // copies and `RemoveMember` number them).
         members.extend(self.superblock.spares.iter().enumerate().map(|(j, record)| {
@@ -42,6 +43,7 @@ impl Array {
             })
         }));
         let state = match (self.phase, self.superblock.state) {
+            _ if !self.survivable() => "failed",
             (Phase::Closed, ArrayState::Clean) => "clean",
             _ => "active",
         };

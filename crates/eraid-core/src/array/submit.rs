@@ -6,10 +6,6 @@ use super::{Array, FlushPurpose, Pending, Ready};
 use crate::geometry::SECTOR_BYTES;
 use crate::io::{UserError, UserOp, UserReply, UserRequest};
 
-/// Largest single zeroing piece, so TRIM/WRITE_ZEROES of huge ranges do not
-/// allocate huge buffers at once (they are split into several ops anyway).
-const ZERO_PIECE_BYTES: u64 = 4 << 20;
-
 impl Array {
     pub(super) fn submit(&mut self, request: UserRequest) {
         let id = request.id;
@@ -63,21 +59,15 @@ impl Array {
                 self.start_request(id, chunks, segments, OpKind::Write, None, fua);
             }
             // Trim is a hint; eraid keeps parity exact by writing zeroes, so
-            // reads of trimmed ranges return zeroes.
+            // reads of trimmed ranges return zeroes. No buffer is made for
+            // the zeroes: whole stripes go out as zero-range device ops.
             UserOp::Trim { .. } | UserOp::WriteZeroes { .. } => {
                 let fua = matches!(request.op, UserOp::WriteZeroes { fua: true, .. });
-                let mut segments = Vec::new();
-                let mut at = offset_bytes;
-                while at < offset_bytes + len_bytes {
-                    let piece = ZERO_PIECE_BYTES.min(offset_bytes + len_bytes - at);
-                    let zeroes = vec![0u8; piece as usize];
-                    for mut group in self.split(at, piece, Some(&zeroes)) {
-                        for segment in &mut group.1 {
-                            segment.user_offset += (at - offset_bytes) as usize;
-                        }
-                        segments.push(group);
+                let mut segments = self.split(offset_bytes, len_bytes, None);
+                for (_, group) in &mut segments {
+                    for segment in group {
+                        segment.zeroes = true;
                     }
-                    at += piece;
                 }
                 self.start_request(id, chunks, segments, OpKind::Write, None, fua);
             }
@@ -129,6 +119,7 @@ impl Array {
                 intra: intra..intra + piece,
                 user_offset,
                 data: data.map(|d| d[user_offset..user_offset + piece as usize].to_vec()),
+                zeroes: false,
             };
             match groups.last_mut() {
                 Some((s, segments)) if *s == stripe => segments.push(segment),

@@ -4,8 +4,7 @@
 //! Source: W. Zheng and G. Zhang, "FastScale: Accelerate RAID Scaling by
 //! Minimizing Data Migration", FAST 2011 (journal version: G. Zhang, W. Zheng,
 //! K. Li, "Design and Evaluation of a New Approach to RAID-0 Scaling", ACM
-//! TOS 9(4), 2013), and the FAST talk's slides
-//! (`shared/papers/fastscale-raid0-scaling.md`).
+//! TOS 9(4), 2013), and the FAST talk's slides.
 //!
 //! Provenance, honestly: the text we could retrieve of the paper is its
 //! prose on minimizing data migration (Figures 2 and 3 and their

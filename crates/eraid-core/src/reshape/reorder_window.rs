@@ -1,6 +1,6 @@
 //! ALV's reordering window and aggregation plans for RAID-5 growth
 //! (Zhang, Zheng, Shu: "ALV: A New Data Redistribution Approach to RAID-5
-//! Scaling", IEEE TC 2010; `shared/papers/alv-raid5-scaling.md`).
+//! Scaling", IEEE TC 2010).
 //!
 //! Pure arithmetic, no I/O. Notation follows the paper:
 //!

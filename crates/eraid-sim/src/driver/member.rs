@@ -133,6 +133,24 @@ impl Member {
                     };
                     (true, offset_bytes, len_bytes as u64, kind)
                 }
+                DeviceOp::WriteZeroes {
+                    offset_bytes,
+                    len_bytes,
+                } => {
+                    // The drive is modelled writing the range; bytes are
+                    // kept (as zeroes) only when the run checks data.
+                    self.stats.count(cause, |c| {
+                        c.writes += 1;
+                        c.written_bytes += len_bytes;
+                    });
+                    let data = self.store.is_some().then(|| vec![0; len_bytes as usize]);
+                    (
+                        false,
+                        offset_bytes,
+                        len_bytes,
+                        InflightKind::Write { offset_bytes, data },
+                    )
+                }
                 DeviceOp::Write { offset_bytes, data } => {
                     let len = data.len() as u64;
                     self.stats.count(cause, |c| {

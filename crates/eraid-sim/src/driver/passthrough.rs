@@ -88,9 +88,9 @@ impl Machine for Passthrough {
             } => Some(DeviceOp::Write { offset_bytes, data }),
             UserOp::Flush => Some(DeviceOp::Flush),
             UserOp::Trim { .. } | UserOp::WriteZeroes { .. } if len_bytes == 0 => None,
-            UserOp::Trim { .. } | UserOp::WriteZeroes { .. } => Some(DeviceOp::Write {
+            UserOp::Trim { .. } | UserOp::WriteZeroes { .. } => Some(DeviceOp::WriteZeroes {
                 offset_bytes,
-                data: vec![0; len_bytes as usize],
+                len_bytes,
             }),
         };
         match op {

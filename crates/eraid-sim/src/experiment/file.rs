@@ -30,7 +30,7 @@
 //! resync_on_open = true
 //!
 //! [workload]                    # exactly one of trace, preset, spec, stride
-//! trace = "../../shared/traces/wsrch-small.trace"
+//! trace = "../data/traces/wsrch-small.trace" # relative to this file
 //! format = "mqsim"              # default: detected
 //! time_scale = 1.0
 //! rebase_time = true            # default true

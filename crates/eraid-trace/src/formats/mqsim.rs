@@ -1,4 +1,4 @@
-//! MQSim's nanosecond ASCII traces (`../shared/traces/*-small.trace`).
+//! MQSim's nanosecond ASCII traces (`data/traces/*-small.trace`).
 //!
 //! One request per line, whitespace separated:
 //! `arrival_time_ns device start_sector size_sectors type`, for example

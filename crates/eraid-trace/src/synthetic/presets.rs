@@ -21,7 +21,7 @@ const KIB: u64 = 1024;
 pub enum Preset {
     /// SPC Financial1 (OLTP at a large financial institution).
     ///
-    /// Published (PRO paper, Table 2, `papers/pro-reconstruction.md`; the
+    /// Published (PRO paper, Table 2; the
     /// first 200,000 requests of the trace): **35.91% reads / 64.09% writes,
     /// 64.06 IOPS**. The EPU paper (§V-B) also calls Financial "write
     /// dominated". None of the papers here gives request sizes beyond
@@ -35,7 +35,7 @@ pub enum Preset {
     ///
     /// Published (PRO paper, Table 2; ALV paper §5.4 repeats the ratio):
     /// **99.98% reads / 0.02% writes, 323.75 IOPS**. Sizes: the issue's
-    /// "8-64 KiB", weighted as measured on `shared/traces/wsrch-small.trace`
+    /// "8-64 KiB", weighted as measured on `data/traces/wsrch-small.trace`
     /// (MQSim's cut of a web-search trace: 8 KiB 60.1%, 16 KiB 12.2%,
     /// 24 KiB 7.8%, 32 KiB 19.8%, ignoring its 0.1% of 512 B and 1.1 MB
     /// requests; mean ≈ 15.3 KiB). Locality: the ALV paper (§5.1) says "read

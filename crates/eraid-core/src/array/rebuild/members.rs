@@ -12,7 +12,7 @@ use crate::reshape::config::NewMember;
 use crate::reshape::record::ReshapeState;
 
 /// Most hot spares an array records (each is a superblock entry).
-pub const SPARES_MAX: usize = 8;
+pub use crate::metadata::SPARES_MAX;
 
 impl Array {
     fn growth_unfinished(&self) -> bool {

@@ -227,6 +227,12 @@ impl Array {
                     member.path_hint, member.size_bytes
                 ));
             }
+            if !crate::metadata::superblock::is_valid_uuid(&member.uuid) {
+                return Err(format!(
+                    "{}: member uuid {:?} is not valid",
+                    member.path_hint, member.uuid
+                ));
+            }
             if self
                 .superblock
                 .members

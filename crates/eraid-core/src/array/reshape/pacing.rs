@@ -68,8 +68,13 @@ enum Valve {
 }
 
 impl Pacing {
+    /// The growth starts: its valve opens, and its rate is measured from
+    /// now (without this first mark the first window's bytes had no start
+    /// to be measured from, so the second window never waited for the
+    /// ceiling and at --speed-max 1 two windows went at full speed).
     pub fn start_valve(&mut self, now: TimeNs) {
         self.valve = Some(Valve::Open { since: now });
+        self.note(now, 0);
     }
 
     pub fn note(&mut self, now: TimeNs, processed_bytes: u64) {
@@ -509,6 +514,34 @@ mod tests {
         assert_eq!(pacing.gate(over, 0, &config), Some(TimeNs(over.0 + 1)));
         pacing.advance_valve(over, &config, false);
         assert_eq!(pacing.gate(over, 0, &config), None, "judged low: runs on");
+    }
+
+    /// At a ceiling far below a window's worth per second, the first
+    /// window is measured from the growth's start: the second waits until
+    /// the first one's bytes are paid for at the ceiling.
+    #[test]
+    fn the_ceiling_holds_from_the_first_window() {
+        let config = ReshapeConfig {
+            speed_min_kib_s: 0,
+            speed_max_kib_s: 1,
+            ..ReshapeConfig::with_strategy(ReshapeStrategy::Alv)
+        };
+        let mut pacing = Pacing::default();
+        let start = TimeNs(5_000 * MS);
+        pacing.start_valve(start);
+        assert_eq!(
+            pacing.gate(start, 0, &config),
+            None,
+            "the first window goes"
+        );
+        let window_bytes = 3 << 20;
+        let done = TimeNs(start.0 + 50 * MS);
+        pacing.note(done, window_bytes);
+        assert_eq!(
+            pacing.gate(done, window_bytes, &config),
+            Some(TimeNs(start.0 + 3_072_000 * MS)),
+            "3 MiB at 1 KiB/s: 3072 s after the start"
+        );
     }
 
     #[test]
