@@ -16,9 +16,16 @@ use support::*;
 const MEMBER_BYTES: u64 = 64 * MIB;
 const DATA_BYTES: u64 = 120 * MIB;
 
+/// Writes data.bin to the array eight times over (the same bytes each
+/// time), so the writer is surely still running when the member fails.
 fn spawn_writer(dir: &Path, uri: &str) -> Child {
-    Command::new(tool("nbdcopy"))
-        .args(["--flush", "data.bin", uri])
+    let nbdcopy = tool("nbdcopy");
+    Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "for pass in 1 2 3 4 5 6 7 8; do '{}' --flush data.bin '{uri}' || exit 1; done",
+            nbdcopy.display()
+        ))
         .current_dir(dir)
         .stdin(Stdio::null())
         .stdout(Stdio::null())

@@ -340,6 +340,15 @@ mod tests {
             assert!(bytes.len() <= crate::metadata::SUPERBLOCK_SLOT_BYTES);
             let (_, body) = record::decode(&SUPERBLOCK_KIND, &bytes).unwrap();
             let decoded: Superblock = serde_json::from_slice(body).unwrap();
+            assert_eq!(decoded.spares.len(), crate::metadata::SPARES_MAX);
+            if member >= MEMBER_COUNT_MAX {
+                // A spare's own copy: its record is among the spares.
+                let spare = &decoded.spares[member - MEMBER_COUNT_MAX];
+                assert!(spare
+                    .path_hint
+                    .ends_with(&format!("/s{}", member - MEMBER_COUNT_MAX)));
+                continue;
+            }
             // Paths keep their end (the file name), reasons their start.
             assert!(decoded.members[member]
                 .path_hint

@@ -284,7 +284,8 @@ fn backup(b: &BackupRecord, record: &ReshapeRecord, g: &Geometry) -> Result<(), 
 
 /// What a current member's copy says that the newest cannot also be true
 /// with. One event behind, a member may miss the growth that added members
-/// (the joining members' write comes first); nothing else may differ.
+/// (the joining members' write comes first) or the replacement of a member
+/// by a spare; nothing else may differ.
 pub(super) fn disagreement(copy: &Superblock, newest: &Superblock) -> Option<String> {
     let (a, b) = (&copy.geometry, &newest.geometry);
     let shape = |g: &crate::geometry::Geometry| {
@@ -316,10 +317,13 @@ pub(super) fn disagreement(copy: &Superblock, newest: &Superblock) -> Option<Str
             a.member_count, b.member_count
         ));
     }
-    // Members both copies know must be the same members.
+    // Members both copies know must be the same members, unless the newer
+    // record is the one that put a replacement or spare into a slot (a
+    // crash between the members' writes leaves copies one event apart).
     let common = a.member_count.min(b.member_count);
-    if let Some(slot) =
-        (0..common).find(|&slot| copy.members[slot].uuid != newest.members[slot].uuid)
+    let same_record = copy.events == newest.events;
+    if let Some(slot) = (0..common)
+        .find(|&slot| same_record && copy.members[slot].uuid != newest.members[slot].uuid)
     {
         return Some(format!("they record different members in slot {slot}"));
     }
