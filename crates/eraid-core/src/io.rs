@@ -261,6 +261,15 @@ pub enum AdminCommand {
     FailMember {
         slot: usize,
     },
+    /// Replace member `slot` by `member` (which the driver has opened and
+    /// serves as the next device): `slot` is copied onto it while it keeps
+    /// serving (Linux MD's `--replace`), then `member` takes the slot and
+    /// the old member is retired. Refused, changing nothing, if it cannot
+    /// be done; the driver then drops the device again.
+    ReplaceMember {
+        slot: usize,
+        member: crate::growth::config::NewMember,
+    },
     /// Forget a failed member (slot below the member count) or drop a
     /// spare (slot `member_count + j` for spare `j`, as in the status).
     RemoveMember {

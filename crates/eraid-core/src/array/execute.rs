@@ -104,7 +104,14 @@ impl Array {
                 .map(|p| self.shard_readable(p.member, op.stripe))
                 .collect()
         };
+        // A replace copies the source's shard alone (a rebuild op planned
+        // again after the source failed is an ordinary rebuild).
+        let copy_plan = match self.ops[&op_id].kind {
+            OpKind::Rebuild => self.replace_copy_plan(&self.ops[&op_id].map),
+            _ => None,
+        };
         let op = self.ops.get_mut(&op_id).expect("op exists");
+        op.copy_to = copy_plan.map(|(_, device)| device);
         // The op's own stripe shape: during a growth old and new stripes differ.
         let k = op.map.data.len();
         let m = op.map.parity.len();
@@ -153,6 +160,10 @@ impl Array {
                     // Degraded: nothing to compare against; skip the stripe.
                     Some(Vec::new())
                 }
+            }
+            OpKind::Rebuild if copy_plan.is_some() => {
+                let (shard, _) = copy_plan.expect("checked");
+                Some(vec![(shard, op.row.clone())])
             }
             // Every readable shard over the whole chunk: the targets are
             // reconstructed from them (and suspect parity checked).
@@ -403,6 +414,20 @@ impl Array {
                 }
                 writes.retain(|(shard, _, _)| place_present[*shard]);
             }
+            OpKind::Rebuild if op.copy_to.is_some() => {
+                // A replace's copy: the source's shard, as read.
+                let (shard, read) = op
+                    .reads
+                    .iter_mut()
+                    .enumerate()
+                    .find_map(|(i, r)| r.take().map(|r| (i, r)))
+                    .expect("the copy read the source's shard");
+                let member = op.map.shards().nth(shard).expect("shard").member;
+                let device = op.copy_to.expect("checked");
+                if self.copy_destination_live(member, device) {
+                    writes.push((shard, read.0, Payload::Bytes(read.1)));
+                }
+            }
             OpKind::Rebuild => {
                 let suspect = self.intent.pinned.contains(&op.region)
                     || self.unresynced_regions.contains(&op.region);
@@ -468,15 +493,24 @@ impl Array {
         }
         op.reads.iter_mut().for_each(|r| *r = None);
         let places: Vec<_> = op.map.shards().collect();
+        // Each write's devices: a copy goes to the new member only; any
+        // other write to a replace's source goes to the new member too.
+        let devices: Vec<Vec<usize>> = writes
+            .iter()
+            .map(|(shard, _, _)| match op.copy_to {
+                Some(device) => vec![device],
+                None => self.write_devices(places[*shard].member),
+            })
+            .collect();
         op.state = OpState::Writing;
-        op.pending_ios = writes.len();
+        op.pending_ios = devices.iter().map(Vec::len).sum();
         self.ops.insert(op_id, op);
         if error.is_some() || writes.is_empty() {
             self.ready.push(Ready::OpFinish(op_id, error));
             return;
         }
         let cause = self.op_cause(op_id);
-        for (shard, range, payload) in writes {
+        for ((shard, range, payload), devices) in writes.into_iter().zip(devices) {
             let place = places[shard];
             let offset_bytes = self.member_offset_bytes(place.member_chunk, range.start);
             let device_op = match payload {
@@ -489,16 +523,16 @@ impl Array {
                     len_bytes: range.end - range.start,
                 },
             };
-            self.issue(
-                place.member,
-                device_op,
-                cause,
-                Owner::Op {
-                    op: op_id,
-                    shard,
-                    is_read: false,
-                },
-            );
+            let owner = Owner::Op {
+                op: op_id,
+                shard,
+                is_read: false,
+            };
+            let (&last, others) = devices.split_last().expect("a write goes somewhere");
+            for &device in others {
+                self.issue_to_device(device, place.member, device_op.clone(), cause, owner);
+            }
+            self.issue_to_device(last, place.member, device_op, cause, owner);
         }
     }
 

@@ -94,6 +94,9 @@ enum Owner {
         id: u64,
     },
     Reshape(ReshapeIo),
+    /// The retired copy written to a replaced member (and its flush):
+    /// nothing waits for it.
+    Retirement,
 }
 
 /// Why a set of member flushes was issued.
@@ -453,18 +456,24 @@ impl Array {
             | FlushPurpose::RebuildCheckpoint { .. } => IoCause::Metadata,
             FlushPurpose::ReshapeBackup => IoCause::Redistribution,
         };
+        // A replace's new member holds what a checkpoint records, and user
+        // writes acknowledged by a flush must survive on it too.
+        let replace_device = self.replace_device();
         self.flushes.insert(
             id,
             FlushWait {
                 purpose,
-                pending: members.len(),
+                pending: members.len() + replace_device.iter().count(),
                 member_failed: false,
             },
         );
         for member in &members {
             self.issue(*member, DeviceOp::Flush, cause, Owner::Flush { id });
         }
-        if members.is_empty() {
+        if let Some((device, member)) = replace_device {
+            self.issue_to_device(device, member, DeviceOp::Flush, cause, Owner::Flush { id });
+        }
+        if members.is_empty() && replace_device.is_none() {
             self.ready.push(Ready::FlushDone(id));
         }
     }
@@ -740,6 +749,8 @@ impl Machine for Array {
                 }
             }
             Owner::Reshape(io) => self.reshape_io_done(io, completion),
+            // A failure was charged to the device above (it serves nothing).
+            Owner::Retirement => {}
         }
         self.run_ready();
     }
@@ -797,6 +808,7 @@ impl Machine for Array {
             AdminCommand::AddMember { member, spare } => self.add_member(member, spare),
             AdminCommand::FailMember { slot } => self.fail_member_by_operator(slot),
             AdminCommand::RemoveMember { slot } => self.remove_member(slot),
+            AdminCommand::ReplaceMember { slot, member } => self.start_replace(slot, member),
             AdminCommand::PauseRebuild => self.hold_rebuild(),
             AdminCommand::ResumeRebuild => self.release_rebuild(),
             AdminCommand::TuneRebuild(tuning) => self.tune_rebuild(&tuning),

@@ -140,6 +140,9 @@ pub struct StripeOp {
     /// A member failed under this op: wait for the superblock record.
     pub member_failed: bool,
     pub intent_taken: bool,
+    /// A replace's copy op: the source's shard is read and written to this
+    /// device (the new member's) only.
+    pub copy_to: Option<usize>,
 }
 
 impl StripeOp {

@@ -33,11 +33,19 @@ impl Array {
         // Spares follow, numbered after the members (as their superblock
         // copies and `RemoveMember` number them).
         members.extend(self.superblock.spares.iter().enumerate().map(|(j, record)| {
+            let replacing = self.spare_devices[j]
+                .is_some_and(|d| self.replace_device().is_some_and(|(r, _)| r == d));
             json!({
                 "index": count + j,
                 "uuid": record.uuid,
                 "path": record.path_hint,
-                "state": if self.spare_devices[j].is_some() { "spare" } else { "missing-spare" },
+                "state": if replacing {
+                    "replacement"
+                } else if self.spare_devices[j].is_some() {
+                    "spare"
+                } else {
+                    "missing-spare"
+                },
                 "failure": record.failure,
                 "device": self.spare_devices[j],
             })
@@ -81,7 +89,7 @@ impl Array {
             "device_count": self.device_count,
             "capacity_bytes": self.capacity_bytes(),
             "state": state,
-            "degraded": self.is_degraded() || self.rebuild_active(),
+            "degraded": self.is_degraded() || self.rebuild_restoring(),
             "events": self.superblock.events,
             "dirty_regions": self.intent.desired.dirty_regions().count(),
             "unresynced_regions": self.unresynced_regions.len(),

@@ -210,6 +210,7 @@ impl Array {
             read_failed: false,
             member_failed: false,
             intent_taken: false,
+            copy_to: None,
         };
         self.ops.insert(op_id, op);
         if self.locks.acquire(lock_key, op_id, lock) {

@@ -88,6 +88,15 @@ pub enum AssemblyError {
         now_at: String,
     },
     #[error(
+        "{path} was retired by a replace: {replaced_by} took its place (uuid {replaced_by_uuid}); \
+         it is no longer a member of this array; leave it out"
+    )]
+    Retired {
+        path: String,
+        replaced_by: String,
+        replaced_by_uuid: String,
+    },
+    #[error(
         "{path} says it is member {slot}, but the newest metadata of the array (events {events}, \
          on {newest_path}) has only {member_count} members: it may have joined a growth that was \
          never recorded on the others; leave it out"
@@ -166,6 +175,15 @@ pub fn assemble_with(
     if let Some(error) = survey.failed {
         return Err(error);
     }
+    // A retired member is named by mistake, not damaged: refused, as a
+    // replaced one is.
+    if let Some(retired) = survey
+        .unusable
+        .iter()
+        .find(|u| matches!(u.error, AssemblyError::Retired { .. }))
+    {
+        return Err(retired.error.clone());
+    }
     let mut assembly = survey.assembly;
     for unusable in survey.unusable {
         let path = probes[unusable.probe].path.clone();
@@ -194,10 +212,18 @@ fn decode_probe(probe: &MemberProbe) -> Result<Superblock, AssemblyError> {
             path: probe.path.clone(),
             reason: reason.clone(),
         })?;
-    Superblock::decode_newest(area).map_err(|e| AssemblyError::NotAMember {
+    let superblock = Superblock::decode_newest(area).map_err(|e| AssemblyError::NotAMember {
         path: probe.path.clone(),
         reason: e.to_string(),
-    })
+    })?;
+    if let Some(retired) = &superblock.retired {
+        return Err(AssemblyError::Retired {
+            path: probe.path.clone(),
+            replaced_by: retired.replaced_by_path.clone(),
+            replaced_by_uuid: retired.replaced_by_uuid.clone(),
+        });
+    }
+    Ok(superblock)
 }
 
 /// The work of `assemble_with` and `survey`: `tolerant` sets unusable

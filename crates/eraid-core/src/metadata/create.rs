@@ -56,6 +56,7 @@ pub fn new_superblock(
         reshape: None,
         spares: Vec::new(),
         rebuild: None,
+        retired: None,
     }
 }
 

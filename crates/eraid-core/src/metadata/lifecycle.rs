@@ -71,6 +71,9 @@ pub fn check_lifecycle_fields(sb: &Superblock) -> Result<(), String> {
             rebuild.total_stripes
         ));
     }
+    if let Some(replace) = &rebuild.replace {
+        return check_replace(sb, replace, &rebuild.targets, &rebuilding);
+    }
     if rebuild.targets.is_empty() {
         return Err("an unfinished rebuild has no target member".into());
     }
@@ -102,6 +105,39 @@ pub fn check_lifecycle_fields(sb: &Superblock) -> Result<(), String> {
     if let Some(slot) = rebuilding.iter().find(|s| !seen.contains(s)) {
         return Err(format!(
             "member {slot} is recorded as rebuilding but is not a target of the rebuild"
+        ));
+    }
+    Ok(())
+}
+
+/// An unfinished replace: the source is an active member slot, the new
+/// member is among the spares, and nothing is being rebuilt beside it.
+fn check_replace(
+    sb: &Superblock,
+    replace: &crate::rebuild::record::ReplaceRecord,
+    targets: &[usize],
+    rebuilding: &[usize],
+) -> Result<(), String> {
+    let member_count = sb.geometry.member_count;
+    if !targets.is_empty() || !rebuilding.is_empty() {
+        return Err("a replace is recorded beside members being rebuilt".into());
+    }
+    let Some(source) = sb.members.get(replace.source) else {
+        return Err(format!(
+            "the replace's source slot {} is not below the member count {member_count}",
+            replace.source
+        ));
+    };
+    if source.uuid != replace.source_uuid || source.state != MemberState::Active {
+        return Err(format!(
+            "the replace's source slot {} holds uuid {} ({:?}), not the active member {}",
+            replace.source, source.uuid, source.state, replace.source_uuid
+        ));
+    }
+    if !sb.spares.iter().any(|s| s.uuid == replace.replacement) {
+        return Err(format!(
+            "the replace's new member {} is not among the spares",
+            replace.replacement
         ));
     }
     Ok(())
@@ -146,6 +182,7 @@ mod tests {
             held: false,
             reason: None,
             counters: RebuildCounters::default(),
+            replace: None,
         });
         sb
     }

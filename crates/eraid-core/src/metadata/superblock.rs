@@ -90,6 +90,18 @@ pub struct Superblock {
     /// The rebuild in progress, or the last one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rebuild: Option<RebuildRecord>,
+    /// Set only on the copy a replaced member keeps: it was retired by a
+    /// replace and must never be assembled as a member again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retired: Option<Retirement>,
+}
+
+/// Why a member's copy says it is retired.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Retirement {
+    /// The member that took its slot (uuid and where it was last seen).
+    pub replaced_by_uuid: String,
+    pub replaced_by_path: String,
 }
 
 impl Superblock {
@@ -117,6 +129,9 @@ impl Superblock {
             if let Some(failure) = &mut member.failure {
                 *failure = bounded_failure_reason(failure);
             }
+        }
+        if let Some(retired) = &mut self.retired {
+            retired.replaced_by_path = bounded_path_hint(&retired.replaced_by_path);
         }
         if let Some(reason) = self.reshape.as_mut().and_then(|r| r.pause_reason.as_mut()) {
             *reason = bounded_text_head(reason, PAUSE_REASON_BYTES_MAX);
@@ -205,6 +220,7 @@ mod tests {
             reshape: None,
             spares: Vec::new(),
             rebuild: None,
+            retired: None,
         }
     }
 
@@ -329,6 +345,15 @@ mod tests {
                 held: true,
                 reason: Some(hostile.clone()),
                 counters: Default::default(),
+                replace: Some(crate::rebuild::record::ReplaceRecord {
+                    source: usize::MAX,
+                    source_uuid: "r".repeat(UUID_BYTES_MAX),
+                    replacement: "n".repeat(UUID_BYTES_MAX),
+                }),
+            }),
+            retired: Some(Retirement {
+                replaced_by_uuid: "n".repeat(UUID_BYTES_MAX),
+                replaced_by_path: format!("/{hostile}/new"),
             }),
         };
         for member in [

@@ -62,4 +62,23 @@ pub struct RebuildRecord {
     pub reason: Option<String>,
     #[serde(default)]
     pub counters: RebuildCounters,
+    /// A replace (MD's `--replace`) rather than a rebuild: `targets` is
+    /// empty, the source member keeps serving while it is copied.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replace: Option<ReplaceRecord>,
+}
+
+/// A replace: member slot `source` is copied onto a new member, kept in
+/// `Superblock::spares` (uuid `replacement`) until the copy is done; then
+/// the new member takes the slot and the source is retired (never
+/// assembled again). The source serves meanwhile, so no window runs
+/// without redundancy. Stripes below `RebuildRecord::checkpoint_stripe`
+/// are copied and durable on the new member.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReplaceRecord {
+    pub source: usize,
+    /// The source member's uuid (its slot holds the new member once done).
+    pub source_uuid: String,
+    /// The new member's uuid.
+    pub replacement: String,
 }

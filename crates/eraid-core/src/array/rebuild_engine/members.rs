@@ -20,7 +20,7 @@ impl Array {
             .is_some_and(|r| r.state != ReshapeState::Done)
     }
 
-    fn member_name(&self, slot: usize) -> String {
+    pub(super) fn member_name(&self, slot: usize) -> String {
         format!(
             "member {slot} ({})",
             self.superblock.members[slot].path_hint
@@ -44,6 +44,36 @@ impl Array {
                 level.number(),
                 member.path_hint
             ));
+        }
+        self.check_new_member(&member)?;
+        if !spare && self.present.iter().all(|&p| p) {
+            return Err(format!(
+                "the array has no failed or missing member for {} to replace; add it as a \
+                 hot spare (--spare) to keep it ready",
+                member.path_hint
+            ));
+        }
+        // A replacement is a spare that is taken over at once (in this
+        // handler's `run_ready`), or after the rebuild running now.
+        self.superblock.spares.push(MemberRecord {
+            uuid: member.uuid,
+            state: MemberState::Spare,
+            path_hint: member.path_hint,
+            failure: None,
+            absent_unwritten_since_events: None,
+        });
+        self.spare_devices.push(Some(self.device_count));
+        self.device_count += 1;
+        self.request_superblock_write();
+        self.ready.push(Ready::Rebuild);
+        Ok(())
+    }
+
+    /// What a new member (a replacement, spare or replace's copy) must be:
+    /// large enough, unknown to the array, and room left to record it.
+    pub(super) fn check_new_member(&self, member: &NewMember) -> Result<(), String> {
+        if self.phase != Phase::Running {
+            return Err("the array is not running (opening or closing)".into());
         }
         if self.growth_unfinished() {
             return Err("a growth is unfinished; add members once it is done".into());
@@ -69,26 +99,6 @@ impl Array {
                 "the array has {SPARES_MAX} spares already, the most it can record"
             ));
         }
-        if !spare && self.present.iter().all(|&p| p) {
-            return Err(format!(
-                "the array has no failed or missing member for {} to replace; add it as a \
-                 hot spare (--spare) to keep it ready",
-                member.path_hint
-            ));
-        }
-        // A replacement is a spare that is taken over at once (in this
-        // handler's `run_ready`), or after the rebuild running now.
-        self.superblock.spares.push(MemberRecord {
-            uuid: member.uuid,
-            state: MemberState::Spare,
-            path_hint: member.path_hint,
-            failure: None,
-            absent_unwritten_since_events: None,
-        });
-        self.spare_devices.push(Some(self.device_count));
-        self.device_count += 1;
-        self.request_superblock_write();
-        self.ready.push(Ready::Rebuild);
         Ok(())
     }
 
@@ -149,8 +159,12 @@ impl Array {
                 ));
             }
             self.superblock.spares.remove(spare);
-            self.spare_devices.remove(spare);
+            let device = self.spare_devices.remove(spare);
             self.request_superblock_write();
+            // Removing a replace's new member cancels the replace.
+            if let Some(device) = device {
+                self.replace_spare_failed(device, "removed by the operator");
+            }
             return Ok(());
         }
         if self.present[slot] {
@@ -184,12 +198,15 @@ impl Array {
     /// A spare's device failed: it is no longer used nor recorded.
     pub(in crate::array) fn drop_spare(&mut self, spare: usize, reason: &str) {
         let record = self.superblock.spares.remove(spare);
-        self.spare_devices.remove(spare);
+        let device = self.spare_devices.remove(spare);
         self.outbox_event.push_back(ArrayEvent::SpareFailed {
             path_hint: record.path_hint,
             reason: reason.to_string(),
         });
         self.request_superblock_write();
+        if let Some(device) = device {
+            self.replace_spare_failed(device, reason);
+        }
     }
 
     /// Spares that are here take failed or missing member slots over (in
@@ -203,6 +220,10 @@ impl Array {
             return;
         }
         let total = self.geometry.stripe_count();
+        if self.rebuild.as_ref().is_some_and(|r| r.replace.is_some()) {
+            // Spares wait for the replace to end (one pass at a time).
+            return;
+        }
         if let Some(rebuild) = &self.rebuild {
             let finishing = self
                 .rebuild_record()
@@ -294,6 +315,7 @@ impl Array {
                 held: false,
                 reason: None,
                 counters: Default::default(),
+                replace: None,
             })
             .config = tuned;
         self.request_superblock_write();

@@ -16,6 +16,7 @@
 
 mod members;
 mod pacing;
+mod replace;
 mod status;
 
 use super::locks::LockMode;
@@ -58,6 +59,11 @@ pub(super) struct Rebuild {
     pub pacing: RebuildPacing,
     /// Where this run started (for the status' elapsed time).
     pub started_at: TimeNs,
+    /// A replace copying a serving member (then `targets` is empty).
+    pub replace: Option<replace::ReplaceRun>,
+    /// The replace's last stripe is copied: `replace` names the old
+    /// member's device, retired once the record naming the new is durable.
+    pub replace_done: bool,
 }
 
 impl Rebuild {
@@ -72,6 +78,8 @@ impl Rebuild {
             checkpoint: None,
             pacing: RebuildPacing::default(),
             started_at: now,
+            replace: None,
+            replace_done: false,
         }
     }
 
@@ -93,6 +101,12 @@ impl Rebuild {
 impl Array {
     pub(super) fn rebuild_active(&self) -> bool {
         self.rebuild.is_some()
+    }
+
+    /// A rebuild runs that restores redundancy (not a replace, which
+    /// copies a member that still serves).
+    pub(super) fn rebuild_restoring(&self) -> bool {
+        self.rebuild.as_ref().is_some_and(|r| !r.targets.is_empty())
     }
 
     pub(super) fn rebuild_record(&self) -> Option<&RebuildRecord> {
@@ -134,6 +148,10 @@ impl Array {
             return;
         };
         if !record.state.unfinished() {
+            return;
+        }
+        if record.replace.is_some() {
+            self.resume_replace();
             return;
         }
         record.targets.retain(|&t| present[t]);
@@ -212,7 +230,10 @@ impl Array {
             rebuild.next += 1;
             let pass = rebuild.pass;
             let map = self.layout.stripe_map(stripe);
-            if !map.shards().any(|p| self.is_rebuild_target(p.member)) {
+            let has_work = map
+                .shards()
+                .any(|p| self.is_rebuild_target(p.member) || self.is_replace_source(p.member));
+            if !has_work {
                 self.rebuild_stripe_finished(stripe);
                 continue;
             }
@@ -305,6 +326,7 @@ impl Array {
                 member.state = MemberState::Active;
                 member.failure = None;
             }
+            self.replace_copied();
         }
         self.request_superblock_write();
         let generation = self.metadata.superblock_requested;
@@ -337,6 +359,10 @@ impl Array {
     /// The replacements are recorded active: the rebuild is over.
     fn finish_rebuild(&mut self) {
         let rebuild = self.rebuild.take().expect("rebuild");
+        if let Some(run) = rebuild.replace {
+            self.retire_replaced(run);
+            return;
+        }
         // A rebuilt stripe's parity agrees with its data (suspect parity
         // was rewritten on the way), so regions a resync had to skip for
         // want of these members are consistent now.
@@ -375,6 +401,10 @@ impl Array {
     /// `member` failed: a target leaves the rebuild (which stops when none
     /// is left).
     pub(super) fn rebuild_member_failed(&mut self, member: usize, reason: &str) {
+        if self.is_replace_source(member) {
+            self.replace_source_failed(member);
+            return;
+        }
         let Some(rebuild) = &mut self.rebuild else {
             return;
         };
@@ -450,6 +480,7 @@ impl Array {
                 held: false,
                 reason: None,
                 counters: RebuildCounters::default(),
+                replace: None,
             });
             self.rebuild = Some(Rebuild::new(targets.clone(), 0, now));
         }

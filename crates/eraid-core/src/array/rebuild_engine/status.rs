@@ -25,7 +25,7 @@ impl Array {
         } else {
             position as f64 / record.total_stripes as f64
         };
-        let targets: Vec<_> = record
+        let targets: Vec<serde_json::Value> = record
             .targets
             .iter()
             .map(|&slot| {
@@ -35,7 +35,16 @@ impl Array {
                 })
             })
             .collect();
+        let (kind, source, targets) = match &record.replace {
+            Some(replace) => {
+                let (source, target) = self.replace_status_members(replace);
+                ("replace", source, vec![target])
+            }
+            None => ("rebuild", serde_json::Value::Null, targets),
+        };
         Some(json!({
+            "kind": kind,
+            "source": source,
             "strategy": record.config.strategy.name(),
             "state": record.state.name(),
             "held": record.held,
@@ -67,5 +76,31 @@ impl Array {
             }),
             "config": record.config,
         }))
+    }
+}
+
+impl Array {
+    /// A replace's source (slot, path, uuid) and target (slot, the new
+    /// member's path), before and after the new member took the slot.
+    fn replace_status_members(
+        &self,
+        replace: &crate::rebuild::record::ReplaceRecord,
+    ) -> (serde_json::Value, serde_json::Value) {
+        let slot = replace.source;
+        let in_slot = self.superblock.members.get(slot);
+        let new_path = self
+            .superblock
+            .spares
+            .iter()
+            .chain(in_slot)
+            .find(|m| m.uuid == replace.replacement)
+            .map(|m| m.path_hint.clone());
+        let old_path = in_slot
+            .filter(|m| m.uuid == replace.source_uuid)
+            .map(|m| m.path_hint.clone());
+        (
+            json!({"slot": slot, "path": old_path, "uuid": replace.source_uuid}),
+            json!({"slot": slot, "path": new_path, "uuid": replace.replacement}),
+        )
     }
 }
