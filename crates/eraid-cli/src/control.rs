@@ -34,7 +34,12 @@
 //! - `{"command": "fail", "member": "/abs/path"}`: fails a member (a spare
 //!   takes over if there is one); refused if the array would lose data.
 //! - `{"command": "remove", "member": "/abs/path"}`: forgets a failed
-//!   member or drops a spare; the server lets go of its file.
+//!   member or drops a spare (a replace's new member: the replace stops);
+//!   the server lets go of its file.
+//! - `{"command": "replace", "member": "/abs/path", "with": "/abs/new"}`:
+//!   copies the member onto the new file (checked as for add) while it
+//!   keeps serving (MD's `--replace`); when done the new file takes its
+//!   slot and the old member is retired (`rebuild.kind` is `replace`).
 //! - `{"command": "pause-rebuild"}`, `{"command": "resume-rebuild"}`,
 //!   `{"command": "tune-rebuild", "settings": {"speed_min_kib_s": 1000,
 //!   "speed_max_kib_s": 20000}}`: act on the rebuild.
@@ -269,6 +274,10 @@ fn answer(request: &Value, context: &ControlContext) -> Value {
             Ok(slot) => run_admin(context, AdminCommand::FailMember { slot }, "cannot fail it: "),
             Err(error) => failure(format!("{error:#}")),
         },
+        Some("replace") => match replace_member(request, context) {
+            Ok(status) => json!({"ok": true, "status": status}),
+            Err(error) => failure(format!("{error:#}")),
+        },
         Some("remove") => match remove_member(request, context) {
             Ok(status) => json!({"ok": true, "status": status}),
             Err(error) => failure(format!("{error:#}")),
@@ -287,7 +296,7 @@ fn answer(request: &Value, context: &ControlContext) -> Value {
 
 /// Every command the server answers, for messages.
 const COMMANDS: &str = "status, grow, check, pause-grow, resume-grow, tune-grow, add, fail, \
-                        remove, pause-rebuild, resume-rebuild or tune-rebuild";
+                        remove, replace, pause-rebuild, resume-rebuild or tune-rebuild";
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex
@@ -339,6 +348,36 @@ fn add_member(request: &Value, context: &ControlContext) -> Result<Value> {
         }
     );
     status["warnings"] = json!(warnings);
+    Ok(status)
+}
+
+/// `replace`: checks the new file, serves it as the next device, and the
+/// array copies the member onto it while the member keeps serving.
+fn replace_member(request: &Value, context: &ControlContext) -> Result<Value> {
+    let Some(with) = request.get("with").and_then(Value::as_str) else {
+        bail!("replace needs \"with\": the file or block device to copy the member onto");
+    };
+    let _one_at_a_time = lock(&context.grow_lock);
+    let slot = named_member(request, context)?;
+    let current = lock(&context.members).clone();
+    let added = check_added_members(
+        &[PathBuf::from(with)],
+        &current,
+        context.member_bytes_needed,
+    )?;
+    let paths = added.paths.clone();
+    let (mut members, locks) = added.into_grow_members();
+    let member = members.pop().expect("one member checked");
+    let status = context
+        .handle
+        .replace_member(slot, member)
+        .map_err(|e| match e {
+            MemberChangeError::Refused(reason) => anyhow::anyhow!("cannot replace it: {reason}"),
+            MemberChangeError::ShuttingDown => anyhow::anyhow!("the array is shutting down"),
+        })?;
+    lock(&context.locks).extend(locks);
+    lock(&context.members).extend(paths);
+    say!("replacing member {slot} by {with}");
     Ok(status)
 }
 

@@ -36,6 +36,7 @@ enum Command {
     Add(commands::add::AddArgs),
     Fail(commands::fail::FailArgs),
     Remove(commands::fail::RemoveArgs),
+    Replace(commands::replace::ReplaceArgs),
     Rebuild(commands::rebuild::RebuildArgs),
     Demo(commands::demo::DemoArgs),
     /// Simulate an array of modelled drives replaying a trace or workload.
@@ -76,6 +77,7 @@ fn main() {
         Command::Add(args) => args.run(),
         Command::Fail(args) => args.run(),
         Command::Remove(args) => args.run(),
+        Command::Replace(args) => args.run(),
         Command::Rebuild(args) => args.run(),
         Command::Demo(args) => args.run(),
         Command::Sim(args) => args.run(),

@@ -815,6 +815,7 @@ fn check_error(error: &AssemblyError, probes: &[MemberProbe]) {
         | AssemblyError::ForeignMember { path, .. }
         | AssemblyError::DuplicateSlot { path, .. }
         | AssemblyError::ReplacedMember { path, .. }
+        | AssemblyError::Retired { path, .. }
         | AssemblyError::TooSmall { path, .. }
         | AssemblyError::SlotBeyondArray { path, .. }
         | AssemblyError::Disagreement { path, .. } => {

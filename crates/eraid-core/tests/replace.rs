@@ -193,7 +193,10 @@ fn user_batch(
             }
         }
         if answered < batch.len() {
-            assert!(h.step(array), "{what}: requests unanswered, nothing in flight");
+            assert!(
+                h.step(array),
+                "{what}: requests unanswered, nothing in flight"
+            );
         }
     }
 }
@@ -318,7 +321,14 @@ fn run_replace_under_load(
                 Trouble::NewFails => h.members[new_device].as_mut().unwrap().failed = true,
             }
         }
-        user_batch(&mut h, &mut array, &mut rng, &mut model, &mut next_id, &what);
+        user_batch(
+            &mut h,
+            &mut array,
+            &mut rng,
+            &mut model,
+            &mut next_id,
+            &what,
+        );
         rounds += 1;
         assert!(rounds < 10_000, "{what}: the replace does not finish");
     }
@@ -399,7 +409,12 @@ struct CrashOutcome {
 /// finishes; every flushed sector reads back (the source serves throughout,
 /// so there is no degraded write hole), parity checks clean, and the new
 /// member alone carries its slot.
-fn crash_during_replace(seed: u64, level: Level, layout: ParityLayout, members: usize) -> CrashOutcome {
+fn crash_during_replace(
+    seed: u64,
+    level: Level,
+    layout: ParityLayout,
+    members: usize,
+) -> CrashOutcome {
     let what = format!("seed {seed} {level:?} {layout:?} x{members}");
     let g = geometry(level, layout, members, MEMBER_CHUNKS);
     // Several bitmap regions, so a resume need not start from stripe 0.
@@ -593,12 +608,22 @@ fn refused(h: &mut MemHarness, array: &mut Array, command: AdminCommand, words: 
     let error = answer["error"]
         .as_str()
         .unwrap_or_else(|| panic!("{command:?} was accepted: {answer}"));
-    assert!(error.contains(words), "{command:?}: {error:?} should say {words:?}");
+    assert!(
+        error.contains(words),
+        "{command:?}: {error:?} should say {words:?}"
+    );
     if busy {
-        assert_eq!(array.status_json()["members"], members_before, "{command:?}");
+        assert_eq!(
+            array.status_json()["members"],
+            members_before,
+            "{command:?}"
+        );
     } else {
         h.run(array);
-        assert!(durable_images(h) == before, "{command:?} changed the members");
+        assert!(
+            durable_images(h) == before,
+            "{command:?} changed the members"
+        );
     }
 }
 
@@ -613,7 +638,10 @@ fn bad_replace_requests_are_refused_and_change_nothing() {
     refused(
         &mut h,
         &mut array,
-        AdminCommand::ReplaceMember { slot: 0, member: new },
+        AdminCommand::ReplaceMember {
+            slot: 0,
+            member: new,
+        },
         "RAID-0 has no redundancy",
     );
 
@@ -626,7 +654,10 @@ fn bad_replace_requests_are_refused_and_change_nothing() {
     refused(
         &mut h,
         &mut array,
-        AdminCommand::ReplaceMember { slot: 9, member: new.clone() },
+        AdminCommand::ReplaceMember {
+            slot: 9,
+            member: new.clone(),
+        },
         "no member slot 9",
     );
     // Too small.
@@ -635,7 +666,10 @@ fn bad_replace_requests_are_refused_and_change_nothing() {
     refused(
         &mut h,
         &mut array,
-        AdminCommand::ReplaceMember { slot: 1, member: small },
+        AdminCommand::ReplaceMember {
+            slot: 1,
+            member: small,
+        },
         "too small",
     );
     // Already a member.
@@ -657,7 +691,10 @@ fn bad_replace_requests_are_refused_and_change_nothing() {
     refused(
         &mut h,
         &mut array,
-        AdminCommand::ReplaceMember { slot: 3, member: new.clone() },
+        AdminCommand::ReplaceMember {
+            slot: 3,
+            member: new.clone(),
+        },
         "failed or missing",
     );
     // While a rebuild of that slot runs.
@@ -675,13 +712,19 @@ fn bad_replace_requests_are_refused_and_change_nothing() {
     refused(
         &mut h,
         &mut array,
-        AdminCommand::ReplaceMember { slot: 3, member: new.clone() },
+        AdminCommand::ReplaceMember {
+            slot: 3,
+            member: new.clone(),
+        },
         "being rebuilt",
     );
     refused(
         &mut h,
         &mut array,
-        AdminCommand::ReplaceMember { slot: 0, member: new.clone() },
+        AdminCommand::ReplaceMember {
+            slot: 0,
+            member: new.clone(),
+        },
         "a rebuild of member",
     );
     h.run(&mut array);
@@ -690,14 +733,20 @@ fn bad_replace_requests_are_refused_and_change_nothing() {
     let answer = admin(
         &mut h,
         &mut array,
-        AdminCommand::ReplaceMember { slot: 0, member: new.clone() },
+        AdminCommand::ReplaceMember {
+            slot: 0,
+            member: new.clone(),
+        },
     );
     assert!(answer.get("error").is_none(), "{answer}");
     let other = blank_member(&mut h, size);
     refused(
         &mut h,
         &mut array,
-        AdminCommand::ReplaceMember { slot: 1, member: other },
+        AdminCommand::ReplaceMember {
+            slot: 1,
+            member: other,
+        },
         "a replace is running",
     );
     h.run(&mut array);
@@ -718,7 +767,10 @@ fn removing_the_new_member_cancels_the_replace() {
     let answer = admin(
         &mut h,
         &mut array,
-        AdminCommand::ReplaceMember { slot: 1, member: new },
+        AdminCommand::ReplaceMember {
+            slot: 1,
+            member: new,
+        },
     );
     assert!(answer.get("error").is_none(), "{answer}");
     let answer = admin(&mut h, &mut array, AdminCommand::RemoveMember { slot: 4 });

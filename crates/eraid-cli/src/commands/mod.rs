@@ -9,6 +9,7 @@ pub mod experiment;
 pub mod fail;
 pub mod grow;
 pub mod rebuild;
+pub mod replace;
 pub mod reshape;
 pub mod serve;
 pub mod sim;

@@ -94,9 +94,6 @@ enum Owner {
         id: u64,
     },
     Reshape(ReshapeIo),
-    /// The retired copy written to a replaced member (and its flush):
-    /// nothing waits for it.
-    Retirement,
 }
 
 /// Why a set of member flushes was issued.
@@ -749,8 +746,6 @@ impl Machine for Array {
                 }
             }
             Owner::Reshape(io) => self.reshape_io_done(io, completion),
-            // A failure was charged to the device above (it serves nothing).
-            Owner::Retirement => {}
         }
         self.run_ready();
     }

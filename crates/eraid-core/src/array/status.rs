@@ -32,24 +32,30 @@ impl Array {
         // More members failed than the array survives: every I/O fails (MD: FAILED).
         // Spares follow, numbered after the members (as their superblock
         // copies and `RemoveMember` number them).
-        members.extend(self.superblock.spares.iter().enumerate().map(|(j, record)| {
-            let replacing = self.spare_devices[j]
-                .is_some_and(|d| self.replace_device().is_some_and(|(r, _)| r == d));
-            json!({
-                "index": count + j,
-                "uuid": record.uuid,
-                "path": record.path_hint,
-                "state": if replacing {
-                    "replacement"
-                } else if self.spare_devices[j].is_some() {
-                    "spare"
-                } else {
-                    "missing-spare"
-                },
-                "failure": record.failure,
-                "device": self.spare_devices[j],
-            })
-        }));
+        members.extend(
+            self.superblock
+                .spares
+                .iter()
+                .enumerate()
+                .map(|(j, record)| {
+                    let replacing = self.spare_devices[j]
+                        .is_some_and(|d| self.replace_device().is_some_and(|(r, _)| r == d));
+                    json!({
+                        "index": count + j,
+                        "uuid": record.uuid,
+                        "path": record.path_hint,
+                        "state": if replacing {
+                            "replacement"
+                        } else if self.spare_devices[j].is_some() {
+                            "spare"
+                        } else {
+                            "missing-spare"
+                        },
+                        "failure": record.failure,
+                        "device": self.spare_devices[j],
+                    })
+                }),
+        );
         let state = match (self.phase, self.superblock.state) {
             _ if !self.survivable() => "failed",
             (Phase::Closed, ArrayState::Clean) => "clean",

@@ -15,10 +15,10 @@
 //! stripe is recorded, the new member takes the slot, and the source gets a
 //! superblock copy marked retired, so it is never assembled again.
 
-use super::super::{Array, Owner, Ready};
+use super::super::{Array, Ready};
 use super::Rebuild;
 use crate::growth::config::NewMember;
-use crate::io::{ArrayEvent, DeviceOp, IoCause};
+use crate::io::ArrayEvent;
 use crate::metadata::superblock::{MemberRecord, MemberState, Retirement, Superblock};
 use crate::rebuild::record::{RebuildCounters, RebuildRecord, RebuildState, ReplaceRecord};
 
@@ -114,10 +114,7 @@ impl Array {
             } else if rebuild.replace.is_some() {
                 "a replace is running".to_string()
             } else {
-                format!(
-                    "a rebuild of member {:?} is running",
-                    rebuild.targets
-                )
+                format!("a rebuild of member {:?} is running", rebuild.targets)
             };
             return Err(format!("{what}; replace once it is done"));
         }
@@ -168,10 +165,9 @@ impl Array {
         });
         self.rebuild = Some(rebuild);
         self.request_superblock_write();
-        self.outbox_event
-            .push_back(ArrayEvent::RebuildStarted {
-                members: vec![slot],
-            });
+        self.outbox_event.push_back(ArrayEvent::RebuildStarted {
+            members: vec![slot],
+        });
         self.ready.push(Ready::Rebuild);
         Ok(())
     }
@@ -194,8 +190,9 @@ impl Array {
         let (Some(device), true) = (device, record.total_stripes == stripes) else {
             let record = self.superblock.rebuild.as_mut().expect("rebuild record");
             record.state = RebuildState::Stopped;
-            record.reason =
-                Some("its new member was missing when the array started; the source serves on".into());
+            record.reason = Some(
+                "its new member was missing when the array started; the source serves on".into(),
+            );
             return;
         };
         let held = record.held;
@@ -238,9 +235,7 @@ impl Array {
     /// the slot as a rebuild target, everything below the position being
     /// copied already, and the rest is rebuilt from the others.
     pub(super) fn replace_source_failed(&mut self, slot: usize) {
-        let run = self
-            .replace_run()
-            .expect("a replace runs with this source");
+        let run = self.replace_run().expect("a replace runs with this source");
         let spare = self
             .spare_devices
             .iter()
@@ -323,23 +318,7 @@ impl Array {
         // record refuses anyway (the member was replaced).
         let offset_bytes = Superblock::slot_offset_bytes(copy.events);
         let bytes = copy.encode_for(old.source);
-        self.issue_to_device(
-            old.device,
-            old.source,
-            DeviceOp::Write {
-                offset_bytes,
-                data: bytes,
-            },
-            IoCause::Metadata,
-            Owner::Retirement,
-        );
-        self.issue_to_device(
-            old.device,
-            old.source,
-            DeviceOp::Flush,
-            IoCause::Metadata,
-            Owner::Retirement,
-        );
+        self.request_retirement_write(old.device, offset_bytes, bytes);
         self.outbox_event.push_back(ArrayEvent::RebuildFinished {
             members: vec![old.source],
         });
