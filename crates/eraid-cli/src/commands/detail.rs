@@ -222,6 +222,15 @@ impl DetailArgs {
                 return Err(error.into());
             }
         };
+        // A member retired by a replace is named by mistake: refused (as a
+        // replaced one is), saying what took its place.
+        if let Some(retired) = survey
+            .unusable
+            .iter()
+            .find(|u| matches!(u.error, AssemblyError::Retired { .. }))
+        {
+            return Err(retired.error.clone().into());
+        }
         let assembly = &survey.assembly;
         let sb = &assembly.superblock;
         let g = &sb.geometry;
@@ -259,8 +268,17 @@ impl DetailArgs {
                 "reason": reason,
             }));
         }
+        let replacing = sb
+            .rebuild
+            .as_ref()
+            .filter(|r| r.state.unfinished())
+            .and_then(|r| r.replace.as_ref())
+            .map(|r| r.replacement.clone());
         for (j, probe) in assembly.spares.iter().enumerate() {
             let (path, state) = match probe {
+                Some(probe) if replacing.as_deref() == Some(sb.spares[j].uuid.as_str()) => {
+                    (probes[*probe].path.clone(), "replacement")
+                }
                 Some(probe) => (probes[*probe].path.clone(), "spare"),
                 None => (sb.spares[j].path_hint.clone(), "missing-spare"),
             };
@@ -383,12 +401,39 @@ pub fn rebuild_json(sb: &Superblock) -> Value {
     let bytes = |stripes: u64| {
         (stripes as u128 * sb.geometry.member_data_bytes as u128 / total as u128) as u64
     };
-    let targets: Vec<Value> = record
+    let mut targets: Vec<Value> = record
         .targets
         .iter()
         .map(|&slot| json!({"slot": slot, "path": sb.members.get(slot).map(|m| m.path_hint.clone())}))
         .collect();
+    // A replace: the source slot, and the new member (a spare until done).
+    let (kind, source) = match &record.replace {
+        Some(replace) => {
+            let in_slot = sb.members.get(replace.source);
+            let path_of = |uuid: &str| {
+                sb.spares
+                    .iter()
+                    .chain(in_slot)
+                    .find(|m| m.uuid == uuid)
+                    .map(|m| m.path_hint.clone())
+            };
+            targets = vec![json!({
+                "slot": replace.source,
+                "path": path_of(&replace.replacement),
+                "uuid": replace.replacement,
+            })];
+            let source = json!({
+                "slot": replace.source,
+                "path": path_of(&replace.source_uuid),
+                "uuid": replace.source_uuid,
+            });
+            ("replace", source)
+        }
+        None => ("rebuild", Value::Null),
+    };
     json!({
+        "kind": kind,
+        "source": source,
         "strategy": record.config.strategy.name(),
         "state": record.state.name(),
         "held": record.held,
