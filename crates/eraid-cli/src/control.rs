@@ -393,6 +393,13 @@ fn named_member(request: &Value, context: &ControlContext) -> Result<usize> {
         .admin(AdminCommand::Status)
         .map_err(|e| anyhow::anyhow!("the array is not running: {e}"))?;
     let devices = lock(&context.members).clone();
+    find_member(&status, &devices, name)
+}
+
+/// The member slot (or `member_count + j` for spare j) that `name` is in
+/// `status`: the path a member is served from (`devices`, by device
+/// index), or the path its superblock remembers.
+pub fn find_member(status: &Value, devices: &[PathBuf], name: &str) -> Result<usize> {
     let members = status["members"].as_array().cloned().unwrap_or_default();
     let name_path = Path::new(name);
     let served_from = |m: &Value| {
@@ -425,7 +432,7 @@ fn named_member(request: &Value, context: &ControlContext) -> Result<usize> {
                 })
                 .collect();
             bail!(
-                "{name} is not a member or spare of the served array; it has: {}",
+                "{name} is not a member or spare of the array; it has: {}",
                 known.join(", ")
             )
         }

@@ -1,10 +1,13 @@
 //! `eraid add`: add a replacement for a failed member (rebuilt at once) or
 //! a hot spare to a running array.
 
+use super::offline::OfflineArray;
 use super::rebuild::{follow_rebuild, rebuild_line};
 use crate::control::ControlClient;
+use crate::members::{check_added_members, member_bytes_needed};
 use anyhow::{Context, Result};
 use clap::Args;
+use eraid_core::metadata::member_change::MemberChange;
 use serde_json::json;
 use std::path::PathBuf;
 
@@ -23,7 +26,10 @@ use std::path::PathBuf;
 /// metadata; otherwise nothing changes. RAID-0 has nothing to rebuild and
 /// no use for spares; a healthy array takes a new member only as a spare.
 /// With --wait, a progress bar follows the rebuild until it is done.
-/// Only on a running server (--control) for now.
+/// Offline, given the array's MEMBERS instead of --control, the same rules
+/// apply and the superblocks record NEW (as the replacement to rebuild, or
+/// a spare); the next `eraid serve` with NEW among the members rebuilds it:
+///   eraid add d4 d0 d2 d3
 #[derive(Args, Debug)]
 #[command(verbatim_doc_comment)]
 pub struct AddArgs {
@@ -35,15 +41,21 @@ pub struct AddArgs {
     #[arg(long)]
     wait: bool,
     /// The control socket of a running `eraid serve --control PATH`.
-    #[arg(long, value_name = "PATH")]
-    control: PathBuf,
+    #[arg(long, value_name = "PATH", conflicts_with = "members")]
+    control: Option<PathBuf>,
     /// The file or block device to add.
     new: PathBuf,
+    /// The array's members, when no server runs it (offline).
+    #[arg(required_unless_present = "control")]
+    members: Vec<PathBuf>,
 }
 
 impl AddArgs {
     pub fn run(self) -> Result<i32> {
-        let mut client = ControlClient::connect(&self.control)?;
+        let Some(control) = self.control.clone() else {
+            return self.run_offline();
+        };
+        let mut client = ControlClient::connect(&control)?;
         // The server resolves paths against its own directory.
         let path = std::path::absolute(&self.new).unwrap_or_else(|_| self.new.clone());
         let status = client
@@ -76,7 +88,44 @@ impl AddArgs {
             );
         }
         if self.wait && rebuilding {
-            return follow_rebuild(&mut client, &self.control);
+            return follow_rebuild(&mut client, &control);
+        }
+        Ok(0)
+    }
+
+    fn run_offline(self) -> Result<i32> {
+        if self.wait {
+            anyhow::bail!(
+                "--wait needs --control: offline, the rebuild runs when the array is next served"
+            );
+        }
+        let array = OfflineArray::open(&self.members)?;
+        let needed = member_bytes_needed(&array.superblock().geometry);
+        let added = check_added_members(
+            std::slice::from_ref(&self.new),
+            &array.assembled.paths,
+            needed,
+        )?;
+        let (mut members, _added_locks) = added.into_grow_members();
+        let member = members.pop().expect("one member checked");
+        let changed = array.apply(
+            MemberChange::Add {
+                member: member.member,
+                spare: self.spare,
+            },
+            Some(member.device.as_ref()),
+        )?;
+        let count = changed.superblock.geometry.member_count;
+        match changed.added_at {
+            Some(slot) if slot < count => println!(
+                "{} replaces member {slot}; the next eraid serve with it among the members rebuilds it",
+                self.new.display()
+            ),
+            _ if self.spare => println!("{} is a hot spare", self.new.display()),
+            _ => println!(
+                "{} is kept as a spare until the unfinished rebuild is done",
+                self.new.display()
+            ),
         }
         Ok(0)
     }

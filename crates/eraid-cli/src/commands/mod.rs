@@ -8,6 +8,7 @@ pub mod disk;
 pub mod experiment;
 pub mod fail;
 pub mod grow;
+pub mod offline;
 pub mod rebuild;
 pub mod replace;
 pub mod reshape;

@@ -98,6 +98,22 @@ pub fn initial_writes(
             vec![0u8; bitmap.len()],
         ));
     }
+    // Hot spares carry the superblock (naming them as spares), not the
+    // bitmap; any old bitmap there is never read while they are spares.
+    let count = superblock.geometry.member_count;
+    for spare in count..count + superblock.spares.len() {
+        let sb = superblock.encode_for(spare);
+        writes.push((
+            spare,
+            Superblock::slot_offset_bytes(superblock.events),
+            sb.clone(),
+        ));
+        writes.push((
+            spare,
+            Superblock::slot_offset_bytes(superblock.events + 1),
+            vec![0u8; sb.len()],
+        ));
+    }
     writes
 }
 
