@@ -441,7 +441,7 @@ fn crash_during_replace(
     let crash_after = rng.gen_range(1..500);
     // Half the runs write only in the last quarter of the array, so the
     // first region a crash leaves marked is often past the checkpoint.
-    let writes_from = if seed % 2 == 0 { 0 } else { capacity / 4 * 3 };
+    let writes_from = if seed.is_multiple_of(2) { 0 } else { capacity / 4 * 3 };
     let mut steps = 0;
     let mut id = 10;
     'run: loop {

@@ -262,7 +262,7 @@ impl Array {
     /// spares): if it was the replace's new member, the replace stops and
     /// the source serves on.
     pub(in crate::array) fn replace_spare_failed(&mut self, device: usize, reason: &str) {
-        if !self.replace_run().is_some_and(|r| r.device == device) {
+        if self.replace_run().is_none_or(|r| r.device != device) {
             return;
         }
         self.rebuild = None;
