@@ -195,6 +195,8 @@ pub struct Array {
     device_count: usize,
     /// The rebuild in progress, if any.
     rebuild: Option<rebuild_engine::Rebuild>,
+    /// Rebuild passes started so far (each pass's number is unique).
+    rebuild_passes: u64,
     /// When the last user request arrived (the rebuild's idle rule).
     last_user_request: Option<TimeNs>,
 }
@@ -298,6 +300,7 @@ impl Array {
             spare_devices,
             device_count,
             rebuild: None,
+            rebuild_passes: 0,
             last_user_request: None,
         };
         array.resume_reshape();

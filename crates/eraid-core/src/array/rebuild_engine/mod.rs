@@ -67,9 +67,12 @@ pub(super) struct Rebuild {
 }
 
 impl Rebuild {
-    fn new(targets: Vec<usize>, position: u64, now: TimeNs) -> Rebuild {
+    /// `pass` comes from `Array::next_rebuild_pass`: unique, so the
+    /// stripes of a rebuild or replace that stopped are never taken for
+    /// those of the next one.
+    fn new(pass: u64, targets: Vec<usize>, position: u64, now: TimeNs) -> Rebuild {
         Rebuild {
-            pass: 0,
+            pass,
             targets,
             position,
             next: position,
@@ -84,10 +87,8 @@ impl Rebuild {
     }
 
     /// Starts the pass again from stripe 0 (with more targets).
-    fn restart(&mut self, targets: Vec<usize>, now: TimeNs) {
-        let pass = self.pass + 1;
-        *self = Rebuild::new(targets, 0, now);
-        self.pass = pass;
+    fn restart(&mut self, pass: u64, targets: Vec<usize>, now: TimeNs) {
+        *self = Rebuild::new(pass, targets, 0, now);
     }
 
     fn stripe_finished(&mut self, stripe: u64) {
@@ -99,6 +100,11 @@ impl Rebuild {
 }
 
 impl Array {
+    fn next_rebuild_pass(&mut self) -> u64 {
+        self.rebuild_passes += 1;
+        self.rebuild_passes
+    }
+
     pub(super) fn rebuild_active(&self) -> bool {
         self.rebuild.is_some()
     }
@@ -164,11 +170,9 @@ impl Array {
         if !record.held {
             record.state = RebuildState::Running;
         }
-        self.rebuild = Some(Rebuild::new(
-            record.targets.clone(),
-            record.checkpoint_stripe,
-            self.now,
-        ));
+        let (targets, checkpoint) = (record.targets.clone(), record.checkpoint_stripe);
+        let pass = self.next_rebuild_pass();
+        self.rebuild = Some(Rebuild::new(pass, targets, checkpoint, self.now));
     }
 
     /// The rebuild's next step (`Ready::Rebuild`): a spare takes a failed
@@ -459,7 +463,9 @@ impl Array {
             let rebuild = self.rebuild.as_mut().expect("rebuild");
             let mut all = rebuild.targets.clone();
             all.extend(&targets);
-            rebuild.restart(all.clone(), now);
+            let pass = self.next_rebuild_pass();
+            let rebuild = self.rebuild.as_mut().expect("rebuild");
+            rebuild.restart(pass, all.clone(), now);
             let record = self.rebuild_record_mut();
             record.targets = all;
             record.checkpoint_stripe = 0;
@@ -482,7 +488,8 @@ impl Array {
                 counters: RebuildCounters::default(),
                 replace: None,
             });
-            self.rebuild = Some(Rebuild::new(targets.clone(), 0, now));
+            let pass = self.next_rebuild_pass();
+            self.rebuild = Some(Rebuild::new(pass, targets.clone(), 0, now));
         }
         self.request_superblock_write();
         self.outbox_event

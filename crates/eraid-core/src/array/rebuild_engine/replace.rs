@@ -158,7 +158,8 @@ impl Array {
                 replacement,
             }),
         });
-        let mut rebuild = Rebuild::new(Vec::new(), 0, self.now);
+        let pass = self.next_rebuild_pass();
+        let mut rebuild = Rebuild::new(pass, Vec::new(), 0, self.now);
         rebuild.replace = Some(ReplaceRun {
             source: slot,
             device,
@@ -217,7 +218,8 @@ impl Array {
             .as_mut()
             .expect("record")
             .checkpoint_stripe = position;
-        let mut rebuild = Rebuild::new(Vec::new(), position, self.now);
+        let pass = self.next_rebuild_pass();
+        let mut rebuild = Rebuild::new(pass, Vec::new(), position, self.now);
         rebuild.replace = Some(ReplaceRun {
             source: replace.source,
             device,
@@ -273,6 +275,8 @@ impl Array {
         self.request_superblock_write();
         self.outbox_event
             .push_back(ArrayEvent::RebuildStopped { reason });
+        // A spare that waited for the replace may take a failed slot now.
+        self.ready.push(Ready::Rebuild);
     }
 
     /// The last stripe is copied and durable: the new member takes the
