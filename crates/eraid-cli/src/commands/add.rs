@@ -1,5 +1,5 @@
 //! `eraid add`: add a replacement for a failed member (rebuilt at once) or
-//! a hot spare to a running array.
+//! a hot spare to an array (served, or offline on its members).
 
 use super::offline::OfflineArray;
 use super::rebuild::{follow_rebuild, rebuild_line};
@@ -11,7 +11,7 @@ use eraid_core::metadata::member_change::MemberChange;
 use serde_json::json;
 use std::path::PathBuf;
 
-/// Add a replacement or a hot spare to a running array
+/// Add a replacement or a hot spare to an array (served or offline)
 ///
 /// On an array with a failed or missing member, NEW takes that member's
 /// place and is rebuilt from the others while the array serves (Linux MD's

@@ -1,5 +1,6 @@
-//! `eraid fail` and `eraid remove`: an operator fails a member of a running
-//! array, or forgets a failed one / drops a spare.
+//! `eraid fail` and `eraid remove`: an operator fails a member of an array
+//! (served, or offline on its members), or forgets a failed one / drops a
+//! spare.
 
 use super::offline::OfflineArray;
 use super::rebuild::rebuild_line;
@@ -10,7 +11,7 @@ use eraid_core::metadata::member_change::MemberChange;
 use serde_json::json;
 use std::path::PathBuf;
 
-/// Fail a member of a running array (as if its device had failed)
+/// Fail a member of an array (served or offline) (as if its device had failed)
 ///
 /// The member is no longer used; a hot spare, if there is one, takes its
 /// place and is rebuilt at once. Refused, changing nothing, if the array
@@ -33,7 +34,7 @@ pub struct FailArgs {
     members: Vec<PathBuf>,
 }
 
-/// Forget a failed member, or drop a hot spare, of a running array
+/// Forget a failed member, or drop a hot spare, of an array
 ///
 /// A failed or missing member is recorded as removed (it is never taken
 /// back as current) and the server lets go of its file; a spare is dropped
