@@ -226,6 +226,81 @@ mod tests {
         assert!(round_trip(&plain, 0).is_ok());
     }
 
+    /// Member 1 being replaced by spare "s0".
+    fn replacing() -> Superblock {
+        let mut sb = raid5();
+        sb.spares.push(MemberRecord {
+            uuid: "s0".into(),
+            state: MemberState::Spare,
+            path_hint: "d4".into(),
+            failure: None,
+            absent_unwritten_since_events: None,
+        });
+        sb.rebuild = Some(RebuildRecord {
+            config: RebuildConfig::default(),
+            targets: Vec::new(),
+            checkpoint_stripe: 3,
+            total_stripes: sb.geometry.stripe_count(),
+            state: RebuildState::Running,
+            held: false,
+            reason: None,
+            counters: RebuildCounters::default(),
+            replace: Some(crate::rebuild::record::ReplaceRecord {
+                source: 1,
+                source_uuid: "m1".into(),
+                replacement: "s0".into(),
+            }),
+        });
+        sb
+    }
+
+    #[test]
+    fn replace_records_round_trip_and_inconsistent_ones_are_refused() {
+        let sb = replacing();
+        let back = round_trip(&sb, 4).expect("decodes");
+        assert_eq!(back.rebuild, sb.rebuild);
+        assert_eq!(back.this_member_uuid(), "s0");
+        let mut sb = replacing();
+        sb.rebuild
+            .as_mut()
+            .unwrap()
+            .replace
+            .as_mut()
+            .unwrap()
+            .source = 9;
+        refused(&sb, 0, "not below the member count");
+        let mut sb = replacing();
+        sb.rebuild
+            .as_mut()
+            .unwrap()
+            .replace
+            .as_mut()
+            .unwrap()
+            .source_uuid = "m2".into();
+        refused(&sb, 0, "not the active member m2");
+        let mut sb = replacing();
+        sb.members[1].state = MemberState::Faulty;
+        refused(&sb, 0, "not the active member");
+        let mut sb = replacing();
+        sb.rebuild
+            .as_mut()
+            .unwrap()
+            .replace
+            .as_mut()
+            .unwrap()
+            .replacement = "zz".into();
+        refused(&sb, 0, "not among the spares");
+        let mut sb = replacing();
+        sb.members[2].state = MemberState::Rebuilding;
+        sb.rebuild.as_mut().unwrap().targets = vec![2];
+        refused(&sb, 0, "beside members being rebuilt");
+        // Finished, the record is history: nothing to check against.
+        let mut sb = replacing();
+        sb.rebuild.as_mut().unwrap().state = RebuildState::Done;
+        sb.spares.clear();
+        assert!(round_trip(&sb, 0).is_ok());
+    }
+
     #[test]
     fn inconsistent_lifecycle_fields_are_refused_with_the_reason() {
         let total = raid5().geometry.stripe_count();
