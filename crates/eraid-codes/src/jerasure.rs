@@ -141,7 +141,10 @@ pub fn bitmatrix_encode(
     assert_eq!(bitmatrix.len(), k * m * w * w);
     assert!(data.len() == k && parity.len() == m);
     let size = data[0].len();
-    assert!(size.is_multiple_of(w * 8), "packets must be multiples of 8 bytes");
+    assert!(
+        size.is_multiple_of(w * 8),
+        "packets must be multiples of 8 bytes"
+    );
     assert!(data.iter().all(|shard| shard.len() == size));
     assert!(parity.iter().all(|shard| shard.len() == size));
     let mut bits: Vec<c_int> = bitmatrix.iter().map(|&bit| c_int::from(bit)).collect();

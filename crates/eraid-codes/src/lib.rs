@@ -10,6 +10,7 @@
 //! only XOR; their small-field arithmetic is in [`crs::gf2w`].
 
 pub mod crs;
+pub mod crs_scaling;
 mod error;
 pub mod isal;
 pub mod jerasure;
