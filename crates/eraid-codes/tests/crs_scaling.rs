@@ -185,6 +185,21 @@ fn study_invariants_hold_for_every_case() {
         if case.matrix == MatrixChoice::Optimized {
             // Old columns unchanged: RMW never needs an unmoved block.
             assert_eq!(case.reads.rmw_data_reads, 0, "{name}");
+            if case.reads.parity_blocks_changed == case.reads.parity_blocks {
+                // Then RCW's unmoved L*w*k^2/(k+t) beats RMW's L*m*w
+                // parity reads exactly when k^2 < m(k+t) (README).
+                let fewer = case.epu_reads() < case.scale_crs_reads();
+                assert_eq!(
+                    fewer,
+                    case.k * case.k < case.m * (case.k + case.t),
+                    "{name}"
+                );
+            }
+        }
+        if case.matrix == MatrixChoice::Jerasure && case.epu_reads() == case.scale_crs_reads() {
+            // Jerasure's "same" cases are those whose new matrix keeps
+            // every old column in effect: RMW reads no unmoved block.
+            assert_eq!(case.reads.rmw_data_reads, 0, "{name}");
         }
         // RCW reads every unmoved block of a stripe that keeps data.
         let unit = ScalingUnit::new(case.k, case.t, case.w);
