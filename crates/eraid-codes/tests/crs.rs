@@ -104,6 +104,22 @@ fn shards_that_do_not_cut_into_w_packets_and_too_many_erasures_are_errors() {
             needed: 3
         }
     );
+
+    let (mut p0, mut p1) = (vec![0u8; 12], vec![0u8; 12]);
+    let err = code
+        .apply_delta(3, &[0u8; 12], &mut [&mut p0, &mut p1])
+        .unwrap_err();
+    assert!(
+        matches!(&err, CodeError::BadShape(msg) if msg.contains("data index 3")),
+        "{err}"
+    );
+    let err = code
+        .apply_delta(0, &[0u8; 9], &mut [&mut p0, &mut p1])
+        .unwrap_err();
+    assert!(
+        matches!(&err, CodeError::BadShape(msg) if msg.contains("the delta 9")),
+        "{err}"
+    );
 }
 
 #[test]
@@ -174,5 +190,35 @@ proptest! {
             code.reconstruct(&mut refs, &present).unwrap();
             prop_assert_eq!(&shards, &stripe, "lost {:?}", lost);
         }
+    }
+
+    #[test]
+    fn apply_delta_equals_reencoding_the_changed_stripe(
+        (k, m, w) in crs_shape(),
+        packet_len in 1usize..=40,
+        seed in any::<u64>(),
+        changed in any::<prop::sample::Index>(),
+    ) {
+        let code = CauchyReedSolomon::jerasure(k, m, w).unwrap();
+        let len = w * packet_len;
+        let mut rng = rng(seed);
+        let mut data: Vec<Vec<u8>> = (0..k).map(|_| random_bytes(&mut rng, len)).collect();
+        let encode = |data: &[Vec<u8>]| {
+            let refs: Vec<&[u8]> = data.iter().map(|d| &d[..]).collect();
+            let mut parity: Vec<Vec<u8>> = (0..m).map(|_| vec![0u8; len]).collect();
+            let mut prefs: Vec<&mut [u8]> = parity.iter_mut().map(|p| &mut p[..]).collect();
+            code.encode(&refs, &mut prefs).unwrap();
+            parity
+        };
+        let mut parity = encode(&data);
+        let j = changed.index(k);
+        let new_shard = random_bytes(&mut rng, len);
+        let delta: Vec<u8> = data[j].iter().zip(&new_shard).map(|(a, b)| a ^ b).collect();
+        data[j] = new_shard;
+        {
+            let mut prefs: Vec<&mut [u8]> = parity.iter_mut().map(|p| &mut p[..]).collect();
+            code.apply_delta(j, &delta, &mut prefs).unwrap();
+        }
+        prop_assert_eq!(parity, encode(&data));
     }
 }

@@ -137,6 +137,46 @@ impl CauchyReedSolomon {
         }
     }
 
+    /// Read-modify-write update: `delta` = old XOR new contents of data
+    /// shard `data_index` (a whole shard); adds its contribution into every
+    /// parity shard. Linear, so equal to re-encoding the stripe; also what a
+    /// growth uses to add or remove one block's share of a parity.
+    pub fn apply_delta(
+        &self,
+        data_index: usize,
+        delta: &[u8],
+        parity: &mut [&mut [u8]],
+    ) -> Result<(), CodeError> {
+        const WHAT: &str = "crs apply_delta";
+        if data_index >= self.data_count {
+            return Err(CodeError::BadShape(format!(
+                "{WHAT}: data index {data_index} out of range, the code has {} data shards",
+                self.data_count
+            )));
+        }
+        count(WHAT, "parity", parity.len(), self.parity_count)?;
+        if let Some(bad) = parity.iter().map(|p| p.len()).find(|&l| l != delta.len()) {
+            return Err(CodeError::BadShape(format!(
+                "{WHAT}: a parity shard has {bad} bytes, the delta {}",
+                delta.len()
+            )));
+        }
+        let packet = self.packet_len(WHAT, delta.len())?;
+        let w = self.w;
+        for (i, shard) in parity.iter_mut().enumerate() {
+            for l in 0..w {
+                let dst = &mut shard[l * packet..(l + 1) * packet];
+                for col in self.bitmatrix.ones_in_row(i * w + l) {
+                    if col / w == data_index {
+                        let x = col % w;
+                        xor_into(dst, &delta[x * packet..(x + 1) * packet]);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Rebuilds every shard not `present` in place (k data then m parity
     /// shards, one length); present shards are only read.
     pub fn reconstruct(&self, shards: &mut [&mut [u8]], present: &[bool]) -> Result<(), CodeError> {

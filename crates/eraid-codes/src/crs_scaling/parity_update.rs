@@ -95,7 +95,7 @@ impl SlotMap {
     ) -> impl Iterator<Item = usize> + 'a {
         bits.ones_in_row(row).filter_map(move |col| {
             let (disk, packet) = (col / self.w, col % self.w);
-            debug_assert!(disk < self.disks);
+            assert!(disk < self.disks, "bit-matrix column past the unit's disks");
             self.blocks[(stripe * self.disks + disk) * self.w + packet]
         })
     }
