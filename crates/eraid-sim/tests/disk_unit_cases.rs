@@ -4,7 +4,8 @@
 
 use eraid_sim::disk::{
     CacheSpec, DiskCompletion, DiskModel, DiskRequest, DiskSpec, FastWrite, GeometrySpec,
-    MechanicsSpec, Overheads, ReadAhead, SchedulerKind, SeekCurve, Sparing, ZoneSpec,
+    MechanicsSpec, Overheads, ReadAhead, RequestData, SchedulerKind, SeekCurve, Sparing,
+    TrackOrder, ZoneSpec,
 };
 
 fn tiny() -> DiskSpec {
@@ -13,6 +14,7 @@ fn tiny() -> DiskSpec {
         geometry: GeometrySpec {
             surfaces: 1,
             sparing: Sparing::None,
+            track_order: TrackOrder::Normal,
             zones: vec![ZoneSpec {
                 first_cyl: 0,
                 last_cyl: 99,
@@ -33,7 +35,8 @@ fn tiny() -> DiskSpec {
             seek: SeekCurve::Table(vec![(1, 1.0), (10, 3.0), (99, 6.0)]),
         },
         overheads: Overheads::default(),
-        bus_ms_per_sector: 0.0,
+        bus_read_ms_per_sector: 0.0,
+        bus_write_ms_per_sector: 0.0,
         cache: CacheSpec {
             enabled: false,
             segments: 1,
@@ -41,9 +44,12 @@ fn tiny() -> DiskSpec {
             read_ahead: ReadAhead::None,
             read_ahead_min_sectors: 0,
             read_ahead_max_sectors: 0,
+            request_data: RequestData::Kept,
             fast_write: FastWrite::Off,
             read_hits_on_write_data: false,
             combine_seq_writes: false,
+            read_high_water: 0.0,
+            water_by_request: true,
         },
         queue_depth: 1,
         scheduler: SchedulerKind::Fcfs,
