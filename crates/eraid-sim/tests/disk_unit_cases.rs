@@ -127,3 +127,83 @@ fn rotational_miss_costs_a_revolution() {
         service_ms(&late)
     );
 }
+
+#[test]
+fn a_read_reconnects_at_its_water_mark_after_the_reselect() {
+    // 10 sectors under the head from 0 ms, one every 0.1 ms; the bus takes
+    // 0.2 ms a sector. At a water mark of half the request the drive
+    // reconnects when sector 5 is in (0.5 ms), pays the reselect (0.3 ms)
+    // and data preparation (0.05 ms), then sends all 10: 0.85 + 2.0 ms.
+    let mut spec = tiny();
+    spec.cache.segment_sectors = 20;
+    spec.bus_read_ms_per_sector = 0.2;
+    spec.cache.read_high_water = 0.5;
+    spec.overheads.reselect_ms = 0.3;
+    spec.overheads.data_prep_ms = 0.05;
+    let mut d = DiskModel::new(spec).unwrap();
+    let c = run_one(&mut d, 0, 0, 10, true);
+    assert!((service_ms(&c) - 2.85).abs() < 1e-6, "{}", service_ms(&c));
+}
+
+#[test]
+fn a_write_waits_the_minimum_positioning_then_reselects_to_report() {
+    // Sector 3 passes at 0.3 ms, before the 0.6 ms minimum positioning is
+    // over, so the write waits a revolution (10.3 to 10.4 ms), and reports
+    // after the 0.3 ms reselect.
+    let mut spec = tiny();
+    spec.overheads.min_write_position_ms = 0.6;
+    spec.overheads.reselect_ms = 0.3;
+    let mut d = DiskModel::new(spec).unwrap();
+    let c = run_one(&mut d, 0, 3, 1, false);
+    assert!((service_ms(&c) - 10.7).abs() < 1e-6, "{}", service_ms(&c));
+}
+
+fn cached_tiny(read_ahead: ReadAhead) -> DiskSpec {
+    let mut spec = tiny();
+    spec.cache.enabled = true;
+    spec.cache.segment_sectors = 20;
+    spec.cache.read_ahead = read_ahead;
+    spec
+}
+
+#[test]
+fn a_segment_keeps_only_the_last_sectors_read_ahead() {
+    // Reading sectors 0-3 reads ahead to the end of the track (next-track
+    // scheme), through a 20-sector segment: it ends holding 80-99.
+    let mut d = DiskModel::new(cached_tiny(ReadAhead::NextTrack)).unwrap();
+    run_one(&mut d, 0, 0, 4, true);
+    let hit = run_one(&mut d, 20_000_000, 90, 4, true);
+    assert!(hit.cache_hit);
+    assert_eq!(service_ms(&hit), 0.0);
+    // Sector 4 was overwritten: read again, 0.4 ms round from angle 0.
+    let miss = run_one(&mut d, 30_000_000, 4, 1, true);
+    assert!(!miss.cache_hit);
+    assert!(
+        (service_ms(&miss) - 0.5).abs() < 1e-6,
+        "{}",
+        service_ms(&miss)
+    );
+}
+
+#[test]
+fn a_partial_hit_reads_only_what_the_buffer_lacks() {
+    // After a read of track 0 (read-ahead to its end), sectors 95-104 are
+    // half in the buffer: the media supplies 100-104 only (seek one
+    // cylinder, 1 ms, to angle 0.1; wait 9 ms for sector 0; 0.5 ms).
+    let mut d = DiskModel::new(cached_tiny(ReadAhead::ToTrackEnd)).unwrap();
+    d.submit(
+        0,
+        DiskRequest {
+            id: 0,
+            lbn: 80,
+            sectors: 4,
+            is_read: true,
+        },
+    )
+    .unwrap();
+    while let Some(t) = d.next_event_ns() {
+        d.advance(t);
+    }
+    let c = run_one(&mut d, 20_000_000, 95, 10, true);
+    assert!((service_ms(&c) - 10.5).abs() < 1e-6, "{}", service_ms(&c));
+}

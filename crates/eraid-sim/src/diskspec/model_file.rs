@@ -5,7 +5,10 @@ use super::fields::Fields;
 use super::seek_table::parse_seek_table;
 use super::syntax::{Block, Value};
 use super::{Resolver, SpecError};
-use crate::disk::{GeometrySpec, HplSeek, MechanicsSpec, SeekCurve, Sparing, TrackOrder, ZoneSpec};
+use crate::disk::{
+    Geometry, GeometryError, GeometrySpec, HplSeek, MechanicsSpec, SeekCurve, Sparing, TrackOrder,
+    ZoneSpec,
+};
 
 pub fn read_model(
     file: &str,
@@ -101,12 +104,21 @@ fn read_layout(file: &str, block: &Block, surfaces: u32) -> Result<GeometrySpec,
     if zones.is_empty() {
         return Err(f.err(zones_param, "no zones"));
     }
-    Ok(GeometrySpec {
+    let spec = GeometrySpec {
         surfaces,
         sparing,
         track_order,
         zones,
-    })
+    };
+    // Spares, slips and defects must fit their zones; say which zone if not.
+    if let Err(e) = Geometry::new(&spec) {
+        let line = match &e {
+            GeometryError::BadZone(i, _) => items.get(*i).map_or(zones_param.line, |z| z.1),
+            GeometryError::NoZones => zones_param.line,
+        };
+        return Err(SpecError::new(file, line, e.to_string()));
+    }
+    Ok(spec)
 }
 
 fn read_zone(file: &str, block: &Block, revolutions: bool) -> Result<ZoneSpec, SpecError> {
