@@ -17,10 +17,12 @@
 //! `disksim_disk`: Model; Time scale for overheads; Bulk sector transfer
 //! time; Max queue length; Scheduler / Scheduling policy; Number of buffer
 //! segments; Segment size (in blks); Enable caching in buffer; Buffer
-//! continuous read; Minimum / Maximum read-ahead (blks); Fast write level;
-//! Allow read hits on write data; Combine seq writes; the eight
+//! continuous read; Minimum / Maximum read-ahead (blks); Read-ahead over
+//! requested; High (read) water mark; Set watermark by reqsize; Fast write
+//! level; Allow read hits on write data; Combine seq writes; the eight
 //! `Read|Write hit|miss over. after read|write` overheads; Read / Write
-//! completion overhead.
+//! completion overhead; Data preparation overhead; First reselect
+//! overhead; Minimum seek delay.
 //!
 //! `dm_disk`: Number of data surfaces; Layout Model (`dm_layout_g1`:
 //! LBN-to-PBN mapping scheme (0, 1, 2), Sparing scheme used (0 to 10),
