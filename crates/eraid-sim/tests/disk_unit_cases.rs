@@ -2,6 +2,7 @@
 //! 6,000 rpm (10 ms per revolution, 0.1 ms per sector), no overheads, no bus
 //! time, no cache, so every number below can be checked by hand.
 
+use eraid_sim::disk::presets::cheetah_15k5;
 use eraid_sim::disk::{
     CacheSpec, DiskCompletion, DiskModel, DiskRequest, DiskSpec, FastWrite, GeometrySpec,
     MechanicsSpec, Overheads, ReadAhead, RequestData, SchedulerKind, SeekCurve, Sparing,
@@ -50,6 +51,8 @@ fn tiny() -> DiskSpec {
             combine_seq_writes: false,
             read_high_water: 0.0,
             water_by_request: true,
+            partial_hits: false,
+            segments_wrap: false,
         },
         queue_depth: 1,
         scheduler: SchedulerKind::Fcfs,
@@ -163,6 +166,8 @@ fn cached_tiny(read_ahead: ReadAhead) -> DiskSpec {
     spec.cache.enabled = true;
     spec.cache.segment_sectors = 20;
     spec.cache.read_ahead = read_ahead;
+    spec.cache.partial_hits = true;
+    spec.cache.segments_wrap = true;
     spec
 }
 
@@ -206,4 +211,47 @@ fn a_partial_hit_reads_only_what_the_buffer_lacks() {
     }
     let c = run_one(&mut d, 20_000_000, 95, 10, true);
     assert!((service_ms(&c) - 10.5).abs() < 1e-6, "{}", service_ms(&c));
+}
+
+/// The cache as eraid's own presets set it (DiskSim files set both flags).
+fn cached_tiny_like_presets(read_ahead: ReadAhead) -> DiskSpec {
+    let mut spec = cached_tiny(read_ahead);
+    spec.cache.partial_hits = false;
+    spec.cache.segments_wrap = false;
+    spec
+}
+
+#[test]
+fn a_segment_that_does_not_wrap_keeps_the_request_and_a_segment_past_it() {
+    // Reading sectors 0-3 (next-track scheme) stops read-ahead a segment's
+    // worth (20) past the request: the segment holds 0-23, and sector 90,
+    // which a wrapping segment would hold, was never read.
+    assert!(!cheetah_15k5().cache.segments_wrap);
+    let mut d = DiskModel::new(cached_tiny_like_presets(ReadAhead::NextTrack)).unwrap();
+    run_one(&mut d, 0, 0, 4, true);
+    let hit = run_one(&mut d, 20_000_000, 4, 16, true);
+    assert!(hit.cache_hit);
+    assert_eq!(service_ms(&hit), 0.0);
+    // 90 passes under the head at angle 0.9: 9 ms, then 0.1 ms.
+    let miss = run_one(&mut d, 30_000_000, 90, 1, true);
+    assert!(!miss.cache_hit);
+    assert!(
+        (service_ms(&miss) - 9.1).abs() < 1e-6,
+        "{}",
+        service_ms(&miss)
+    );
+}
+
+#[test]
+fn without_partial_hits_a_half_buffered_read_reads_all_from_the_media() {
+    // As in the partial-hit case, 80-99 are buffered when 95-104 arrive at
+    // angle 0; the media supplies all ten: wait 9.5 ms for sector 95, read
+    // 95-99 (0.5 ms), seek one cylinder (1 ms) to angle 0.1, wait 9 ms for
+    // sector 100, read 100-104 (0.5 ms): 20.5 ms.
+    assert!(!cheetah_15k5().cache.partial_hits);
+    let mut d = DiskModel::new(cached_tiny_like_presets(ReadAhead::ToTrackEnd)).unwrap();
+    run_one(&mut d, 0, 80, 4, true);
+    let c = run_one(&mut d, 20_000_000, 95, 10, true);
+    assert!(!c.cache_hit);
+    assert!((service_ms(&c) - 20.5).abs() < 1e-6, "{}", service_ms(&c));
 }

@@ -57,6 +57,16 @@ fn run_files_bring_the_bus_and_every_layout_feature() {
     assert_eq!(hp.cache.read_high_water, 0.75);
     assert_eq!(hp.overheads.reselect_ms, 0.16249);
     assert_eq!(hp.overheads.min_write_position_ms, 0.6);
+    assert!(hp.cache.partial_hits);
+    assert!(hp.cache.segments_wrap);
+    let no_partial = load_patched("hp_c2247a", "hp_c2247a.diskspecs", |t| {
+        t.replace(
+            "Immed transfer partial hit = 1",
+            "Immed transfer partial hit = 0",
+        )
+    })
+    .unwrap();
+    assert!(!no_partial.cache.partial_hits);
 
     let atlas = load_patched("atlas10k", "", |t| t).unwrap();
     assert_eq!(atlas.geometry.track_order, TrackOrder::SerpentinePerZone);

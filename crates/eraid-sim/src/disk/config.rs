@@ -212,6 +212,16 @@ pub struct CacheSpec {
     /// The water mark is a fraction of the request, not of the segment
     /// ("Set watermark by reqsize").
     pub water_by_request: bool,
+    /// A read whose first sectors are in the buffer sends them at once and
+    /// reads only the rest ("Immed transfer partial hit"); otherwise it is a
+    /// miss and reads all of it from the media.
+    pub partial_hits: bool,
+    /// A segment filled from the media is a ring: as read-ahead goes on it
+    /// keeps only the last `segment_sectors`, overwriting the oldest (as
+    /// DiskSim's segments do). Otherwise read-ahead stops once a segment's
+    /// worth is past the request, and the segment keeps the newest sectors
+    /// that fit from the start of the fill.
+    pub segments_wrap: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -271,6 +271,8 @@ pub fn from_datasheet(d: &Datasheet) -> DiskSpec {
             combine_seq_writes: true,
             read_high_water: 0.0,
             water_by_request: true,
+            partial_hits: false,
+            segments_wrap: false,
         },
         queue_depth: 32,
         scheduler: SchedulerKind::Sptf,

@@ -121,6 +121,9 @@ pub fn read_disk(
         combine_seq_writes: f.flag_or("Combine seq writes", false)?,
         read_high_water: fraction("High (read) water mark")?,
         water_by_request: f.flag_or("Set watermark by reqsize", true)?,
+        partial_hits: f.flag_or("Immed transfer partial hit", true)?,
+        // DiskSim's segments always wrap.
+        segments_wrap: true,
     };
     let sched = f.block("Scheduler")?;
     let sf = Fields::new(file, sched);

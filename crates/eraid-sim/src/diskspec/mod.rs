@@ -18,8 +18,9 @@
 //! time; Max queue length; Scheduler / Scheduling policy; Number of buffer
 //! segments; Segment size (in blks); Enable caching in buffer; Buffer
 //! continuous read; Minimum / Maximum read-ahead (blks); Read-ahead over
-//! requested; High (read) water mark; Set watermark by reqsize; Fast write
-//! level; Allow read hits on write data; Combine seq writes; the eight
+//! requested; High (read) water mark; Set watermark by reqsize; Immed
+//! transfer partial hit; Fast write level; Allow read hits on write data;
+//! Combine seq writes; the eight
 //! `Read|Write hit|miss over. after read|write` overheads; Read / Write
 //! completion overhead; Data preparation overhead; First reselect
 //! overhead; Minimum seek delay.

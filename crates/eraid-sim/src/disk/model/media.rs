@@ -43,9 +43,6 @@ impl DiskModel {
             }
         }
         seg.truncate(cut);
-        // The media stream stopped there: a read continuing from the cut
-        // streams on without a new command's wait.
-        self.last_media = Some((cut, free.max(t), true));
         (free.max(t), pos)
     }
 
@@ -108,8 +105,14 @@ impl DiskModel {
                 return;
             }
         }
-        let (seg, seg_start, from) = self.segment_for_read(free, op.lbn);
-        let start = self.media_start(free, from, op.is_read);
+        let start = self.media_start(free, op.lbn, op.is_read);
+        let (seg, seg_start, from) = self.segment_for_read(start, op.lbn);
+        // A partial hit reads on from the buffered part's end.
+        let start = if from == op.lbn {
+            start
+        } else {
+            self.media_start(free, from, op.is_read)
+        };
         let target = self.read_ahead_end(op.lbn, op.sectors, seg_start);
         let acc = self
             .mech
@@ -127,15 +130,20 @@ impl DiskModel {
             let buffered = s.clone();
             s.valid = true;
             s.readable = true;
+            let seg_sectors = self.cache.segment_sectors;
+            let wraps = self.spec.cache.segments_wrap;
             s.start_lbn = match self.spec.cache.request_data {
                 RequestData::Dropped => seg_start.max(req_end),
-                _ => seg_start,
+                _ if wraps => seg_start,
+                _ => seg_start
+                    .max(target.saturating_sub(seg_sectors))
+                    .min(op.lbn),
             };
             s.end_lbn = target;
             s.runs.retain(|r| r.lbn < from);
             s.runs.extend(acc.runs.iter().copied());
             s.dirty_until_ns = 0.0;
-            s.ring_sectors = Some(self.cache.segment_sectors);
+            s.ring_sectors = wraps.then_some(seg_sectors);
             buffered
         };
         self.cache.touch(seg);
@@ -201,8 +209,12 @@ impl DiskModel {
                 .continuing(lbn, t)
                 .filter(|&i| self.cache.segments[i].dirty_until_ns <= t)
             {
+                let partial_hits = self.spec.cache.partial_hits;
                 let s = &mut self.cache.segments[i];
                 s.start_lbn = s.start_at(t);
+                if !partial_hits {
+                    s.truncate(lbn);
+                }
                 let from = s.end_lbn.max(lbn);
                 return (i, s.start_lbn, from);
             }
@@ -213,21 +225,32 @@ impl DiskModel {
     }
 
     /// End (exclusive) of what a read of `lbn..lbn+sectors` brings into the
-    /// buffer, read-ahead included, as DiskSim sets it: the next-track
-    /// scheme reads to the end of the track after the request (one track
-    /// more in a stream) whatever the limits; the others read up to the
-    /// maximum read-ahead, else a segment's worth (from the request's start
-    /// when its data must stay), and stop at the end of the track or
-    /// cylinder when asked to. The segment keeps only the last
-    /// `segment_sectors` of it.
+    /// buffer, read-ahead included.
     fn read_ahead_end(&self, lbn: u64, sectors: u64, seg_start: u64) -> u64 {
         let c = self.spec.cache;
         let req_end = lbn + sectors;
         if !c.enabled {
             return req_end;
         }
+        let cap = self.mech.geometry.capacity_sectors();
+        let target = if c.segments_wrap {
+            self.read_ahead_wrapping(lbn, sectors, seg_start)
+        } else {
+            self.read_ahead_within_segment(lbn, sectors, seg_start)
+        };
+        target.min(cap).max(req_end)
+    }
+
+    /// As DiskSim sets it for its wrapping segments: the next-track scheme
+    /// reads to the end of the track after the request (one track more in a
+    /// stream) whatever the limits; the others read up to the maximum
+    /// read-ahead, else a segment's worth (from the request's start when
+    /// its data must stay), and stop at the end of the track or cylinder
+    /// when asked to.
+    fn read_ahead_wrapping(&self, lbn: u64, sectors: u64, seg_start: u64) -> u64 {
+        let c = self.spec.cache;
         let g = &self.mech.geometry;
-        let cap = g.capacity_sectors();
+        let req_end = lbn + sectors;
         let seg = self.cache.segment_sectors;
         let limit = if c.read_ahead_max_sectors > 0 {
             req_end + c.read_ahead_max_sectors
@@ -240,22 +263,49 @@ impl DiskModel {
         } else {
             req_end + seg
         };
-        let target = match c.read_ahead {
+        match c.read_ahead {
             ReadAhead::None => req_end,
             ReadAhead::ToTrackEnd => limit.min(g.track_lbn_range(req_end - 1).1),
             ReadAhead::ToCylinderEnd => limit.min(g.cylinder_lbn_range(req_end - 1).1),
             ReadAhead::ToSegmentEnd => limit,
-            ReadAhead::NextTrack if req_end >= cap => req_end,
-            ReadAhead::NextTrack => {
-                let (first, end) = g.track_lbn_range(req_end);
-                if seg_start < first {
-                    end + (end - first)
-                } else {
-                    end
-                }
-            }
+            ReadAhead::NextTrack => self.next_track_end(req_end, seg_start),
+        }
+    }
+
+    /// For segments that do not wrap: the scheme's end, cut to the maximum
+    /// read-ahead and to a segment's worth past the request.
+    fn read_ahead_within_segment(&self, lbn: u64, sectors: u64, seg_start: u64) -> u64 {
+        let c = self.spec.cache;
+        let g = &self.mech.geometry;
+        let req_end = lbn + sectors;
+        let mut target = match c.read_ahead {
+            ReadAhead::None => req_end,
+            ReadAhead::ToTrackEnd => g.track_lbn_range(req_end - 1).1,
+            ReadAhead::ToCylinderEnd => g.cylinder_lbn_range(req_end - 1).1,
+            // The segment slides along a stream: data already sent to the
+            // host may be replaced by read-ahead.
+            ReadAhead::ToSegmentEnd => lbn + self.cache.segment_sectors,
+            ReadAhead::NextTrack => self.next_track_end(req_end, seg_start),
         };
-        target.min(cap).max(req_end)
+        if c.read_ahead_max_sectors > 0 {
+            target = target.min(req_end + c.read_ahead_max_sectors);
+        }
+        target.min(req_end + self.cache.segment_sectors)
+    }
+
+    /// End of the track holding `req_end`, one track further when the
+    /// segment already held the track before (a sequential stream).
+    fn next_track_end(&self, req_end: u64, seg_start: u64) -> u64 {
+        let g = &self.mech.geometry;
+        if req_end >= g.capacity_sectors() {
+            return req_end;
+        }
+        let (first, end) = g.track_lbn_range(req_end);
+        if seg_start < first {
+            end + (end - first)
+        } else {
+            end
+        }
     }
 
     fn media_write(&mut self, t: f64, op: Op) {

@@ -366,10 +366,11 @@ impl DiskModel {
             let (hit, partial) = if self.spec.cache.enabled {
                 (
                     self.cache.lookup(req.lbn, sectors, t),
-                    self.cache.continuing(req.lbn, t).is_some_and(|i| {
-                        let s = &self.cache.segments[i];
-                        req.lbn < s.end_lbn && s.dirty_until_ns <= t
-                    }),
+                    self.spec.cache.partial_hits
+                        && self.cache.continuing(req.lbn, t).is_some_and(|i| {
+                            let s = &self.cache.segments[i];
+                            req.lbn < s.end_lbn && s.dirty_until_ns <= t
+                        }),
                 )
             } else {
                 (None, false)
