@@ -28,6 +28,20 @@
 //!   change the growth's `speed_min_kib_s`, `speed_max_kib_s`,
 //!   `latency_bound_ms`, `slack` or `valve_latency` (`"response"`,
 //!   `"processing"`, `"admission"`).
+//! - `{"command": "add", "path": "/abs/path", "spare": false}`: adds the
+//!   file (checked as for grow) as a replacement of a failed member, which
+//!   is rebuilt at once, or with `"spare": true` as a hot spare.
+//! - `{"command": "fail", "member": "/abs/path"}`: fails a member (a spare
+//!   takes over if there is one); refused if the array would lose data.
+//! - `{"command": "remove", "member": "/abs/path"}`: forgets a failed
+//!   member or drops a spare; the server lets go of its file.
+//! - `{"command": "pause-rebuild"}`, `{"command": "resume-rebuild"}`,
+//!   `{"command": "tune-rebuild", "settings": {"speed_min_kib_s": 1000,
+//!   "speed_max_kib_s": 20000}}`: act on the rebuild.
+//!
+//! A member is named by the path it is served from, or, for one not given
+//! at the start, by the path its superblock remembers (`path` in the
+//! status).
 //!
 //! Answers: `{"ok": true, "status": {...}}` with the status after the
 //! command, or `{"ok": false, "error": "what was wrong"}`.
@@ -42,16 +56,21 @@
 //! checkpoint_bytes, moved_bytes, metadata_writes, redistribution_reads,
 //! redistribution_writes, backup_windows, pending_backup (a window a crash
 //! interrupted, rewritten from its backup first), rate_bytes_s, elapsed_s,
-//! blocked_requests, config}`.
+//! blocked_requests, config}`, and `rebuild`: null or `{strategy ("pr"),
+//! state: running|paused|done|stopped, reason, progress, rebuilt_bytes,
+//! checkpoint_bytes (recorded, survives a crash), total_bytes,
+//! rate_bytes_per_s, eta_s, target {slot, path}, targets, config}`. The
+//! members list has the spares after the member slots (`state` active,
+//! rebuilding, faulty, missing, spare or missing-spare; `device`).
 //!
 //! Try it by hand: `echo '{"command":"status"}' | socat - UNIX-CONNECT:ctl.sock`.
 
 use crate::members::{check_added_members, MemberLocks};
 use crate::output::say;
 use anyhow::{bail, Context, Result};
+use eraid_core::growth::config::ReshapeConfig;
 use eraid_core::io::AdminCommand;
-use eraid_core::reshape::config::ReshapeConfig;
-use eraid_driver::{EngineHandle, GrowError};
+use eraid_driver::{EngineHandle, GrowError, MemberChangeError};
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::fs::FileTypeExt;
@@ -75,7 +94,9 @@ pub struct ControlListener {
 /// What the control server needs of the running array.
 pub struct ControlContext {
     pub handle: EngineHandle,
-    /// Paths of the members being served (added members are appended).
+    /// Paths of the devices being served, by device index: the member
+    /// slots, the spares, then members added since (growth, replacements,
+    /// spares).
     pub members: Mutex<Vec<PathBuf>>,
     /// Bytes each member needs (metadata plus data area).
     pub member_bytes_needed: u64,
@@ -240,11 +261,178 @@ fn answer(request: &Value, context: &ControlContext) -> Value {
                 "tune-grow needs \"settings\" (speed_min_kib_s, speed_max_kib_s, latency_bound_ms, slack, valve_latency)",
             ),
         },
-        Some(other) => failure(format!(
-            "unknown command {other:?}: expected status, grow, check, pause-grow, resume-grow or tune-grow"
-        )),
-        None => failure("the request has no \"command\" (status, grow, check, pause-grow, resume-grow or tune-grow)"),
+        Some("add") => match add_member(request, context) {
+            Ok(status) => json!({"ok": true, "status": status}),
+            Err(error) => failure(format!("{error:#}")),
+        },
+        Some("fail") => match named_member(request, context) {
+            Ok(slot) => run_admin(context, AdminCommand::FailMember { slot }, "cannot fail it: "),
+            Err(error) => failure(format!("{error:#}")),
+        },
+        Some("remove") => match remove_member(request, context) {
+            Ok(status) => json!({"ok": true, "status": status}),
+            Err(error) => failure(format!("{error:#}")),
+        },
+        Some("pause-rebuild") => run_admin(context, AdminCommand::PauseRebuild, ""),
+        Some("resume-rebuild") => run_admin(context, AdminCommand::ResumeRebuild, ""),
+        Some("tune-rebuild") => match request.get("settings").map(|s| serde_json::from_value(s.clone())) {
+            Some(Ok(tuning)) => run_admin(context, AdminCommand::TuneRebuild(tuning), ""),
+            Some(Err(e)) => failure(format!("bad rebuild settings: {e}")),
+            None => failure("tune-rebuild needs \"settings\" (speed_min_kib_s, speed_max_kib_s)"),
+        },
+        Some(other) => failure(format!("unknown command {other:?}: expected {COMMANDS}")),
+        None => failure(format!("the request has no \"command\" ({COMMANDS})")),
     }
+}
+
+/// Every command the server answers, for messages.
+const COMMANDS: &str = "status, grow, check, pause-grow, resume-grow, tune-grow, add, fail, \
+                        remove, pause-rebuild, resume-rebuild or tune-rebuild";
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// `add`: checks the file, serves it as the next device and adds it.
+fn add_member(request: &Value, context: &ControlContext) -> Result<Value> {
+    let Some(path) = request.get("path").and_then(Value::as_str) else {
+        bail!("add needs \"path\": the file or block device to add");
+    };
+    let spare = match request.get("spare") {
+        None => false,
+        Some(Value::Bool(spare)) => *spare,
+        Some(other) => bail!("\"spare\" must be true or false, found {other}"),
+    };
+    // One change of the device list at a time (grow uses it too).
+    let _one_at_a_time = lock(&context.grow_lock);
+    let current = lock(&context.members).clone();
+    let added = check_added_members(
+        &[PathBuf::from(path)],
+        &current,
+        context.member_bytes_needed,
+    )?;
+    let paths = added.paths.clone();
+    let (mut members, locks) = added.into_grow_members();
+    let member = members.pop().expect("one member checked");
+    let mut every_member = current.clone();
+    every_member.extend(paths.iter().cloned());
+    let warnings = crate::space::shortfall_warnings(&every_member, context.member_bytes_needed);
+    let mut status = context
+        .handle
+        .add_member(member, spare)
+        .map_err(|e| match e {
+            MemberChangeError::Refused(reason) => {
+                anyhow::anyhow!("the array refused {path}: {reason}")
+            }
+            MemberChangeError::ShuttingDown => anyhow::anyhow!("the array is shutting down"),
+        })?;
+    lock(&context.locks).extend(locks);
+    lock(&context.members).extend(paths);
+    say!(
+        "{} {path}",
+        if spare {
+            "added the hot spare"
+        } else {
+            "added the replacement"
+        }
+    );
+    status["warnings"] = json!(warnings);
+    Ok(status)
+}
+
+/// The member slot (or `member_count + j` for spare j) a request's
+/// `"member"` names: the path it is served from, or the path its
+/// superblock remembers.
+fn named_member(request: &Value, context: &ControlContext) -> Result<usize> {
+    let Some(name) = request.get("member").and_then(Value::as_str) else {
+        bail!("the request needs \"member\": the path of the member");
+    };
+    let status = context
+        .handle
+        .admin(AdminCommand::Status)
+        .map_err(|e| anyhow::anyhow!("the array is not running: {e}"))?;
+    let devices = lock(&context.members).clone();
+    let members = status["members"].as_array().cloned().unwrap_or_default();
+    let name_path = Path::new(name);
+    let served_from = |m: &Value| {
+        m["device"]
+            .as_u64()
+            .and_then(|d| devices.get(d as usize))
+            .is_some_and(|p| crate::members::same_file(p, name_path))
+    };
+    let remembered = |m: &Value| {
+        m["path"]
+            .as_str()
+            .is_some_and(|p| p == name || crate::members::same_file(Path::new(p), name_path))
+    };
+    let found = members
+        .iter()
+        .find(|m| served_from(m))
+        .or_else(|| members.iter().find(|m| remembered(m)));
+    match found.and_then(|m| m["index"].as_u64()) {
+        Some(index) => Ok(index as usize),
+        None => {
+            let known: Vec<String> = members
+                .iter()
+                .map(|m| {
+                    format!(
+                        "{} {} ({})",
+                        m["index"],
+                        m["path"].as_str().unwrap_or("?"),
+                        m["state"].as_str().unwrap_or("?")
+                    )
+                })
+                .collect();
+            bail!(
+                "{name} is not a member or spare of the served array; it has: {}",
+                known.join(", ")
+            )
+        }
+    }
+}
+
+/// `remove`: the array forgets the member; the server lets go of its file.
+fn remove_member(request: &Value, context: &ControlContext) -> Result<Value> {
+    let _one_at_a_time = lock(&context.grow_lock);
+    let slot = match named_member(request, context) {
+        Ok(slot) => slot,
+        Err(error) => return release_replaced(request, context).ok_or(error)?,
+    };
+    let removed = context.handle.remove_member(slot).map_err(|e| match e {
+        MemberChangeError::Refused(reason) => anyhow::anyhow!("cannot remove it: {reason}"),
+        MemberChangeError::ShuttingDown => anyhow::anyhow!("the array is shutting down"),
+    })?;
+    if let Some(device) = removed.released_device {
+        if let Some(path) = lock(&context.members).get(device).cloned() {
+            lock(&context.locks).release(&path);
+            say!("removed {}", path.display());
+        }
+    }
+    Ok(removed.status)
+}
+
+/// `remove` of a file the server still holds but the array no longer
+/// uses (a member a spare or replacement took the place of): its lock is
+/// released (the server keeps the file open, unused, until it stops).
+fn release_replaced(request: &Value, context: &ControlContext) -> Option<Result<Value>> {
+    let name = Path::new(request.get("member")?.as_str()?);
+    let status = context.handle.admin(AdminCommand::Status).ok()?;
+    let devices = lock(&context.members).clone();
+    let device = devices
+        .iter()
+        .position(|p| crate::members::same_file(p, name))?;
+    let used = status["members"]
+        .as_array()?
+        .iter()
+        .any(|m| m["device"].as_u64() == Some(device as u64));
+    if used {
+        return None;
+    }
+    lock(&context.locks).release(&devices[device]);
+    say!("released {} (replaced, no longer used)", name.display());
+    Some(Ok(status))
 }
 
 /// Decodes a settings object whose fields all have defaults, naming the

@@ -28,10 +28,17 @@ use std::path::{Path, PathBuf};
 /// Locks held until dropped.
 #[derive(Default)]
 pub struct MemberLocks {
-    /// Opened members, flocked (block devices opened with O_EXCL).
-    members: Vec<File>,
-    /// Lock files by identity and array UUID.
+    /// Opened members, flocked (block devices opened with O_EXCL), each
+    /// with the lock files of its identity.
+    members: Vec<HeldMember>,
+    /// Lock files not tied to one member (the array UUID).
     keys: Vec<KeyLock>,
+}
+
+struct HeldMember {
+    path: PathBuf,
+    _file: File,
+    _keys: Vec<KeyLock>,
 }
 
 impl MemberLocks {
@@ -39,6 +46,13 @@ impl MemberLocks {
     pub fn extend(&mut self, more: MemberLocks) {
         self.members.extend(more.members);
         self.keys.extend(more.keys);
+    }
+
+    /// Lets go of `path` (a member the array no longer uses): its file and
+    /// its identity's lock files.
+    pub fn release(&mut self, path: &Path) {
+        self.members
+            .retain(|held| !crate::members::same_file(&held.path, path));
     }
 }
 
@@ -67,9 +81,9 @@ pub fn lock_member(path: &Path) -> Result<MemberLocks> {
             eraid_driver::member::file_type_name(&metadata)
         );
     }
-    let mut locks = MemberLocks::default();
+    let mut keys = Vec::new();
     for key in identity_keys(path, &metadata)? {
-        locks.keys.push(KeyLock::acquire(&key, path)?);
+        keys.push(KeyLock::acquire(&key, path)?);
     }
     let file = OpenOptions::new()
         .read(true)
@@ -100,8 +114,14 @@ pub fn lock_member(path: &Path) -> Result<MemberLocks> {
         );
     }
     flock_member(&file, path)?;
-    locks.members.push(file);
-    Ok(locks)
+    Ok(MemberLocks {
+        members: vec![HeldMember {
+            path: path.canonicalize().unwrap_or_else(|_| path.to_path_buf()),
+            _file: file,
+            _keys: keys,
+        }],
+        keys: Vec::new(),
+    })
 }
 
 /// Locks an array by its UUID (from a superblock: any text, so it is

@@ -2,47 +2,25 @@
 
 use anyhow::{bail, Context, Result};
 use eraid_core::geometry::METADATA_BYTES;
-use eraid_core::metadata::assemble::{assemble, Assembly, MemberProbe, SlotState};
-use eraid_driver::{read_metadata_area, MemberFile, MemberIo, MemberOptions};
+use eraid_core::metadata::assemble::{
+    assemble, assemble_with, AssembleOptions, Assembly, AssemblyError, MemberProbe, SlotState,
+};
+use eraid_driver::{read_metadata_area, DetachedMember, MemberFile, MemberIo, MemberOptions};
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-/// An assembled array: the decision, and an open device per member slot.
+/// An assembled array: the decision, and an open device per member slot
+/// and per spare (the engine's devices, in its order).
 pub struct Assembled {
     pub assembly: Assembly,
+    /// Per device: slots first, then the spares the superblock records.
     pub paths: Vec<PathBuf>,
-    /// Slot i's device; absent or stale slots get a device that fails.
+    /// Slot i's device is `devices[i]`, spare j's `devices[member_count +
+    /// j]`; absent or stale ones get a device that fails.
     pub devices: Vec<Arc<dyn MemberIo>>,
     /// Whether each slot's device uses O_DIRECT (tmpfs and some others refuse it).
     pub direct: Vec<bool>,
-}
-
-/// Stands in for a member slot that has no usable device; the core never
-/// addresses such slots, and if it did the I/O fails cleanly.
-struct AbsentMember {
-    label: String,
-}
-
-impl MemberIo for AbsentMember {
-    fn label(&self) -> &str {
-        &self.label
-    }
-    fn read_at(&self, _offset_bytes: u64, _len_bytes: usize) -> io::Result<Vec<u8>> {
-        Err(io::Error::new(
-            io::ErrorKind::NotFound,
-            format!("{} is not part of the running array", self.label),
-        ))
-    }
-    fn write_at(&self, _offset_bytes: u64, _data: &[u8]) -> io::Result<()> {
-        Err(io::Error::new(
-            io::ErrorKind::NotFound,
-            format!("{} is not part of the running array", self.label),
-        ))
-    }
-    fn sync_data(&self) -> io::Result<()> {
-        Ok(())
-    }
 }
 
 pub use crate::locks::{lock_members, MemberLocks};
@@ -67,7 +45,7 @@ impl AddedMembers {
                 let size_bytes = file.size_bytes();
                 eraid_driver::GrowMember {
                     device: Arc::new(file),
-                    member: eraid_core::reshape::config::NewMember {
+                    member: eraid_core::growth::config::NewMember {
                         uuid: uuid::Uuid::new_v4().to_string(),
                         path_hint: path.display().to_string(),
                         size_bytes,
@@ -79,7 +57,7 @@ impl AddedMembers {
     }
 }
 
-fn same_file(a: &Path, b: &Path) -> bool {
+pub fn same_file(a: &Path, b: &Path) -> bool {
     match (a.canonicalize(), b.canonicalize()) {
         (Ok(x), Ok(y)) => x == y,
         _ => a == b,
@@ -164,7 +142,7 @@ pub fn check_added_members(
 /// The capacity users see on members whose superblock is `sb`: the old
 /// capacity while a recorded growth is unfinished.
 pub fn visible_capacity_bytes(sb: &eraid_core::metadata::superblock::Superblock) -> u64 {
-    use eraid_core::reshape::record::ReshapeState;
+    use eraid_core::growth::record::ReshapeState;
     match &sb.reshape {
         Some(r) if r.state != ReshapeState::Done => r.old_capacity_chunks * sb.geometry.chunk_bytes,
         _ => sb.geometry.capacity_bytes(),
@@ -208,8 +186,16 @@ pub fn assemble_read_only(paths: &[PathBuf]) -> Result<Assembly> {
 /// Locks the members, assembles the array (reading only) and locks it by
 /// its UUID too, so no other eraid process drives it by any path.
 pub fn lock_and_assemble(paths: &[PathBuf]) -> Result<(MemberLocks, Assembled)> {
+    lock_and_assemble_with(paths, AssembleOptions::default())
+}
+
+/// `lock_and_assemble` with options (`serve --force`).
+pub fn lock_and_assemble_with(
+    paths: &[PathBuf],
+    options: AssembleOptions,
+) -> Result<(MemberLocks, Assembled)> {
     let mut locks = lock_members(paths)?;
-    let assembled = assemble_members(paths)?;
+    let assembled = assemble_members_with(paths, options)?;
     locks.extend(crate::locks::lock_array(
         &assembled.assembly.superblock.array_uuid,
     )?);
@@ -240,11 +226,20 @@ fn probe_with(
 
 /// Probes and assembles, returning devices ordered by member slot.
 pub fn assemble_members(paths: &[PathBuf]) -> Result<Assembled> {
+    assemble_members_with(paths, AssembleOptions::default())
+}
+
+/// `assemble_members` with options (`serve --force`). When the array
+/// cannot run but a forced assembly would run it, the error says so.
+pub fn assemble_members_with(paths: &[PathBuf], options: AssembleOptions) -> Result<Assembled> {
     if paths.is_empty() {
         bail!("no members given");
     }
     let (probes, files) = probe(paths)?;
-    let assembly = assemble(&probes)?;
+    let assembly = match assemble_with(&probes, options) {
+        Ok(assembly) => assembly,
+        Err(error) => return Err(with_force_hint(error, &probes, options)),
+    };
     let mut files: Vec<Option<MemberFile>> = files.into_iter().map(Some).collect();
     let mut devices: Vec<Arc<dyn MemberIo>> = Vec::new();
     let mut slot_paths = Vec::new();
@@ -260,7 +255,7 @@ pub fn assemble_members(paths: &[PathBuf]) -> Result<Assembled> {
             SlotState::Stale { probe, .. } => {
                 slot_paths.push(paths[*probe].clone());
                 direct.push(false);
-                devices.push(Arc::new(AbsentMember {
+                devices.push(Arc::new(DetachedMember {
                     label: format!("stale member {slot} ({})", paths[*probe].display()),
                 }));
             }
@@ -268,8 +263,26 @@ pub fn assemble_members(paths: &[PathBuf]) -> Result<Assembled> {
                 let hint = &assembly.superblock.members[slot].path_hint;
                 slot_paths.push(PathBuf::from(hint));
                 direct.push(false);
-                devices.push(Arc::new(AbsentMember {
+                devices.push(Arc::new(DetachedMember {
                     label: format!("missing member {slot} ({hint})"),
+                }));
+            }
+        }
+    }
+    for (index, spare) in assembly.spares.iter().enumerate() {
+        match spare {
+            Some(probe) => {
+                let file = files[*probe].take().expect("each probe used once");
+                slot_paths.push(file.path().to_path_buf());
+                direct.push(file.direct());
+                devices.push(Arc::new(file));
+            }
+            None => {
+                let hint = &assembly.superblock.spares[index].path_hint;
+                slot_paths.push(PathBuf::from(hint));
+                direct.push(false);
+                devices.push(Arc::new(DetachedMember {
+                    label: format!("missing spare {index} ({hint})"),
                 }));
             }
         }
@@ -280,4 +293,103 @@ pub fn assemble_members(paths: &[PathBuf]) -> Result<Assembled> {
         devices,
         direct,
     })
+}
+
+/// One member as `detail` reads it: its probe (whose `metadata` says why it
+/// could not be read), and whether it could be opened at all.
+pub struct ReadOnlyProbe {
+    pub probe: MemberProbe,
+    pub opened: bool,
+}
+
+/// Reads every member's metadata through a read-only handle, for commands
+/// that only look (`detail`): nothing is written, nothing is locked, a FIFO
+/// is not opened (it would block), and a member that cannot be opened or
+/// read is described in its probe instead of failing the whole.
+pub fn probe_read_only(paths: &[PathBuf]) -> Vec<ReadOnlyProbe> {
+    use eraid_driver::{DirectMode, MemberOptions};
+    use std::os::unix::fs::FileTypeExt;
+    let options = MemberOptions {
+        writable: false,
+        direct: DirectMode::Never,
+    };
+    paths
+        .iter()
+        .map(|path| {
+            let opened = std::fs::metadata(path)
+                .map_err(|e| e.to_string())
+                .and_then(|meta| {
+                    let kind = meta.file_type();
+                    if kind.is_file() || kind.is_block_device() {
+                        Ok(())
+                    } else {
+                        Err("not a regular file or block device".to_string())
+                    }
+                })
+                .and_then(|()| MemberFile::open_with(path, options).map_err(|e| e.to_string()));
+            let (metadata, size_bytes, opened) = match opened {
+                Ok(file) => (
+                    read_metadata_area(&file, METADATA_BYTES as usize)
+                        .map_err(|e| format!("cannot read: {e}")),
+                    file.size_bytes(),
+                    true,
+                ),
+                Err(error) => (Err(format!("cannot open: {error}")), 0, false),
+            };
+            ReadOnlyProbe {
+                probe: MemberProbe {
+                    path: path.display().to_string(),
+                    metadata,
+                    size_bytes,
+                },
+                opened,
+            }
+        })
+        .collect()
+}
+
+/// `error`, and when too many members failed but some of them were given
+/// and a forced assembly would run the array: what `serve --force` would
+/// take back, and what that risks.
+fn with_force_hint(
+    error: AssemblyError,
+    probes: &[MemberProbe],
+    options: AssembleOptions,
+) -> anyhow::Error {
+    let too_few = matches!(
+        error,
+        AssemblyError::TooManyMissing { .. }
+            | AssemblyError::MissingMember { .. }
+            | AssemblyError::MirrorLost { .. }
+    );
+    if options.force || !too_few {
+        return error.into();
+    }
+    let Ok(forced) = assemble_with(
+        probes,
+        AssembleOptions {
+            force: true,
+            ..Default::default()
+        },
+    ) else {
+        return error.into();
+    };
+    let taken: Vec<String> = forced
+        .forced
+        .iter()
+        .map(|f| {
+            format!(
+                "member {} ({}, events {} of the array's {})",
+                f.slot, f.path, f.events, f.array_events
+            )
+        })
+        .collect();
+    anyhow::anyhow!(
+        "{error}. Nothing was changed. `eraid serve --force` with the same members would take \
+         back {} (the most recent failed copy, as Linux MD's --assemble --force): writes made \
+         while it was failed are lost on it, stripes being written when it failed may read back \
+         wrong (the write hole), and every region is marked for resync. Use it only when the \
+         failed members are healthy again (for example space was freed after ENOSPC)",
+        taken.join(" and ")
+    )
 }

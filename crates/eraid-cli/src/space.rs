@@ -34,7 +34,8 @@ pub fn shortfall_warnings(paths: &[PathBuf], bytes_each: u64) -> Vec<String> {
             warnings.push(format!(
                 "warning: the member files on the filesystem holding {} are sparse and need up to \
                  {} MiB more as they fill, but only {} MiB is free there. If it fills, writes to a \
-                 member fail and eraid fails that member (it cannot rebuild yet). Free space, or \
+                 member fail and eraid fails that member (a spare or a replacement added later is rebuilt \
+                 from the others). Free space, or \
                  allocate each member first (fallocate -l {} FILE)",
                 path.display(),
                 need >> 20,

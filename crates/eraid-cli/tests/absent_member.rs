@@ -63,3 +63,43 @@ fn a_member_written_without_is_stale_and_the_refusal_says_so() {
     );
     server.stop();
 }
+
+/// Like MD, `serve` runs degraded without a member whose superblock is
+/// damaged, when redundancy allows, naming it and why; the data reads
+/// back from the others.
+#[test]
+fn a_member_with_a_damaged_superblock_is_left_out_and_named() {
+    if !require_tools("a_member_with_a_damaged_superblock", &["nbdcopy"]) {
+        return;
+    }
+    let dir = scratch();
+    four_member_raid5(dir.path());
+    write_random(&dir.path().join("data"), 4 * MIB, 11);
+    let server = Server::start(dir.path(), &["d0", "d1", "d2", "d3"]);
+    run_tool(dir.path(), "nbdcopy", &["--flush", "data", &server.uri]).expect_ok();
+    server.stop();
+    // Zero d2's whole metadata area: no superblock copy survives.
+    {
+        use std::os::unix::fs::FileExt;
+        let d2 = std::fs::OpenOptions::new()
+            .write(true)
+            .open(dir.path().join("d2"))
+            .unwrap();
+        d2.write_all_at(&vec![0u8; MIB as usize], 0).unwrap();
+    }
+    let mut server = Server::start(dir.path(), &["d0", "d1", "d2", "d3"]);
+    server.wait_for_log("left out", Duration::from_secs(10));
+    let log = server.log_text();
+    assert!(
+        log.contains("d2") && log.contains("not an eraid member"),
+        "{log}"
+    );
+    run_tool(dir.path(), "nbdcopy", &[&server.uri, "back"]).expect_ok();
+    assert_same_prefix(
+        &dir.path().join("data"),
+        &dir.path().join("back"),
+        4 * MIB,
+        "degraded read back",
+    );
+    server.stop();
+}

@@ -361,18 +361,37 @@ fn not_an_eraid_member() {
     );
     // A blank file among real members.
     create(d, &["--level", "5", "--size", "8M", "a", "b", "c"]);
-    for verb in ["detail", "check"] {
-        rejected(
-            d,
-            &[verb, "a", "b", "zeros"],
-            &["zeros", "not an eraid member"],
-        );
-    }
     rejected(
         d,
-        &["serve", "--socket", "s.sock", "a", "zeros", "c"],
+        &["check", "a", "b", "zeros"],
         &["zeros", "not an eraid member"],
     );
+    // detail only reads: it shows the array, and what zeros is.
+    let before = snapshot(d);
+    let detail = detail_json(d, &["a", "b", "zeros"]);
+    assert_eq!(snapshot(d), before);
+    assert_eq!(detail["state"], "clean, degraded", "{detail:#}");
+    let zeros = &detail["members"][3];
+    assert!(
+        zeros["path"] == "zeros"
+            && zeros["state"] == "unreadable"
+            && zeros["reason"]
+                .as_str()
+                .is_some_and(|r| r.contains("unreadable superblock")),
+        "{detail:#}"
+    );
+    // serve runs degraded without it (redundancy allows), naming it and
+    // why, and changes nothing on it.
+    let zeros_before = file_hash(&d.join("zeros"));
+    let mut server = Server::start(d, &["a", "zeros", "c"]);
+    server.wait_for_log("left out", std::time::Duration::from_secs(10));
+    let log = server.log_text();
+    assert!(
+        log.contains("zeros") && log.contains("not an eraid member"),
+        "{log}"
+    );
+    server.stop();
+    assert_eq!(file_hash(&d.join("zeros")), zeros_before);
 }
 
 #[test]
@@ -402,14 +421,28 @@ fn member_of_a_different_array_mixed_in() {
     rejected(d, &["detail", "a", "b", "c", "p"], &["p", "another array"]);
 }
 
+/// `detail` of `members` shows a failed array (exit 0, nothing changed),
+/// its reason naming each of `names`, and still the geometry.
+#[track_caller]
+fn assert_failed(d: &std::path::Path, members: &[&str], names: &[&str]) {
+    let before = snapshot(d);
+    let detail = detail_json(d, members);
+    assert_eq!(snapshot(d), before);
+    assert_eq!(detail["state"], "failed", "{detail:#}");
+    assert!(detail["level"].is_number() && detail["chunk_bytes"].is_number());
+    let reason = detail["failed_reason"].as_str().unwrap_or("");
+    for name in names {
+        assert!(reason.contains(name), "{name:?} not in {detail:#}");
+    }
+}
+
 #[test]
 fn raid0_with_a_member_missing_names_it() {
     let s = scratch();
     let d = s.path();
     create(d, &["--level", "0", "--size", "8M", "z0", "z1", "z2"]);
-    for verb in ["detail", "check"] {
-        rejected(d, &[verb, "z0", "z2"], &["RAID-0", "member 1", "z1"]);
-    }
+    rejected(d, &["check", "z0", "z2"], &["RAID-0", "member 1", "z1"]);
+    assert_failed(d, &["z0", "z2"], &["RAID-0", "member 1", "z1"]);
     rejected(
         d,
         &["serve", "--socket", "s.sock", "z0", "z2"],
@@ -422,21 +455,20 @@ fn raid5_with_two_members_missing() {
     let s = scratch();
     let d = s.path();
     create(d, &["--level", "5", "--size", "8M", "a", "b", "c", "e"]);
-    for verb in ["detail", "check"] {
-        rejected(d, &[verb, "a", "e"], &["RAID-5", "/b", "/c"]);
-    }
+    rejected(d, &["check", "a", "e"], &["RAID-5", "/b", "/c"]);
+    assert_failed(d, &["a", "e"], &["RAID-5", "/b", "/c"]);
     rejected(d, &["serve", "--socket", "s.sock", "a", "e"], &["/b", "/c"]);
     // RAID-6 with three missing, RAID-10 with both copies of a pair missing.
     create(
         d,
         &["--level", "6", "--size", "8M", "s0", "s1", "s2", "s3", "s4"],
     );
-    rejected(d, &["detail", "s0", "s4"], &["RAID-6", "/s1", "/s2", "/s3"]);
+    assert_failed(d, &["s0", "s4"], &["RAID-6", "/s1", "/s2", "/s3"]);
     create(
         d,
         &["--level", "10", "--size", "8M", "t0", "t1", "t2", "t3"],
     );
-    rejected(d, &["detail", "t2", "t3"], &["RAID-10", "0", "1"]);
+    assert_failed(d, &["t2", "t3"], &["RAID-10", "0", "1"]);
     rejected(
         d,
         &["serve", "--socket", "s.sock", "t2", "t3"],
@@ -514,14 +546,27 @@ fn damaged_superblock_slots() {
     // Both slots of a damaged: a is not an eraid member (named in the error).
     flip_bytes(&d.join("a"), 100, 16);
     flip_bytes(&d.join("a"), (64 << 10) + 100, 16);
-    for verb in ["detail", "check"] {
-        rejected(d, &[verb, "a", "b", "c"], &["a", "not an eraid member"]);
-    }
-    rejected(
-        d,
-        &["serve", "--socket", "s.sock", "a", "b", "c"],
-        &["a", "not an eraid member"],
+    rejected(d, &["check", "a", "b", "c"], &["a", "not an eraid member"]);
+    // detail shows a in its slot, with why it cannot be used.
+    let detail = detail_json(d, &["a", "b", "c"]);
+    let a = &detail["members"][0];
+    assert!(
+        a["path"] == "a"
+            && a["state"] == "unreadable"
+            && a["reason"]
+                .as_str()
+                .is_some_and(|r| r.contains("unreadable superblock") && r.contains("checksum")),
+        "{detail:#}"
     );
+    // serve runs degraded without it (redundancy allows), naming a and why.
+    let mut server = Server::start(d, &["a", "b", "c"]);
+    server.wait_for_log("left out", std::time::Duration::from_secs(10));
+    let log = server.log_text();
+    assert!(
+        log.contains("not an eraid member") && log.contains("/a"),
+        "{log}"
+    );
+    server.stop();
 }
 
 /// A `serve` that cannot listen must fail before it touches the members

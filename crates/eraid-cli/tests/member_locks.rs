@@ -9,22 +9,6 @@ mod support;
 use std::path::Path;
 use support::*;
 
-/// The metadata area (superblocks and bitmaps) of each member.
-fn metadata_areas(dir: &Path, members: &[&str]) -> Vec<Vec<u8>> {
-    use std::io::Read;
-    members
-        .iter()
-        .map(|m| {
-            let mut area = vec![0u8; MIB as usize];
-            std::fs::File::open(dir.join(m))
-                .unwrap()
-                .read_exact(&mut area)
-                .unwrap();
-            area
-        })
-        .collect()
-}
-
 /// Runs `eraid ARGS`, expects a refusal (exit 2) naming `member` and saying
 /// it is in use, and no change to the metadata of `members`. A command that
 /// is not refused (a second server that serves) is killed after 10 s, so

@@ -197,6 +197,24 @@ pub enum ArrayEvent {
     ReshapePaused {
         reason: String,
     },
+    /// Replacements (member slots) started being rebuilt.
+    RebuildStarted {
+        members: Vec<usize>,
+    },
+    /// The replacements are rebuilt and recorded active.
+    RebuildFinished {
+        members: Vec<usize>,
+    },
+    /// A rebuild cannot go on (its replacement failed, or too few members
+    /// are left to reconstruct from).
+    RebuildStopped {
+        reason: String,
+    },
+    /// A hot spare failed (an I/O error) and is no longer used.
+    SpareFailed {
+        path_hint: String,
+        reason: String,
+    },
     /// Every member is marked clean on disk; safe to stop the driver.
     Closed,
 }
@@ -209,13 +227,15 @@ pub enum AdminCommand {
     Status,
     /// Start verifying parity / mirror copies of every stripe; with
     /// `repair`, rewrite what does not match.
-    StartCheck { repair: bool },
+    StartCheck {
+        repair: bool,
+    },
     /// Grow the array onto `members` (which the driver has opened and will
     /// serve as slots `member_count..`). Refused, changing nothing, if the
     /// array cannot grow now; the driver then drops the members again.
     StartGrow {
-        members: Vec<crate::reshape::config::NewMember>,
-        config: crate::reshape::config::ReshapeConfig,
+        members: Vec<crate::growth::config::NewMember>,
+        config: crate::growth::config::ReshapeConfig,
     },
     /// Pause the running growth (the window in flight finishes and what was
     /// copied is checkpointed); it stays paused across restarts until
@@ -225,7 +245,32 @@ pub enum AdminCommand {
     ResumeGrow,
     /// Change the growth's rate settings; the new ones apply at once and
     /// are recorded in the superblock.
-    TuneGrow(crate::reshape::config::GrowthTuning),
+    TuneGrow(crate::growth::config::GrowthTuning),
+    /// Add `member`, which the driver has opened and serves as the next
+    /// device (`device_count` in the status). With `spare`, it is kept as
+    /// a hot spare that takes over a member slot when one fails; without,
+    /// it replaces a failed member at once and is rebuilt (refused on an
+    /// array with no failed member). Refused, changing nothing, if it
+    /// cannot be used; the driver then drops the device again.
+    AddMember {
+        member: crate::growth::config::NewMember,
+        spare: bool,
+    },
+    /// Fail a member as if its device had failed (a spare takes over if
+    /// there is one). Refused if the array would lose data without it.
+    FailMember {
+        slot: usize,
+    },
+    /// Forget a failed member (slot below the member count) or drop a
+    /// spare (slot `member_count + j` for spare `j`, as in the status).
+    RemoveMember {
+        slot: usize,
+    },
+    /// Pause the rebuild (it stays paused across restarts until resumed).
+    PauseRebuild,
+    ResumeRebuild,
+    /// Change the rebuild's rate settings (recorded in the superblock).
+    TuneRebuild(crate::rebuild::config::RebuildTuning),
 }
 
 /// The sans-IO interface every array engine offers to its drivers.

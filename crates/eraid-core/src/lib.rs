@@ -3,10 +3,11 @@
 //! arrays; `array` is the engine that serves requests.
 pub mod array;
 pub mod geometry;
+pub mod growth;
 pub mod io;
 pub mod layout;
 pub mod metadata;
-pub mod reshape;
+pub mod rebuild;
 pub mod testing;
 
 pub use array::{Array, ArrayOptions};

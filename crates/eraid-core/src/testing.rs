@@ -6,7 +6,7 @@
 
 use crate::geometry::{Geometry, METADATA_BYTES, SECTOR_BYTES};
 use crate::io::*;
-use crate::metadata::assemble::{assemble, Assembly, AssemblyError, MemberProbe};
+use crate::metadata::assemble::{assemble, Assembly, AssemblyError, MemberProbe, SlotState};
 use crate::metadata::create::{initial_writes, new_superblock, NewMember};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -96,7 +96,7 @@ impl MemHarness {
         &mut self,
         count: usize,
         size_bytes: u64,
-    ) -> Vec<crate::reshape::config::NewMember> {
+    ) -> Vec<crate::growth::config::NewMember> {
         (0..count)
             .map(|_| {
                 let index = self.members.len();
@@ -106,13 +106,54 @@ impl MemHarness {
                     unflushed: Vec::new(),
                     failed: false,
                 }));
-                crate::reshape::config::NewMember {
+                crate::growth::config::NewMember {
                     uuid: format!("added-{index}-{}", self.rng.gen::<u32>()),
                     path_hint: format!("mem{index}"),
                     size_bytes,
                 }
             })
             .collect()
+    }
+
+    /// Reassembles and puts the devices in the order a driver serves an
+    /// assembled array: slot i is device i (None if missing), spare j is
+    /// device member_count + j. Devices the array no longer knows (a
+    /// replaced member) are dropped. Needed before reopening an array
+    /// whose slots were taken over by replacements.
+    pub fn arrange_for_assembly(&mut self) -> Result<Assembly, AssemblyError> {
+        let assembly = loop {
+            match self.assemble() {
+                Err(
+                    AssemblyError::ReplacedMember { path, .. }
+                    | AssemblyError::SlotBeyondArray { path, .. },
+                ) => {
+                    let index: usize = path
+                        .strip_prefix("mem")
+                        .and_then(|i| i.parse().ok())
+                        .expect("harness member paths are mem<i>");
+                    self.members[index] = None;
+                }
+                other => break other?,
+            }
+        };
+        let present: Vec<usize> = (0..self.members.len())
+            .filter(|&i| self.members[i].is_some())
+            .collect();
+        let mut old: Vec<Option<MemMember>> = std::mem::take(&mut self.members);
+        let mut take = |probe: usize| old[present[probe]].take();
+        let slots = assembly.slots.iter().map(|state| match state {
+            SlotState::Present { probe } | SlotState::Stale { probe, .. } => take(*probe),
+            SlotState::Missing => None,
+        });
+        let mut members: Vec<Option<MemMember>> = slots.collect();
+        members.extend(
+            assembly
+                .spares
+                .iter()
+                .map(|spare| spare.and_then(&mut take)),
+        );
+        self.members = members;
+        self.assemble()
     }
 
     pub fn probes(&self) -> Vec<MemberProbe> {
@@ -167,6 +208,31 @@ impl MemHarness {
             return false;
         }
         let index = self.rng.gen_range(0..self.inflight.len());
+        self.complete_at(machine, index);
+        true
+    }
+
+    /// The I/Os issued and not yet completed.
+    pub fn inflight_ios(&self) -> &[DeviceIo] {
+        &self.inflight
+    }
+
+    /// Completes the first in-flight I/O `pick` chooses (others stay in
+    /// flight, to hold a chosen I/O back); false if it chose none.
+    pub fn step_where(
+        &mut self,
+        machine: &mut dyn Machine,
+        pick: impl Fn(&DeviceIo) -> bool,
+    ) -> bool {
+        self.collect(machine);
+        let Some(index) = self.inflight.iter().position(pick) else {
+            return false;
+        };
+        self.complete_at(machine, index);
+        true
+    }
+
+    fn complete_at(&mut self, machine: &mut dyn Machine, index: usize) {
         let io = self.inflight.swap_remove(index);
         *self.ios_by_cause.entry(io.cause).or_default() += 1;
         self.now = TimeNs(self.now.0 + self.rng.gen_range(10_000..2_000_000));
@@ -178,7 +244,6 @@ impl MemHarness {
             }
         }
         self.collect(machine);
-        true
     }
 
     fn perform(&mut self, io: &DeviceIo) -> IoCompletion {

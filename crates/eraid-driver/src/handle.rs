@@ -4,8 +4,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use crossbeam_channel::Sender;
+use eraid_core::growth::config::{NewMember, ReshapeConfig};
 use eraid_core::io::{AdminCommand, UserError, UserOp};
-use eraid_core::reshape::config::{NewMember, ReshapeConfig};
 
 use crate::member_io::MemberIo;
 use crate::reply::{ReplyFn, ReplySink, UserResult};
@@ -43,10 +43,50 @@ pub(crate) enum Command {
         config: ReshapeConfig,
         done: Sender<Result<serde_json::Value, GrowError>>,
     },
+    AddMember {
+        member: GrowMember,
+        spare: bool,
+        done: Sender<Result<serde_json::Value, MemberChangeError>>,
+    },
+    RemoveMember {
+        slot: usize,
+        done: Sender<Result<RemovedMember, MemberChangeError>>,
+    },
 }
 
-/// A device joining the array in a growth, and how the superblock will
-/// describe it (`member.size_bytes` must be the device's usable size).
+/// Why adding or removing a member did not happen. Nothing changed on the
+/// members either way.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum MemberChangeError {
+    /// The array refused (its reason).
+    Refused(String),
+    /// The engine is closing or has stopped.
+    ShuttingDown,
+}
+
+impl std::fmt::Display for MemberChangeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            MemberChangeError::Refused(reason) => f.write_str(reason),
+            MemberChangeError::ShuttingDown => f.write_str("the array is shutting down"),
+        }
+    }
+}
+
+impl std::error::Error for MemberChangeError {}
+
+/// What `EngineHandle::remove_member` did: the status after it, and the
+/// device the engine no longer serves (its index, as `device` in the
+/// status), if the removed member had one.
+#[derive(Clone, Debug)]
+pub struct RemovedMember {
+    pub status: serde_json::Value,
+    pub released_device: Option<usize>,
+}
+
+/// A device joining the array (in a growth, as a replacement or as a hot
+/// spare), and how the superblock will describe it (`member.size_bytes`
+/// must be the device's usable size).
 pub struct GrowMember {
     pub device: Arc<dyn MemberIo>,
     pub member: NewMember,
@@ -219,6 +259,52 @@ impl EngineHandle {
             })
             .map_err(|_| GrowError::ShuttingDown)?;
         done_rx.recv().unwrap_or(Err(GrowError::ShuttingDown))
+    }
+
+    /// Adds a replacement (`spare` false: it takes a failed member's slot
+    /// and is rebuilt at once) or a hot spare while the array runs: the
+    /// engine serves `member.device` as its next device, then hands
+    /// `AdminCommand::AddMember` to the machine; if refused, the device is
+    /// dropped again and nothing changed. Returns the status after it
+    /// (with its `rebuild` object).
+    pub fn add_member(
+        &self,
+        member: GrowMember,
+        spare: bool,
+    ) -> Result<serde_json::Value, MemberChangeError> {
+        if self.shared.stopping.load(Ordering::Acquire) {
+            return Err(MemberChangeError::ShuttingDown);
+        }
+        let (done_tx, done_rx) = crossbeam_channel::bounded(1);
+        self.commands
+            .send(Command::AddMember {
+                member,
+                spare,
+                done: done_tx,
+            })
+            .map_err(|_| MemberChangeError::ShuttingDown)?;
+        done_rx
+            .recv()
+            .unwrap_or(Err(MemberChangeError::ShuttingDown))
+    }
+
+    /// Forgets a failed member (`slot` below the member count) or drops a
+    /// spare (`member_count + j`); the device it used, if any, is replaced
+    /// by a stand-in, so its file may be closed.
+    pub fn remove_member(&self, slot: usize) -> Result<RemovedMember, MemberChangeError> {
+        if self.shared.stopping.load(Ordering::Acquire) {
+            return Err(MemberChangeError::ShuttingDown);
+        }
+        let (done_tx, done_rx) = crossbeam_channel::bounded(1);
+        self.commands
+            .send(Command::RemoveMember {
+                slot,
+                done: done_tx,
+            })
+            .map_err(|_| MemberChangeError::ShuttingDown)?;
+        done_rx
+            .recv()
+            .unwrap_or(Err(MemberChangeError::ShuttingDown))
     }
 
     /// Begins an orderly close (`Machine::handle_close`) and waits until the

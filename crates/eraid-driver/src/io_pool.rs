@@ -110,6 +110,18 @@ impl IoPool {
         first
     }
 
+    /// Puts `device` in place of device `index` (one the array stopped
+    /// using); I/O still running on the old one finishes there.
+    pub fn replace_member(&self, index: usize, device: Arc<dyn MemberIo>) {
+        let mut table = self
+            .members
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some(slot) = table.get_mut(index) {
+            *slot = device;
+        }
+    }
+
     /// Drops the member slots from `len` on (a growth the array refused).
     /// The caller guarantees no I/O to them is queued or running.
     pub fn truncate_members(&self, len: usize) {

@@ -6,7 +6,8 @@
 //! - [`IoPool`]: worker threads performing device I/O concurrently.
 //! - [`Engine`] / [`EngineHandle`]: the thread that owns the machine, and the
 //!   cloneable handle callers submit requests through; a running engine
-//!   accepts new members for an online growth ([`EngineHandle::grow`]).
+//!   accepts new members for an online growth ([`EngineHandle::grow`]) and
+//!   replacements or hot spares ([`EngineHandle::add_member`]).
 //! - [`superblock_io`]: synchronous metadata helpers for create/assemble.
 
 mod aligned_buf;
@@ -22,10 +23,10 @@ pub mod zeroing;
 
 pub use aligned_buf::DIRECT_ALIGN_BYTES;
 pub use engine::{Engine, EngineConfig};
-pub use handle::{CloseOutcome, EngineHandle, GrowError, GrowMember};
+pub use handle::{CloseOutcome, EngineHandle, GrowError, GrowMember, MemberChangeError};
 pub use io_pool::{default_io_threads, IoPool};
 pub use member::{DirectMode, MemberCounters, MemberFile, MemberOptions};
-pub use member_io::MemberIo;
+pub use member_io::{DetachedMember, MemberIo};
 pub use reply::{ReplyFn, UserResult};
 pub use stats::{EngineStats, IoCounters, MemberStats};
 pub use superblock_io::{read_metadata_area, write_at_sync};

@@ -27,3 +27,34 @@ pub trait MemberIo: Send + Sync {
         })
     }
 }
+
+/// Stands in for a device the array does not use (a member missing or
+/// stale at the start, one removed by the operator): every read or write
+/// fails cleanly, should the core ever address it.
+pub struct DetachedMember {
+    pub label: String,
+}
+
+impl MemberIo for DetachedMember {
+    fn label(&self) -> &str {
+        &self.label
+    }
+    fn read_at(&self, _offset_bytes: u64, _len_bytes: usize) -> io::Result<Vec<u8>> {
+        Err(self.not_used())
+    }
+    fn write_at(&self, _offset_bytes: u64, _data: &[u8]) -> io::Result<()> {
+        Err(self.not_used())
+    }
+    fn sync_data(&self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl DetachedMember {
+    fn not_used(&self) -> io::Error {
+        io::Error::new(
+            io::ErrorKind::NotFound,
+            format!("{} is not part of the running array", self.label),
+        )
+    }
+}

@@ -4,26 +4,35 @@
 use crate::control::ControlClient;
 use anyhow::Result;
 use clap::Args;
-use eraid_core::metadata::assemble::{assemble, SlotState};
-use eraid_core::metadata::superblock::{ArrayState, Superblock};
+use eraid_core::metadata::assemble::{
+    survey, AssemblyError, MemberProbe, SlotState, UnusableMember,
+};
+use eraid_core::metadata::superblock::{ArrayState, MemberState, Superblock};
+use eraid_core::rebuild::record::RebuildState;
 use serde_json::{json, Value};
 use std::path::PathBuf;
 
 /// Show an array's geometry, state and members (reads metadata only)
 ///
 /// Prints level, layout, chunk size, capacity, clean/dirty and degraded
-/// state, each member's state (active, stale: out of date and needing a
-/// rebuild, or missing), any pending resync, and the growth in progress or
-/// last finished (`reshape`). Reads the members' metadata only; nothing is
-/// written, so it is safe while the array is served. With --control PATH it
+/// state (failed: more members gone than the array survives), each
+/// member's state (active; rebuilding; stale: out of date and needing a
+/// rebuild; missing; unreadable; spare) with why it cannot be used and its
+/// recorded failure, any pending resync, the growth in progress or last
+/// finished (`reshape`) and the rebuild (`rebuild`). Reads the members'
+/// metadata only, read-only; nothing is written or locked, so it is safe
+/// while the array is served. With --control PATH it
 /// asks a running `eraid serve --control PATH` for its live status instead
 /// (growth progress, rate, check activity).
 #[derive(Args, Debug)]
 pub struct DetailArgs {
     /// Print JSON (fields: level, layout, chunk_bytes, capacity_bytes,
-    /// member_count, state, members[{path, index, state}], reshape
-    /// {strategy, state, progress, moved_bytes, metadata_writes,
-    /// redistribution_reads, redistribution_writes, ...} or null, ...).
+    /// member_count, state, members[{path, index, state, failure, reason}]
+    /// (spares after the members), reshape {strategy, state, progress,
+    /// moved_bytes, metadata_writes, redistribution_reads,
+    /// redistribution_writes, ...} or null, rebuild {strategy, state,
+    /// progress, rebuilt_bytes, rate_bytes_per_s, eta_s, target {slot,
+    /// path}, ...} or null, ...).
     #[arg(long)]
     json: bool,
     /// The control socket of a running `eraid serve --control PATH`.
@@ -55,12 +64,22 @@ pub fn reshape_json(sb: &Superblock) -> Value {
 fn print_members<'a>(members: impl IntoIterator<Item = &'a Value>) {
     println!("  members");
     for m in members {
-        println!(
-            "    {:>2}  {:<8} {}",
-            m["index"],
+        let index = match m["index"].as_u64() {
+            Some(index) => index.to_string(),
+            None => "-".to_string(),
+        };
+        let mut line = format!(
+            "    {index:>2}  {:<8} {}",
             m["state"].as_str().unwrap_or(""),
             m["path"].as_str().unwrap_or("")
         );
+        if let Some(reason) = m["reason"].as_str() {
+            line.push_str(&format!(" ({reason})"));
+        }
+        if let Some(failure) = m["failure"].as_str() {
+            line.push_str(&format!(" [failed: {failure}]"));
+        }
+        println!("{line}");
     }
 }
 
@@ -148,30 +167,131 @@ impl DetailArgs {
         if !status["reshape"].is_null() {
             println!("  reshape     {}", reshape_line(&status["reshape"]));
         }
+        if !status["rebuild"].is_null() {
+            println!(
+                "  rebuild     {}",
+                super::rebuild::rebuild_line(&status["rebuild"])
+            );
+        }
         print_members(status["members"].as_array().into_iter().flatten());
         Ok(0)
     }
 
     fn offline(&self) -> Result<i32> {
-        let (probes, _files) = crate::members::probe(&self.members)?;
-        let assembly = assemble(&probes)?;
+        crate::members::check_distinct(&self.members)?;
+        let read = crate::members::probe_read_only(&self.members);
+        let opened: Vec<bool> = read.iter().map(|r| r.opened).collect();
+        let probes: Vec<MemberProbe> = read.into_iter().map(|r| r.probe).collect();
+        let describe = |unusable: &UnusableMember| member_problem(unusable, &opened);
+        let survey = match survey(&probes) {
+            Ok(survey) => survey,
+            Err(error) => {
+                // No member has a usable superblock: say what each one is.
+                let all_unusable: Vec<String> = probes
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(index, probe)| {
+                        let error = match &probe.metadata {
+                            Err(reason) => AssemblyError::Unreadable {
+                                path: probe.path.clone(),
+                                reason: reason.clone(),
+                            },
+                            Ok(area) => AssemblyError::NotAMember {
+                                path: probe.path.clone(),
+                                reason: Superblock::decode_newest(area).err()?.to_string(),
+                            },
+                        };
+                        let (state, reason) = describe(&UnusableMember {
+                            probe: index,
+                            error,
+                        });
+                        let verdict = if reason.starts_with("unreadable superblock") {
+                            "not an eraid member"
+                        } else {
+                            state
+                        };
+                        Some(format!("{}: {verdict} ({reason})", probe.path))
+                    })
+                    .collect();
+                if all_unusable.len() == probes.len() {
+                    anyhow::bail!(
+                        "no member has a usable eraid superblock: {}",
+                        all_unusable.join("; ")
+                    );
+                }
+                return Err(error.into());
+            }
+        };
+        let assembly = &survey.assembly;
         let sb = &assembly.superblock;
         let g = &sb.geometry;
-        let members: Vec<_> = assembly
-            .slots
-            .iter()
-            .enumerate()
-            .map(|(index, slot)| {
-                let (path, state) = match slot {
-                    SlotState::Present { probe } => (probes[*probe].path.clone(), "active"),
-                    SlotState::Stale { probe, .. } => (probes[*probe].path.clone(), "stale"),
-                    SlotState::Missing => (sb.members[index].path_hint.clone(), "missing"),
-                };
-                json!({ "index": index, "path": path, "state": state, "uuid": sb.members[index].uuid })
-            })
-            .collect();
-        let degraded = assembly.missing_or_stale() > 0;
+        // A member that could not be used shows in the slot it was last
+        // seen in (by its path), or on its own line.
+        let mut unmatched: Vec<&UnusableMember> = survey.unusable.iter().collect();
+        let mut members: Vec<Value> = Vec::new();
+        for (index, slot) in assembly.slots.iter().enumerate() {
+            let record = &sb.members[index];
+            let (path, state, reason) = match slot {
+                SlotState::Present { probe } if record.state == MemberState::Rebuilding => {
+                    (probes[*probe].path.clone(), "rebuilding", None)
+                }
+                SlotState::Present { probe } => (probes[*probe].path.clone(), "active", None),
+                SlotState::Stale { probe, .. } => (probes[*probe].path.clone(), "stale", None),
+                SlotState::Missing => {
+                    let found = unmatched
+                        .iter()
+                        .position(|u| same_member_path(&record.path_hint, &self.members[u.probe]));
+                    match found.map(|at| unmatched.remove(at)) {
+                        Some(unusable) => {
+                            let (state, reason) = describe(unusable);
+                            (probes[unusable.probe].path.clone(), state, Some(reason))
+                        }
+                        None => (record.path_hint.clone(), "missing", None),
+                    }
+                }
+            };
+            members.push(json!({
+                "index": index,
+                "path": path,
+                "state": state,
+                "uuid": record.uuid,
+                "failure": record.failure,
+                "reason": reason,
+            }));
+        }
+        for (j, probe) in assembly.spares.iter().enumerate() {
+            let (path, state) = match probe {
+                Some(probe) => (probes[*probe].path.clone(), "spare"),
+                None => (sb.spares[j].path_hint.clone(), "missing-spare"),
+            };
+            members.push(json!({
+                "index": g.member_count + j,
+                "path": path,
+                "state": state,
+                "uuid": sb.spares[j].uuid,
+                "failure": sb.spares[j].failure,
+                "reason": Value::Null,
+            }));
+        }
+        for unusable in unmatched {
+            let (state, reason) = describe(unusable);
+            members.push(json!({
+                "index": Value::Null,
+                "path": probes[unusable.probe].path,
+                "state": state,
+                "uuid": Value::Null,
+                "failure": Value::Null,
+                "reason": reason,
+            }));
+        }
+        let degraded = assembly.missing_or_stale() > 0
+            || sb
+                .members
+                .iter()
+                .any(|m| m.state == MemberState::Rebuilding);
         let state = match (sb.state, degraded) {
+            // More members failed than it survives (MD: FAILED).
+            _ if survey.failed.is_some() => "failed",
             (ArrayState::Clean, false) => "clean",
             (ArrayState::Clean, true) => "clean, degraded",
             (ArrayState::Dirty, false) => "dirty",
@@ -180,6 +300,7 @@ impl DetailArgs {
         let dirty_regions = assembly.bitmap.dirty_regions().count();
         let capacity = crate::members::visible_capacity_bytes(sb);
         let reshape = reshape_json(sb);
+        let rebuild = rebuild_json(sb);
         let detail = json!({
             "array_uuid": sb.array_uuid,
             "level": g.level.number(),
@@ -191,6 +312,7 @@ impl DetailArgs {
             // What users can address: the old capacity until a growth is done.
             "capacity_bytes": capacity,
             "state": state,
+            "failed_reason": survey.failed.as_ref().map(|e| e.to_string()),
             "clean": sb.state == ArrayState::Clean,
             "degraded": degraded,
             "events": sb.events,
@@ -201,6 +323,7 @@ impl DetailArgs {
             // unfinished growth resumes then too (see `reshape`).
             "activity": if dirty_regions > 0 { json!({"kind": "resync", "state": "pending", "regions": dirty_regions}) } else { serde_json::Value::Null },
             "reshape": reshape,
+            "rebuild": rebuild,
         });
         if self.json {
             println!("{}", serde_json::to_string_pretty(&detail)?);
@@ -215,7 +338,10 @@ impl DetailArgs {
             capacity,
             capacity as f64 / 1048576.0
         );
-        println!("  state       {state}");
+        match &survey.failed {
+            Some(error) => println!("  state       failed: {error}"),
+            None => println!("  state       {state}"),
+        }
         println!("  events      {}", sb.events);
         if dirty_regions > 0 {
             println!(
@@ -230,7 +356,80 @@ impl DetailArgs {
             }
             println!("  reshape     {line}");
         }
+        if !rebuild.is_null() {
+            let mut line = super::rebuild::rebuild_line(&rebuild);
+            if rebuild["state"] == "running" {
+                line.push_str("; resumes from there when served");
+            }
+            println!("  rebuild     {line}");
+        }
         print_members(&members);
         Ok(0)
+    }
+}
+
+/// The `rebuild` object of a superblock's rebuild record, named as in the
+/// live status (its position is the recorded checkpoint).
+pub fn rebuild_json(sb: &Superblock) -> Value {
+    let Some(record) = &sb.rebuild else {
+        return Value::Null;
+    };
+    let total = record.total_stripes.max(1);
+    let position = if record.state == RebuildState::Done {
+        record.total_stripes
+    } else {
+        record.checkpoint_stripe
+    };
+    let bytes = |stripes: u64| {
+        (stripes as u128 * sb.geometry.member_data_bytes as u128 / total as u128) as u64
+    };
+    let targets: Vec<Value> = record
+        .targets
+        .iter()
+        .map(|&slot| json!({"slot": slot, "path": sb.members.get(slot).map(|m| m.path_hint.clone())}))
+        .collect();
+    json!({
+        "strategy": record.config.strategy.name(),
+        "state": record.state.name(),
+        "held": record.held,
+        "reason": record.reason,
+        "progress": position as f64 / total as f64,
+        "position_stripes": position,
+        "total_stripes": record.total_stripes,
+        "rebuilt_bytes": bytes(position),
+        "checkpoint_bytes": bytes(record.checkpoint_stripe.min(record.total_stripes)),
+        "total_bytes": sb.geometry.member_data_bytes,
+        "target": targets.first(),
+        "targets": targets,
+        "checkpoints": record.counters.checkpoints,
+        "config": record.config,
+    })
+}
+
+/// A member `detail` could not use: its state and why, in words.
+fn member_problem(unusable: &UnusableMember, opened: &[bool]) -> (&'static str, String) {
+    match &unusable.error {
+        // The probe's reason says "cannot open: ..." or "cannot read: ...".
+        AssemblyError::Unreadable { reason, .. } if !opened[unusable.probe] => {
+            ("missing", reason.clone())
+        }
+        AssemblyError::Unreadable { reason, .. } => ("unreadable", reason.clone()),
+        AssemblyError::NotAMember { reason, .. } => {
+            ("unreadable", format!("unreadable superblock: {reason}"))
+        }
+        other => ("unreadable", other.to_string()),
+    }
+}
+
+/// Whether `path` is the member a superblock last saw at `hint` (hints are
+/// canonical paths, long ones shortened to "…" and their end).
+fn same_member_path(hint: &str, path: &std::path::Path) -> bool {
+    let full = std::fs::canonicalize(path)
+        .or_else(|_| std::path::absolute(path))
+        .unwrap_or_else(|_| path.to_path_buf());
+    let full = full.display().to_string();
+    match hint.strip_prefix('\u{2026}') {
+        Some(tail) => full.ends_with(tail),
+        None => full == hint,
     }
 }

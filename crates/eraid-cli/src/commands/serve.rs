@@ -8,9 +8,9 @@ use crate::socket_path::socket_path;
 use anyhow::{Context, Result};
 use clap::Args;
 use eraid_core::geometry::Level;
+use eraid_core::growth::record::ReshapeState;
 use eraid_core::io::{AdminCommand, ArrayEvent};
 use eraid_core::metadata::assemble::SlotState;
-use eraid_core::reshape::record::ReshapeState;
 use eraid_core::ArrayOptions;
 use eraid_nbd::{Listener, Server, ServerConfig};
 use std::net::SocketAddr;
@@ -35,8 +35,17 @@ use std::sync::{Arc, Mutex, OnceLock};
 /// {"command":"status"}, {"command":"grow","add":["/abs/path",...],
 /// "config":{"strategy":"alv",...}}, {"command":"check","repair":false},
 /// {"command":"pause-grow"}, {"command":"resume-grow"},
-/// {"command":"tune-grow","settings":{"speed_max_kib_s":20000}};
+/// {"command":"tune-grow","settings":{"speed_max_kib_s":20000}},
+/// {"command":"add","path":"/abs/path","spare":false},
+/// {"command":"fail","member":"/abs/path"}, {"command":"remove",...},
+/// {"command":"pause-rebuild"}, {"command":"resume-rebuild"},
+/// {"command":"tune-rebuild","settings":{"speed_max_kib_s":20000}};
 /// answers {"ok":true,"status":{...}} or {"ok":false,"error":"..."}.
+/// `eraid add|fail|remove|rebuild --control PATH` use them.
+///
+/// A failed member's contents are rebuilt onto a replacement (`eraid add`)
+/// or a hot spare the array records (it takes over by itself), while the
+/// array serves; an interrupted rebuild resumes from its last checkpoint.
 ///
 /// A growth recorded on the members (interrupted by a crash or a stop)
 /// resumes from its last checkpoint by itself; give every member, old and
@@ -65,6 +74,17 @@ pub struct ServeArgs {
     /// Linux MD refuses to start a dirty degraded array).
     #[arg(long)]
     allow_dirty_degraded: bool,
+    /// When more members have failed than the array survives, take back
+    /// the failed members given whose metadata is most recent (highest
+    /// event count), as few as make the array run (Linux MD's
+    /// --assemble --force), record them active again and mark every region
+    /// for resync. Writes made while a member taken back was failed are
+    /// lost on it, and stripes being written when it failed may read back
+    /// wrong (the write hole). Use it when the failed members are healthy
+    /// again, for example after space was freed on a full filesystem.
+    /// Implies --allow-dirty-degraded for this start.
+    #[arg(long)]
+    force: bool,
     /// Member files or block devices of the array (any order).
     #[arg(required = true)]
     members: Vec<PathBuf>,
@@ -92,7 +112,26 @@ impl ServeArgs {
         };
         // Assemble (reads only) and bind before the array writes anything, so
         // a failure to listen changes nothing on disk.
-        let (locks, assembled) = crate::members::lock_and_assemble(&self.members)?;
+        // Like MD, serve runs degraded without a member whose superblock is
+        // damaged or unreadable, when redundancy allows, and says so.
+        let options = eraid_core::metadata::assemble::AssembleOptions {
+            force: self.force,
+            leave_out_unusable: true,
+        };
+        let (locks, assembled) = crate::members::lock_and_assemble_with(&self.members, options)?;
+        for (path, why) in &assembled.assembly.left_out {
+            say!("warning: left out {path}: {why}");
+        }
+        for forced in &assembled.assembly.forced {
+            say!(
+                "forced assembly: took back member {} ({}): its events {}, the array's {}; \
+                 recorded active again, every region marked for resync",
+                forced.slot,
+                forced.path,
+                forced.events,
+                forced.array_events
+            );
+        }
         let superblock = &assembled.assembly.superblock;
         let geometry = superblock.geometry;
         let size_bytes = Arc::new(AtomicU64::new(crate::members::visible_capacity_bytes(
@@ -127,6 +166,7 @@ impl ServeArgs {
             .reshape
             .as_ref()
             .is_some_and(|r| r.state != ReshapeState::Done);
+        let left_out = !assembled.assembly.left_out.is_empty();
         let absent: Vec<String> = assembled
             .assembly
             .slots
@@ -134,6 +174,7 @@ impl ServeArgs {
             .enumerate()
             .filter(|(_, slot)| !matches!(slot, SlotState::Present { .. }))
             .map(|(index, slot)| match slot {
+                // (Members given but unusable are named above, with why.)
                 SlotState::Stale { .. } => format!(
                     "member {index} ({}) is stale{}",
                     assembled.paths[index].display(),
@@ -142,6 +183,10 @@ impl ServeArgs {
                         .as_deref()
                         .map(|f| format!(" (failed: {f})"))
                         .unwrap_or_default()
+                ),
+                _ if left_out => format!(
+                    "member {index} (last seen at {}) was not given or was left out",
+                    assembled.paths[index].display()
                 ),
                 _ => format!(
                     "member {index} (last seen at {}) was not given",
@@ -156,11 +201,16 @@ impl ServeArgs {
             .any(|slot| matches!(slot, SlotState::Missing));
         // Advice that works: naming a member helps only if one was left out;
         // a stale one cannot be used before a rebuild.
-        let remedy = if any_not_given {
+        let remedy = if left_out {
+            "A member left out for a damaged or unreadable superblock cannot be used again: \
+             serve without it and add a replacement (eraid add NEW --control PATH), which is \
+             rebuilt from the others (nothing was changed)"
+        } else if any_not_given {
             "Name every member on the command line (nothing was changed)"
         } else {
-            "A stale member cannot be used until it is rebuilt, which eraid cannot do yet \
-             (nothing was changed)"
+            "A stale member cannot be used again: serve without it and add a replacement \
+             (eraid add NEW --control PATH), which is rebuilt from the others (nothing was \
+             changed)"
         };
         if growth_unfinished && !absent.is_empty() {
             if !self.allow_degraded_growth {
@@ -185,7 +235,8 @@ impl ServeArgs {
         }
         let dirty_regions = assembled.assembly.bitmap.dirty_regions().count();
         let parity_level = matches!(geometry.level, Level::Raid5 | Level::Raid6);
-        if parity_level && dirty_regions > 0 && !absent.is_empty() && !self.allow_dirty_degraded {
+        let allow_dirty_degraded = self.allow_dirty_degraded || self.force;
+        if parity_level && dirty_regions > 0 && !absent.is_empty() && !allow_dirty_degraded {
             anyhow::bail!(
                 "the array was not shut down cleanly ({dirty_regions} bitmap regions await a \
                  resync, so their parity may not match their data) and {}: data rebuilt for \
@@ -231,7 +282,8 @@ impl ServeArgs {
             };
             say!(
                 "warning: serving degraded: {}. Once data is written without a member it is \
-                 stale, and eraid cannot rebuild it yet.{advice}",
+                 stale; `eraid add NEW --control PATH` rebuilds its contents onto a new \
+                 member (a recorded hot spare takes over by itself).{advice}",
                 absent.join(", ")
             );
         }

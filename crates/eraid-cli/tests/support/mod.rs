@@ -187,15 +187,53 @@ fn describe(program: &Path, args: &[&str]) -> String {
     s
 }
 
-/// Runs a program in `dir` and collects its output.
+/// The longest any one command of a test may run: a command that should
+/// have exited (a refused `serve` that serves instead) fails the test
+/// rather than hanging the whole run.
+pub const COMMAND_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// Runs a program in `dir` and collects its output (killed, and the test
+/// failed, after `COMMAND_TIMEOUT`).
 pub fn run(dir: &Path, program: impl AsRef<Path>, args: &[&str]) -> Out {
     let program = program.as_ref();
-    let output = Command::new(program)
+    let mut child = Command::new(program)
         .args(args)
         .current_dir(dir)
         .stdin(Stdio::null())
-        .output()
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
         .unwrap_or_else(|e| panic!("cannot run {}: {e}", program.display()));
+    // Drain both pipes on threads so a chatty program cannot block on them.
+    let mut stdout = child.stdout.take().expect("piped stdout");
+    let mut stderr = child.stderr.take().expect("piped stderr");
+    let out_thread = std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        let _ = stdout.read_to_end(&mut bytes);
+        bytes
+    });
+    let err_thread = std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        let _ = stderr.read_to_end(&mut bytes);
+        bytes
+    });
+    let status = match wait_timeout(&mut child, COMMAND_TIMEOUT) {
+        Some(status) => status,
+        None => {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "`{}` did not exit within {} s",
+                describe(program, args),
+                COMMAND_TIMEOUT.as_secs()
+            );
+        }
+    };
+    let output = Output {
+        status,
+        stdout: out_thread.join().unwrap_or_default(),
+        stderr: err_thread.join().unwrap_or_default(),
+    };
     Out::from(describe(program, args), output)
 }
 
@@ -647,4 +685,20 @@ pub fn wait_done(test: &str, dir: &Path, control: &str, server: &mut Server) -> 
         );
         std::thread::sleep(Duration::from_millis(200));
     }
+}
+
+/// The metadata area (superblocks and bitmaps) of each member.
+pub fn metadata_areas(dir: &Path, members: &[&str]) -> Vec<Vec<u8>> {
+    use std::io::Read;
+    members
+        .iter()
+        .map(|m| {
+            let mut area = vec![0u8; MIB as usize];
+            std::fs::File::open(dir.join(m))
+                .unwrap()
+                .read_exact(&mut area)
+                .unwrap();
+            area
+        })
+        .collect()
 }

@@ -34,6 +34,7 @@ impl Array {
                     IoCause::Scrub
                 }
             }
+            Parent::Rebuild { .. } => IoCause::Rebuild,
         }
     }
 
@@ -95,11 +96,18 @@ impl Array {
 
     /// Plans the op for the members present now and issues its reads.
     fn op_start(&mut self, op_id: u64) {
+        // Readable: present, and not a replacement's shard not yet rebuilt.
+        let present: Vec<bool> = {
+            let op = &self.ops[&op_id];
+            op.map
+                .shards()
+                .map(|p| self.shard_readable(p.member, op.stripe))
+                .collect()
+        };
         let op = self.ops.get_mut(&op_id).expect("op exists");
         // The op's own stripe shape: during a growth old and new stripes differ.
         let k = op.map.data.len();
         let m = op.map.parity.len();
-        let present: Vec<bool> = op.map.shards().map(|p| self.present[p.member]).collect();
         op.reads = vec![None; k + m];
         op.read_failed = false;
         let reads: Option<Vec<(usize, Range<u64>)>> = match op.kind {
@@ -146,6 +154,15 @@ impl Array {
                     Some(Vec::new())
                 }
             }
+            // Every readable shard over the whole chunk: the targets are
+            // reconstructed from them (and suspect parity checked).
+            OpKind::Rebuild => (present.iter().filter(|&&p| p).count() >= k).then(|| {
+                let row = op.row.clone();
+                (0..k + m)
+                    .filter(|&i| present[i])
+                    .map(|i| (i, row.clone()))
+                    .collect()
+            }),
         };
         let Some(reads) = reads else {
             let error = self.unavailable();
@@ -188,12 +205,7 @@ impl Array {
         is_read: bool,
         completion: IoCompletion,
     ) {
-        let member = self.ops[&op_id]
-            .map
-            .shards()
-            .nth(shard)
-            .expect("shard")
-            .member;
+        // A failure was already charged to its device by `handle_completion`.
         let failed = match completion {
             IoCompletion::Read(bytes) if is_read => {
                 let op = self.ops.get_mut(&op_id).expect("op");
@@ -207,10 +219,7 @@ impl Array {
                 false
             }
             IoCompletion::Done if !is_read => false,
-            IoCompletion::Failed(reason) => {
-                self.fail_member(member, reason);
-                true
-            }
+            IoCompletion::Failed(_) => true,
             other => panic!("completion {other:?} does not match the I/O (read: {is_read})"),
         };
         let op = self.ops.get_mut(&op_id).expect("op");
@@ -273,7 +282,9 @@ impl Array {
             OpKind::Read => {
                 let parent = match op.parent {
                     Parent::User(id) => id,
-                    Parent::Scrub => unreachable!("scrub ops are not reads"),
+                    Parent::Scrub | Parent::Rebuild { .. } => {
+                        unreachable!("scrub and rebuild ops are not reads")
+                    }
                 };
                 let direct = op
                     .segments
@@ -390,6 +401,40 @@ impl Array {
                         writes.push((s.data_index, s.intra.clone(), payload));
                     }
                 }
+                writes.retain(|(shard, _, _)| place_present[*shard]);
+            }
+            OpKind::Rebuild => {
+                let suspect = self.intent.pinned.contains(&op.region)
+                    || self.unresynced_regions.contains(&op.region);
+                match rebuild_row(&op, code.as_deref(), &vec![false; k]) {
+                    Ok(shards) => {
+                        let targets: Vec<bool> = op
+                            .map
+                            .shards()
+                            .map(|p| self.is_rebuild_target(p.member))
+                            .collect();
+                        let code = code.as_deref().expect("a rebuild needs redundancy");
+                        let data: Vec<&[u8]> = shards[..k].iter().map(|d| d.as_slice()).collect();
+                        let mut parity: Vec<Vec<u8>> = vec![vec![0u8; row_len]; m];
+                        let mut refs: Vec<&mut [u8]> =
+                            parity.iter_mut().map(|p| p.as_mut_slice()).collect();
+                        code.encode(&data, &mut refs).expect("shapes match");
+                        for (i, target) in targets.iter().enumerate() {
+                            let bytes = if i < k { &shards[i] } else { &parity[i - k] };
+                            // Parity a crash may have left stale (a region
+                            // awaiting resync) is made consistent too.
+                            let stale_parity = i >= k
+                                && suspect
+                                && op.reads[i].as_ref().is_some_and(|(_, read)| read != bytes);
+                            if *target || stale_parity {
+                                writes.push((i, row.clone(), Payload::Bytes(bytes.clone())));
+                            }
+                        }
+                    }
+                    Err(reason) => error = Some(UserError::Unavailable(reason)),
+                }
+                let place_present: Vec<bool> =
+                    op.map.shards().map(|p| self.present[p.member]).collect();
                 writes.retain(|(shard, _, _)| place_present[*shard]);
             }
             OpKind::Scrub { repair } => {
@@ -514,6 +559,7 @@ impl Array {
         }
         match op.parent {
             Parent::Scrub => self.scrub_op_done(op.stripe),
+            Parent::Rebuild { pass } => self.rebuild_op_done(pass, op.stripe, error),
             Parent::User(id) => {
                 let pending = self.requests.get_mut(&id).expect("parent request");
                 pending.remaining_ops -= 1;

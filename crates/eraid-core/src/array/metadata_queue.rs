@@ -3,7 +3,7 @@
 //! before anyone waiting on it proceeds.
 
 use super::{Array, Owner, Phase, Ready};
-use crate::io::{DeviceOp, IoCause, IoCompletion};
+use crate::io::{DeviceOp, IoCause};
 use crate::metadata::bitmap::IntentBitmap;
 use crate::metadata::superblock::Superblock;
 
@@ -101,16 +101,35 @@ impl Array {
         self.pump_metadata();
     }
 
+    /// Where metadata goes: (device, member number its copy names) for
+    /// every present member slot and every spare that is here. Spares
+    /// carry the superblock (so they are known at the next start), not
+    /// the bitmap.
+    fn metadata_devices(&self, with_spares: bool) -> Vec<(usize, usize)> {
+        let count = self.geometry.member_count;
+        let slots = (0..count)
+            .filter(|&m| self.present[m])
+            .map(|m| (self.slot_device[m], m));
+        let spares = self
+            .spare_devices
+            .iter()
+            .enumerate()
+            .filter(|_| with_spares)
+            .filter_map(move |(j, d)| d.map(|d| (d, count + j)));
+        slots.chain(spares).collect()
+    }
+
     fn pump_metadata(&mut self) {
         if self.metadata.active.is_some() || self.metadata.queue.is_empty() {
             return;
         }
         let job = self.metadata.queue.remove(0);
-        let members: Vec<usize> = match &job {
-            Job::Joining { members, .. } => members.clone(),
-            _ => (0..self.geometry.member_count)
-                .filter(|&m| self.present[m])
-                .collect(),
+        let targets: Vec<(usize, usize)> = match &job {
+            Job::Joining { members, .. } => {
+                members.iter().map(|&m| (self.slot_device[m], m)).collect()
+            }
+            Job::Superblock { .. } => self.metadata_devices(true),
+            Job::Bitmap { .. } => self.metadata_devices(false),
         };
         let mut snapshot = None;
         let mut second_writes = None;
@@ -118,28 +137,29 @@ impl Array {
             Job::Superblock { .. } => {
                 self.superblock.events += 1;
                 let offset = Superblock::slot_offset_bytes(self.superblock.events);
-                members
+                targets
                     .iter()
-                    .map(|&m| (m, offset, self.superblock.encode_for(m)))
+                    .map(|&(d, m)| (d, offset, self.superblock.encode_for(m)))
                     .collect()
             }
-            Job::Joining { .. } => {
+            Job::Joining { members, .. } => {
                 self.superblock.events += 1;
                 let offset = Superblock::slot_offset_bytes(self.superblock.events);
                 let bitmap_offset = IntentBitmap::slot_offset_bytes(self.intent.sequence);
                 let bitmap = self.intent.durable.encode(self.intent.sequence);
                 second_writes = Some(
-                    (0..self.geometry.member_count)
-                        .filter(|m| self.present[*m] && !members.contains(m))
-                        .map(|m| (m, offset, self.superblock.encode_for(m)))
+                    self.metadata_devices(true)
+                        .into_iter()
+                        .filter(|(_, m)| !members.contains(m))
+                        .map(|(d, m)| (d, offset, self.superblock.encode_for(m)))
                         .collect(),
                 );
-                members
+                targets
                     .iter()
-                    .flat_map(|&m| {
+                    .flat_map(|&(d, m)| {
                         [
-                            (m, offset, self.superblock.encode_for(m)),
-                            (m, bitmap_offset, bitmap.clone()),
+                            (d, offset, self.superblock.encode_for(m)),
+                            (d, bitmap_offset, bitmap.clone()),
                         ]
                     })
                     .collect()
@@ -149,10 +169,14 @@ impl Array {
                 let bitmap = self.intent.desired.clone();
                 let bytes = bitmap.encode(self.intent.sequence);
                 let offset = IntentBitmap::slot_offset_bytes(self.intent.sequence);
+                // From now on any member may hold this copy: a region it
+                // clears is no longer known set on disk, and a write there
+                // waits for the next bitmap write (which sets it again).
+                self.intent.durable.intersect_with(&bitmap);
                 snapshot = Some(bitmap);
-                members
+                targets
                     .iter()
-                    .map(|&m| (m, offset, bytes.clone()))
+                    .map(|&(d, _)| (d, offset, bytes.clone()))
                     .collect()
             }
         };
@@ -164,23 +188,28 @@ impl Array {
             bitmap_snapshot: snapshot,
             second_writes,
         });
-        for (member, offset_bytes, data) in writes {
-            self.issue(
-                member,
-                DeviceOp::Write { offset_bytes, data },
-                IoCause::Metadata,
-                Owner::Metadata { member },
-            );
+        let empty = writes.is_empty();
+        for (device, offset_bytes, data) in writes {
+            self.issue_metadata(device, DeviceOp::Write { offset_bytes, data });
         }
-        if members.is_empty() {
+        if empty {
             self.ready.push(Ready::MetadataStageDone);
         }
     }
 
-    pub(super) fn metadata_io_done(&mut self, member: usize, completion: IoCompletion) {
-        if let IoCompletion::Failed(reason) = completion {
-            self.fail_member(member, reason);
-        }
+    fn issue_metadata(&mut self, device: usize, op: DeviceOp) {
+        // The slot (or spare number) only feeds pacing statistics.
+        let member = self
+            .slot_device
+            .iter()
+            .position(|&d| d == device)
+            .unwrap_or(self.geometry.member_count);
+        self.issue_to_device(device, member, op, IoCause::Metadata, Owner::Metadata);
+    }
+
+    /// A metadata write or flush finished (a failure was already charged
+    /// to its device by `handle_completion`).
+    pub(super) fn metadata_io_done(&mut self) {
         let active = self
             .metadata
             .active
@@ -200,19 +229,14 @@ impl Array {
         };
         if active.stage == Stage::Writing && needs_flush {
             active.stage = Stage::Flushing;
-            let members: Vec<usize> = (0..self.geometry.member_count)
-                .filter(|&m| self.present[m])
-                .collect();
-            active.pending = members.len();
-            for member in &members {
-                self.issue(
-                    *member,
-                    DeviceOp::Flush,
-                    IoCause::Metadata,
-                    Owner::Metadata { member: *member },
-                );
+            let with_spares = !matches!(active.job, Job::Bitmap { .. });
+            let devices = self.metadata_devices(with_spares);
+            let active = self.metadata.active.as_mut().expect("active job");
+            active.pending = devices.len();
+            for &(device, _) in &devices {
+                self.issue_metadata(device, DeviceOp::Flush);
             }
-            if !members.is_empty() {
+            if !devices.is_empty() {
                 return;
             }
         }
@@ -222,13 +246,8 @@ impl Array {
             active.pending = writes.len();
             self.metadata.writes_total += writes.len() as u64;
             let empty = writes.is_empty();
-            for (member, offset_bytes, data) in writes {
-                self.issue(
-                    member,
-                    DeviceOp::Write { offset_bytes, data },
-                    IoCause::Metadata,
-                    Owner::Metadata { member },
-                );
+            for (device, offset_bytes, data) in writes {
+                self.issue_metadata(device, DeviceOp::Write { offset_bytes, data });
             }
             if empty {
                 self.ready.push(Ready::MetadataStageDone);
@@ -244,6 +263,7 @@ impl Array {
                 }
                 self.wake_record_waiters();
                 self.reshape_superblock_durable();
+                self.rebuild_superblock_durable();
             }
             Job::Bitmap { .. } => {
                 self.intent.durable = active.bitmap_snapshot.expect("bitmap snapshot");
@@ -294,5 +314,7 @@ impl Array {
         for request in std::mem::take(&mut self.held) {
             self.submit(request);
         }
+        // A rebuild to resume, or a spare to take a missing slot over.
+        self.ready.push(Ready::Rebuild);
     }
 }

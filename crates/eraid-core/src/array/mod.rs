@@ -4,30 +4,31 @@
 //! plan needs, compute, write, and complete their parent request.
 
 mod execute;
+mod growth_engine;
 mod intent;
 mod locks;
 mod metadata_queue;
 mod op;
 pub mod plan;
 mod ready;
-mod reshape;
+mod rebuild_engine;
 mod scrub;
 mod status;
 mod submit;
 
 use crate::geometry::{Geometry, Level};
+use crate::growth::config as reshape_config;
 use crate::io::*;
 use crate::layout::{layout_with, Layout};
 use crate::metadata::assemble::{Assembly, SlotState};
 use crate::metadata::superblock::{ArrayState, MemberState, Superblock};
-use crate::reshape::config as reshape_config;
 use eraid_codes::MatrixCode;
+use growth_engine::{Reshape, ReshapeIo};
 use intent::Intent;
 use locks::StripeLocks;
 use metadata_queue::MetadataQueue;
 use op::StripeOp;
 use ready::{Ready, ReadyQueue};
-use reshape::{Reshape, ReshapeIo};
 use scrub::Scrub;
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
@@ -46,6 +47,9 @@ pub struct ArrayOptions {
     /// bitmap, the papers' baseline), and an unclean shutdown resyncs the
     /// whole array.
     pub write_intent_bitmap: bool,
+    /// Settings of rebuilds started from now on when the array has none
+    /// recorded (a rebuild keeps its own in the superblock).
+    pub rebuild: crate::rebuild::config::RebuildConfig,
 }
 
 impl Default for ArrayOptions {
@@ -55,6 +59,7 @@ impl Default for ArrayOptions {
             scrub_window_stripes: 16,
             resync_on_open: true,
             write_intent_bitmap: true,
+            rebuild: Default::default(),
         }
     }
 }
@@ -84,12 +89,9 @@ enum Owner {
         shard: usize,
         is_read: bool,
     },
-    Metadata {
-        member: usize,
-    },
+    Metadata,
     Flush {
         id: u64,
-        member: usize,
     },
     Reshape(ReshapeIo),
 }
@@ -106,6 +108,13 @@ enum FlushPurpose {
     ReshapeBackup,
     /// Copied data must be durable before a checkpoint says so.
     ReshapeCheckpoint,
+    /// Rebuilt stripes below `position` must be durable on the
+    /// replacements before the rebuild record says so (`pass` tells an
+    /// earlier pass's flush apart).
+    RebuildCheckpoint {
+        pass: u64,
+        position: u64,
+    },
 }
 
 struct FlushWait {
@@ -140,7 +149,8 @@ pub struct Array {
     next_io_id: u64,
     next_op_id: u64,
     next_flush_id: u64,
-    io_owner: HashMap<IoId, Owner>,
+    /// Who waits for each I/O, and the device it went to.
+    io_owner: HashMap<IoId, (Owner, usize)>,
     /// I/Os MD's in-flight idle test counts at completion: member, bytes,
     /// and whether it is the growth's own (see `md_idle_in_flight`).
     idle_counted: HashMap<IoId, (usize, u64, bool)>,
@@ -175,6 +185,18 @@ pub struct Array {
     flush_replies_waiting_record: Vec<(u64, RequestId)>,
     /// Work made ready inside a handler, run by `run_ready` (no recursion).
     ready: ReadyQueue,
+    /// The device (the driver's index, `DeviceIo::member`) serving each
+    /// member slot. The identity at open; a replacement or a spare taking
+    /// a slot over is served by a device of its own.
+    slot_device: Vec<usize>,
+    /// Per spare of `superblock.spares`, its device (None: not given).
+    spare_devices: Vec<Option<usize>>,
+    /// Devices the driver serves: the next one added gets this index.
+    device_count: usize,
+    /// The rebuild in progress, if any.
+    rebuild: Option<rebuild_engine::Rebuild>,
+    /// When the last user request arrived (the rebuild's idle rule).
+    last_user_request: Option<TimeNs>,
 }
 
 impl Array {
@@ -202,7 +224,7 @@ impl Array {
         let growth_unfinished = superblock
             .reshape
             .as_ref()
-            .is_some_and(|r| r.state != crate::reshape::record::ReshapeState::Done);
+            .is_some_and(|r| r.state != crate::growth::record::ReshapeState::Done);
         let mut absent_unrecorded = Vec::new();
         let events = superblock.events;
         for (slot, &here) in present.iter().enumerate() {
@@ -216,8 +238,21 @@ impl Array {
                 record.state = MemberState::Faulty;
                 record.absent_unwritten_since_events = None;
                 record.failure = Some("missing when the array started during a growth".into());
+            } else if record.state == MemberState::Rebuilding {
+                // Only partly rebuilt: nothing to keep current.
+                record.state = MemberState::Faulty;
+                record.failure =
+                    Some("missing or stale when the array started, mid-rebuild".into());
             }
         }
+        // Devices: slot i is device i, spare j device member_count + j.
+        let spare_devices: Vec<Option<usize>> = assembly
+            .spares
+            .iter()
+            .enumerate()
+            .map(|(j, probe)| probe.map(|_| geometry.member_count + j))
+            .collect();
+        let device_count = geometry.member_count + spare_devices.len();
         let opened_unclean = superblock.state == ArrayState::Dirty;
         superblock.state = ArrayState::Dirty;
         let intent = Intent::new(
@@ -259,8 +294,14 @@ impl Array {
             absent_record_generation: None,
             flush_replies_waiting_record: Vec::new(),
             ready: ReadyQueue::default(),
+            slot_device: (0..geometry.member_count).collect(),
+            spare_devices,
+            device_count,
+            rebuild: None,
+            last_user_request: None,
         };
         array.resume_reshape();
+        array.resume_rebuild();
         array.request_superblock_write();
         array.run_ready();
         array
@@ -294,8 +335,24 @@ impl Array {
         self.scrub.as_ref().is_some_and(|s| !s.finished())
     }
 
+    /// Issues an I/O to member slot `member` (its current device).
     fn issue(&mut self, member: usize, op: DeviceOp, cause: IoCause, owner: Owner) {
         assert!(member < self.geometry.member_count);
+        let device = self.slot_device[member];
+        self.issue_to_device(device, member, op, cause, owner);
+    }
+
+    /// Issues an I/O to `device`; `member` is the slot it serves (or a
+    /// spare's number, for pacing statistics only).
+    fn issue_to_device(
+        &mut self,
+        device: usize,
+        member: usize,
+        op: DeviceOp,
+        cause: IoCause,
+        owner: Owner,
+    ) {
+        assert!(device < self.device_count, "device {device} is not served");
         let id = IoId(self.next_io_id);
         self.next_io_id += 1;
         let in_flight_test = self
@@ -317,10 +374,10 @@ impl Array {
                 self.idle_counted.insert(id, (member, bytes, !user));
             }
         }
-        self.io_owner.insert(id, owner);
+        self.io_owner.insert(id, (owner, device));
         self.outbox_io.push_back(DeviceIo {
             id,
-            member,
+            member: device,
             op,
             cause,
         });
@@ -343,9 +400,23 @@ impl Array {
         if let Some(scrub) = &mut self.scrub {
             scrub.member_failed(member);
         }
+        self.rebuild_member_failed(member, &reason);
         self.outbox_event
             .push_back(ArrayEvent::MemberFailed { member, reason });
         self.request_superblock_write();
+        // A spare may take the slot over.
+        self.ready.push(Ready::Rebuild);
+    }
+
+    /// A device reported an I/O error: fail the slot it serves, or drop the
+    /// spare it is. A device no longer serving anything (a slot since taken
+    /// over by a replacement) changes nothing.
+    fn device_failed(&mut self, device: usize, reason: String) {
+        if let Some(slot) = self.slot_device.iter().position(|&d| d == device) {
+            self.fail_member(slot, reason);
+        } else if let Some(spare) = self.spare_devices.iter().position(|&d| d == Some(device)) {
+            self.drop_spare(spare, &reason);
+        }
     }
 
     /// Records the members absent since the start as faulty (a data write
@@ -376,9 +447,10 @@ impl Array {
         // Flushes for bitmap clearing and close are metadata work, not the user's.
         let cause = match purpose {
             FlushPurpose::Reply(_) => IoCause::User,
-            FlushPurpose::Clean(_) | FlushPurpose::Close | FlushPurpose::ReshapeCheckpoint => {
-                IoCause::Metadata
-            }
+            FlushPurpose::Clean(_)
+            | FlushPurpose::Close
+            | FlushPurpose::ReshapeCheckpoint
+            | FlushPurpose::RebuildCheckpoint { .. } => IoCause::Metadata,
             FlushPurpose::ReshapeBackup => IoCause::Redistribution,
         };
         self.flushes.insert(
@@ -390,15 +462,7 @@ impl Array {
             },
         );
         for member in &members {
-            self.issue(
-                *member,
-                DeviceOp::Flush,
-                cause,
-                Owner::Flush {
-                    id,
-                    member: *member,
-                },
-            );
+            self.issue(*member, DeviceOp::Flush, cause, Owner::Flush { id });
         }
         if members.is_empty() {
             self.ready.push(Ready::FlushDone(id));
@@ -450,12 +514,17 @@ impl Array {
                     self.intent.desired.set(region, keep);
                 }
                 self.superblock.state = ArrayState::Clean;
+                // Every rebuilt stripe is durable now: record the position.
+                self.rebuild_note_durable_at_close();
                 self.request_bitmap_write(true);
                 self.request_superblock_write();
                 self.phase = Phase::Closing(CloseStage::WritingMetadata);
             }
             FlushPurpose::ReshapeBackup => self.reshape_backup_flushed(),
             FlushPurpose::ReshapeCheckpoint => self.reshape_checkpoint_flushed(),
+            FlushPurpose::RebuildCheckpoint { pass, position } => {
+                self.rebuild_checkpoint_flushed(pass, position, wait.member_failed)
+            }
         }
         self.advance_close();
     }
@@ -487,24 +556,37 @@ impl Array {
 
     /// Whether the array still has every byte available.
     fn survivable(&self) -> bool {
-        let absent: Vec<usize> = (0..self.present.len())
-            .filter(|&m| !self.present[m])
-            .collect();
+        self.survivable_without(None)
+    }
+
+    /// Whether every byte would still be available with `also` failed too.
+    /// A member being rebuilt counts as absent: it holds only part of its
+    /// data.
+    fn survivable_without(&self, also: Option<usize>) -> bool {
+        let whole = |m: usize| self.member_whole(m) && also != Some(m);
         match self.geometry.level {
             Level::Raid10 => {
                 let n = self.geometry.member_count as u64;
                 (0..n).all(|s| {
                     let map = self.layout.stripe_map(s);
-                    self.present[map.data[0].member] || self.present[map.parity[0].member]
+                    whole(map.data[0].member) || whole(map.parity[0].member)
                 })
             }
-            level => absent.len() <= level.redundancy(),
+            level => {
+                let absent = (0..self.present.len()).filter(|&m| !whole(m)).count();
+                absent <= level.redundancy()
+            }
         }
+    }
+
+    /// The member is present and holds all its data (not being rebuilt).
+    fn member_whole(&self, member: usize) -> bool {
+        self.present[member] && !self.is_rebuild_target(member)
     }
 
     fn unavailable(&self) -> UserError {
         let absent: Vec<String> = (0..self.present.len())
-            .filter(|&m| !self.present[m])
+            .filter(|&m| !self.member_whole(m))
             .map(|m| m.to_string())
             .collect();
         UserError::Unavailable(format!(
@@ -601,6 +683,7 @@ impl Machine for Array {
     fn handle_request(&mut self, now: TimeNs, request: UserRequest) {
         self.now = now;
         self.arrivals.insert(request.id, now);
+        self.last_user_request = Some(now);
         let buffers_exhausted = self.arrivals.len() > reshape_config::VALVE_USER_BUFFERS
             && self.reshape_record().is_some_and(|r| {
                 r.config.valve_latency == reshape_config::ValveLatency::Processing
@@ -626,10 +709,15 @@ impl Machine for Array {
 
     fn handle_completion(&mut self, now: TimeNs, io: IoId, completion: IoCompletion) {
         self.now = now;
-        let owner = self
+        let (owner, device) = self
             .io_owner
             .remove(&io)
             .expect("completion for an I/O the core did not issue");
+        // Failures are attributed here, by device, so an I/O that a device
+        // since replaced fails never fails its slot's new device.
+        if let IoCompletion::Failed(reason) = &completion {
+            self.device_failed(device, reason.clone());
+        }
         if let Some((member, bytes, own)) = self.idle_counted.remove(&io) {
             if let Some(reshape) = &mut self.reshape {
                 if own {
@@ -641,12 +729,9 @@ impl Machine for Array {
         }
         match owner {
             Owner::Op { op, shard, is_read } => self.op_io_done(op, shard, is_read, completion),
-            Owner::Metadata { member } => self.metadata_io_done(member, completion),
-            Owner::Flush { id, member } => {
+            Owner::Metadata => self.metadata_io_done(),
+            Owner::Flush { id } => {
                 let failed = matches!(completion, IoCompletion::Failed(_));
-                if let IoCompletion::Failed(reason) = completion {
-                    self.fail_member(member, reason);
-                }
                 let wait = self.flushes.get_mut(&id).expect("flush tracked");
                 wait.member_failed |= failed;
                 wait.pending -= 1;
@@ -662,6 +747,9 @@ impl Machine for Array {
     fn handle_tick(&mut self, now: TimeNs) {
         self.now = now;
         self.reshape_time_passed(now);
+        if self.rebuild.is_some() {
+            self.ready.push(Ready::Rebuild);
+        }
         if self.phase == Phase::Running && !self.clean_cycle_active {
             let delay_ns = self.options.bitmap_clean_delay_ms * 1_000_000;
             let candidates = self.intent.clear_candidates(now, delay_ns);
@@ -706,6 +794,12 @@ impl Machine for Array {
             AdminCommand::PauseGrow => self.hold_reshape(),
             AdminCommand::ResumeGrow => self.release_reshape(),
             AdminCommand::TuneGrow(tuning) => self.tune_reshape(&tuning),
+            AdminCommand::AddMember { member, spare } => self.add_member(member, spare),
+            AdminCommand::FailMember { slot } => self.fail_member_by_operator(slot),
+            AdminCommand::RemoveMember { slot } => self.remove_member(slot),
+            AdminCommand::PauseRebuild => self.hold_rebuild(),
+            AdminCommand::ResumeRebuild => self.release_rebuild(),
+            AdminCommand::TuneRebuild(tuning) => self.tune_rebuild(&tuning),
         };
         // The command's consequences run before the answer describes them.
         self.run_ready();
@@ -741,7 +835,7 @@ impl Machine for Array {
             self.intent
                 .next_clear_at(self.options.bitmap_clean_delay_ms * 1_000_000)
         };
-        [clean, self.reshape_timeout()]
+        [clean, self.reshape_timeout(), self.rebuild_timeout()]
             .into_iter()
             .flatten()
             .min()

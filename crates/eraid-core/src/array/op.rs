@@ -47,6 +47,11 @@ impl OpTarget {
 pub enum Parent {
     User(RequestId),
     Scrub,
+    /// A stripe of rebuild pass `pass` (a restarted pass ignores the
+    /// stripes of an earlier one).
+    Rebuild {
+        pass: u64,
+    },
 }
 
 /// A contiguous piece of a user request inside one data chunk.
@@ -86,6 +91,9 @@ pub enum OpKind {
     Scrub {
         repair: bool,
     },
+    /// Reconstruct the rebuild targets' shards of one stripe from the
+    /// other members and write them to the replacements.
+    Rebuild,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

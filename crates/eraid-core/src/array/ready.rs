@@ -24,6 +24,9 @@ pub(super) enum Ready {
     OpFinish(u64, Option<UserError>),
     /// The check or resync may start its next stripes.
     Scrub,
+    /// The rebuild may take its next step: start (a spare takes a failed
+    /// slot over), reconstruct its next stripes, checkpoint or finish.
+    Rebuild,
     /// Every member flush of a set finished (or there was none to issue).
     FlushDone(u64),
     /// The active metadata job's stage needed no device I/O.
@@ -38,25 +41,34 @@ pub(super) struct ReadyQueue {
     queue: VecDeque<Ready>,
     /// A `Ready::Scrub` is queued already (one is enough).
     scrub_queued: bool,
+    /// Likewise for `Ready::Rebuild`.
+    rebuild_queued: bool,
     /// Most items drained by one handler, for tests and status.
     pub drained_max: usize,
 }
 
 impl ReadyQueue {
     pub fn push(&mut self, work: Ready) {
-        if matches!(work, Ready::Scrub) {
-            if self.scrub_queued {
+        let queued = match work {
+            Ready::Scrub => &mut self.scrub_queued,
+            Ready::Rebuild => &mut self.rebuild_queued,
+            _ => {
+                self.queue.push_back(work);
                 return;
             }
-            self.scrub_queued = true;
+        };
+        if !*queued {
+            *queued = true;
+            self.queue.push_back(work);
         }
-        self.queue.push_back(work);
     }
 
     fn pop(&mut self) -> Option<Ready> {
         let work = self.queue.pop_front()?;
-        if matches!(work, Ready::Scrub) {
-            self.scrub_queued = false;
+        match work {
+            Ready::Scrub => self.scrub_queued = false,
+            Ready::Rebuild => self.rebuild_queued = false,
+            _ => {}
         }
         Some(work)
     }
@@ -91,6 +103,7 @@ impl Array {
             Ready::OpCompute(op) => self.op_compute(op),
             Ready::OpFinish(op, error) => self.op_finish(op, error),
             Ready::Scrub => self.pump_scrub(),
+            Ready::Rebuild => self.pump_rebuild(),
             Ready::FlushDone(id) => self.finish_flush(id),
             Ready::MetadataStageDone => self.metadata_stage_done(),
             Ready::WindowStageDone { ahead: true } => self.ahead_reads_done(),

@@ -110,6 +110,9 @@ impl Array {
         if self.reshape_active() {
             return Err("a growth is running; check the array when it is done".into());
         }
+        if self.rebuild_active() {
+            return Err("a rebuild is running; check the array when it is done".into());
+        }
         let stripes = self.geometry.stripe_count();
         self.scrub = Some(Scrub {
             mode: ScrubMode::Check { repair },

@@ -7,14 +7,17 @@ use serde_json::json;
 
 impl Array {
     pub fn status_json(&self) -> serde_json::Value {
-        let members: Vec<_> = (0..self.geometry.member_count)
+        let count = self.geometry.member_count;
+        let mut members: Vec<_> = (0..count)
             .map(|m| {
                 let record = &self.superblock.members[m];
                 json!({
                     "index": m,
                     "uuid": record.uuid,
                     "path": record.path_hint,
-                    "state": if self.present[m] {
+                    "state": if self.is_rebuild_target(m) {
+                        "rebuilding"
+                    } else if self.present[m] {
                         "active"
                     } else if self.absent_unrecorded.contains(&m) {
                         "missing"
@@ -22,10 +25,25 @@ impl Array {
                         "faulty"
                     },
                     "failure": record.failure,
+                    "device": self.slot_device[m],
                 })
             })
             .collect();
+        // More members failed than the array survives: every I/O fails (MD: FAILED).
+        // Spares follow, numbered after the members (as their superblock
+        // copies and `RemoveMember` number them).
+        members.extend(self.superblock.spares.iter().enumerate().map(|(j, record)| {
+            json!({
+                "index": count + j,
+                "uuid": record.uuid,
+                "path": record.path_hint,
+                "state": if self.spare_devices[j].is_some() { "spare" } else { "missing-spare" },
+                "failure": record.failure,
+                "device": self.spare_devices[j],
+            })
+        }));
         let state = match (self.phase, self.superblock.state) {
+            _ if !self.survivable() => "failed",
             (Phase::Closed, ArrayState::Clean) => "clean",
             _ => "active",
         };
@@ -59,9 +77,11 @@ impl Array {
             "layout": self.geometry.layout.name(),
             "chunk_bytes": self.geometry.chunk_bytes,
             "member_count": self.geometry.member_count,
+            "spare_count": self.superblock.spares.len(),
+            "device_count": self.device_count,
             "capacity_bytes": self.capacity_bytes(),
             "state": state,
-            "degraded": self.is_degraded(),
+            "degraded": self.is_degraded() || self.rebuild_active(),
             "events": self.superblock.events,
             "dirty_regions": self.intent.desired.dirty_regions().count(),
             "unresynced_regions": self.unresynced_regions.len(),
@@ -69,6 +89,7 @@ impl Array {
             "members": members,
             "activity": activity,
             "reshape": self.reshape_status_json(),
+            "rebuild": self.rebuild_status_json(),
         })
     }
 }

@@ -3,7 +3,10 @@
 //! bitmap regions need a resync. Pure: the driver reads the bytes.
 
 use super::bitmap::IntentBitmap;
+use super::force::take_back_failed;
+pub use super::force::{AssembleOptions, ForcedMember};
 use super::superblock::{MemberState, Superblock};
+use super::validate::disagreement;
 use crate::geometry::Level;
 use thiserror::Error;
 
@@ -31,11 +34,19 @@ pub struct Assembly {
     /// The newest superblock: authoritative for geometry and membership.
     pub superblock: Superblock,
     pub slots: Vec<SlotState>,
+    /// Per spare the superblock records, the probe holding it (None: not
+    /// given). A driver serves spare `j` as device `member_count + j`.
+    pub spares: Vec<Option<usize>>,
     /// Union of the in-sync members' bitmaps.
     pub bitmap: IntentBitmap,
     pub bitmap_sequence: u64,
     /// Human-readable lines: what was found and decided.
     pub report: Vec<String>,
+    /// Failed members a forced assembly took back (`AssembleOptions::force`).
+    pub forced: Vec<ForcedMember>,
+    /// Members given but left out (`AssembleOptions::leave_out_unusable`):
+    /// (path, why).
+    pub left_out: Vec<(String, String)>,
 }
 
 impl Assembly {
@@ -47,7 +58,7 @@ impl Assembly {
     }
 }
 
-#[derive(Debug, Error, PartialEq, Eq)]
+#[derive(Clone, Debug, Error, PartialEq, Eq)]
 pub enum AssemblyError {
     #[error("no members given")]
     NoMembers,
@@ -68,12 +79,36 @@ pub enum AssemblyError {
         slot: usize,
     },
     #[error(
-        "{path} claims slot {slot}, but the array records another member (uuid {expected}) there"
+        "{path} was member {slot}, but it has been replaced there by another member (uuid {expected}, last seen at {now_at}); leave {path} out"
     )]
     ReplacedMember {
         path: String,
         slot: usize,
         expected: String,
+        now_at: String,
+    },
+    #[error(
+        "{path} says it is member {slot}, but the newest metadata of the array (events {events}, \
+         on {newest_path}) has only {member_count} members: it may have joined a growth that was \
+         never recorded on the others; leave it out"
+    )]
+    SlotBeyondArray {
+        path: String,
+        slot: usize,
+        member_count: usize,
+        events: u64,
+        newest_path: String,
+    },
+    #[error(
+        "{path} (events {events}) and {newest_path} (events {newest_events}) are both current \
+         but disagree about the array: {detail}"
+    )]
+    Disagreement {
+        path: String,
+        events: u64,
+        newest_path: String,
+        newest_events: u64,
+        detail: String,
     },
     #[error("{path} is smaller ({size_bytes} bytes) than the array needs ({needed_bytes} bytes)")]
     TooSmall {
@@ -99,40 +134,109 @@ pub enum AssemblyError {
     MirrorLost { a: usize, b: usize },
 }
 
+/// A member given to `survey` whose metadata could not be used.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UnusableMember {
+    pub probe: usize,
+    pub error: AssemblyError,
+}
+
+/// What the usable members say about the array, whether or not it can run
+/// (for `detail`): the assembly as it would be, and why it cannot run.
+#[derive(Debug)]
+pub struct Survey {
+    pub assembly: Assembly,
+    /// Members without a usable superblock (not in `assembly.slots`).
+    pub unusable: Vec<UnusableMember>,
+    /// Why the array cannot run with these members, if it cannot.
+    pub failed: Option<AssemblyError>,
+}
+
 /// Decides the array from the probes, or says precisely why it cannot run.
 pub fn assemble(probes: &[MemberProbe]) -> Result<Assembly, AssemblyError> {
+    assemble_with(probes, AssembleOptions::default())
+}
+
+/// `assemble`, with options (forced assembly).
+pub fn assemble_with(
+    probes: &[MemberProbe],
+    options: AssembleOptions,
+) -> Result<Assembly, AssemblyError> {
+    let survey = examine(probes, options.leave_out_unusable, options.force)?;
+    if let Some(error) = survey.failed {
+        return Err(error);
+    }
+    let mut assembly = survey.assembly;
+    for unusable in survey.unusable {
+        let path = probes[unusable.probe].path.clone();
+        assembly
+            .report
+            .push(format!("left out {path}: {}", unusable.error));
+        assembly.left_out.push((path, unusable.error.to_string()));
+    }
+    Ok(assembly)
+}
+
+/// The array as the usable members describe it, even if it cannot run:
+/// members whose metadata cannot be read or decoded are set aside (with
+/// why) instead of failing the whole. Fails only when no member is usable
+/// or the usable ones contradict each other.
+pub fn survey(probes: &[MemberProbe]) -> Result<Survey, AssemblyError> {
+    examine(probes, true, false)
+}
+
+/// One probe's superblock, or why it has none.
+fn decode_probe(probe: &MemberProbe) -> Result<Superblock, AssemblyError> {
+    let area = probe
+        .metadata
+        .as_ref()
+        .map_err(|reason| AssemblyError::Unreadable {
+            path: probe.path.clone(),
+            reason: reason.clone(),
+        })?;
+    Superblock::decode_newest(area).map_err(|e| AssemblyError::NotAMember {
+        path: probe.path.clone(),
+        reason: e.to_string(),
+    })
+}
+
+/// The work of `assemble_with` and `survey`: `tolerant` sets unusable
+/// members aside; `force` takes failed ones back (see `AssembleOptions`).
+fn examine(probes: &[MemberProbe], tolerant: bool, force: bool) -> Result<Survey, AssemblyError> {
     if probes.is_empty() {
         return Err(AssemblyError::NoMembers);
     }
-    let mut decoded = Vec::with_capacity(probes.len());
-    for probe in probes {
-        let area = probe
-            .metadata
-            .as_ref()
-            .map_err(|reason| AssemblyError::Unreadable {
-                path: probe.path.clone(),
-                reason: reason.clone(),
-            })?;
-        let superblock =
-            Superblock::decode_newest(area).map_err(|e| AssemblyError::NotAMember {
-                path: probe.path.clone(),
-                reason: e.to_string(),
-            })?;
-        decoded.push(superblock);
+    let mut decoded: Vec<Option<Superblock>> = Vec::with_capacity(probes.len());
+    let mut unusable = Vec::new();
+    for (index, probe) in probes.iter().enumerate() {
+        match decode_probe(probe) {
+            Ok(superblock) => decoded.push(Some(superblock)),
+            Err(error) if tolerant => {
+                unusable.push(UnusableMember {
+                    probe: index,
+                    error,
+                });
+                decoded.push(None);
+            }
+            Err(error) => return Err(error),
+        }
     }
+    let usable = || {
+        decoded
+            .iter()
+            .enumerate()
+            .filter_map(|(i, d)| Some((i, d.as_ref()?)))
+    };
     // The array is the one most members belong to (a stray member of another
     // array is the odd one out); within it, the newest copy is authoritative.
-    let count = |uuid: &str| decoded.iter().filter(|d| d.array_uuid == uuid).count();
-    let newest_index = (0..decoded.len())
-        .max_by_key(|&i| {
-            (
-                count(&decoded[i].array_uuid),
-                decoded[i].events,
-                std::cmp::Reverse(i),
-            )
-        })
-        .expect("non-empty");
-    let newest = decoded[newest_index].clone();
+    let count = |uuid: &str| usable().filter(|(_, d)| d.array_uuid == uuid).count();
+    let Some(newest_index) = usable()
+        .max_by_key(|&(i, d)| (count(&d.array_uuid), d.events, std::cmp::Reverse(i)))
+        .map(|(i, _)| i)
+    else {
+        return Err(unusable.swap_remove(0).error);
+    };
+    let mut newest = decoded[newest_index].clone().expect("usable");
     let mut report = vec![format!(
         "array {}: RAID-{} {} chunk {} KiB, {} members, events {} (newest copy on {})",
         newest.array_uuid,
@@ -144,8 +248,10 @@ pub fn assemble(probes: &[MemberProbe]) -> Result<Assembly, AssemblyError> {
         probes[newest_index].path
     )];
     let mut slots = vec![SlotState::Missing; newest.geometry.member_count];
+    let mut spares: Vec<Option<usize>> = vec![None; newest.spares.len()];
     let needed_bytes = newest.geometry.data_offset_bytes + newest.geometry.member_data_bytes;
-    for (probe_index, (probe, superblock)) in probes.iter().zip(&decoded).enumerate() {
+    for (probe_index, superblock) in usable() {
+        let probe = &probes[probe_index];
         if superblock.array_uuid != newest.array_uuid {
             return Err(AssemblyError::ForeignMember {
                 path: probe.path.clone(),
@@ -153,15 +259,47 @@ pub fn assemble(probes: &[MemberProbe]) -> Result<Assembly, AssemblyError> {
                 expected: newest.array_uuid.clone(),
             });
         }
-        let slot = superblock.this_member;
+        let uuid = superblock.this_member_uuid();
+        let slot = match newest.members.iter().position(|m| m.uuid == uuid) {
+            Some(slot) => slot,
+            None => {
+                if probe.size_bytes < needed_bytes {
+                    return Err(AssemblyError::TooSmall {
+                        path: probe.path.clone(),
+                        size_bytes: probe.size_bytes,
+                        needed_bytes,
+                    });
+                }
+                let Some(spare) = newest.spares.iter().position(|m| m.uuid == uuid) else {
+                    return Err(match newest.members.get(superblock.this_member) {
+                        Some(record) => AssemblyError::ReplacedMember {
+                            path: probe.path.clone(),
+                            slot: superblock.this_member,
+                            expected: record.uuid.clone(),
+                            now_at: record.path_hint.clone(),
+                        },
+                        None => AssemblyError::SlotBeyondArray {
+                            path: probe.path.clone(),
+                            slot: superblock.this_member,
+                            member_count: newest.geometry.member_count,
+                            events: newest.events,
+                            newest_path: probes[newest_index].path.clone(),
+                        },
+                    });
+                };
+                if let Some(other) = spares[spare] {
+                    return Err(AssemblyError::DuplicateSlot {
+                        path: probe.path.clone(),
+                        other: probes[other].path.clone(),
+                        slot: newest.geometry.member_count + spare,
+                    });
+                }
+                report.push(format!("spare {spare}: {}", probe.path));
+                spares[spare] = Some(probe_index);
+                continue;
+            }
+        };
         let record = &newest.members[slot];
-        if record.uuid != superblock.this_member_uuid() {
-            return Err(AssemblyError::ReplacedMember {
-                path: probe.path.clone(),
-                slot,
-                expected: record.uuid.clone(),
-            });
-        }
         if probe.size_bytes < needed_bytes {
             return Err(AssemblyError::TooSmall {
                 path: probe.path.clone(),
@@ -186,10 +324,29 @@ pub fn assemble(probes: &[MemberProbe]) -> Result<Assembly, AssemblyError> {
             || record
                 .absent_unwritten_since_events
                 .is_some_and(|since| superblock.events + 1 >= since);
-        let in_sync = record.state == MemberState::Active && events_current;
+        let in_sync =
+            matches!(record.state, MemberState::Active | MemberState::Rebuilding) && events_current;
+        if in_sync {
+            if let Some(detail) = disagreement(superblock, &newest) {
+                return Err(AssemblyError::Disagreement {
+                    path: probe.path.clone(),
+                    events: superblock.events,
+                    newest_path: probes[newest_index].path.clone(),
+                    newest_events: newest.events,
+                    detail,
+                });
+            }
+        }
         slots[slot] = if in_sync {
+            let rebuilding = match (&newest.rebuild, record.state) {
+                (Some(r), MemberState::Rebuilding) => format!(
+                    ", rebuilding: stripes below {} of {} rebuilt",
+                    r.checkpoint_stripe, r.total_stripes
+                ),
+                _ => String::new(),
+            };
             report.push(format!(
-                "member {slot}: {} in sync (events {})",
+                "member {slot}: {} in sync (events {}){rebuilding}",
                 probe.path, superblock.events
             ));
             SlotState::Present { probe: probe_index }
@@ -212,7 +369,11 @@ pub fn assemble(probes: &[MemberProbe]) -> Result<Assembly, AssemblyError> {
             ));
         }
     }
-    check_survivable(&newest, &slots)?;
+    let mut forced = Vec::new();
+    if force && check_survivable(&newest, &slots).is_err() {
+        forced = take_back_failed(&mut newest, &mut slots, &decoded, probes, &mut report);
+    }
+    let failed = check_survivable(&newest, &slots).err();
     let region_count = newest
         .geometry
         .stripe_count()
@@ -223,7 +384,7 @@ pub fn assemble(probes: &[MemberProbe]) -> Result<Assembly, AssemblyError> {
         let SlotState::Present { probe } = state else {
             continue;
         };
-        let area = probes[*probe].metadata.as_ref().expect("checked above");
+        let area = probes[*probe].metadata.as_ref().expect("decoded above");
         match IntentBitmap::decode_newest(area, region_count) {
             Ok((sequence, member_bitmap)) => {
                 bitmap.union_with(&member_bitmap);
@@ -241,26 +402,66 @@ pub fn assemble(probes: &[MemberProbe]) -> Result<Assembly, AssemblyError> {
             }
         }
     }
+    if !forced.is_empty() {
+        // Stripes written while a member taken back failed may not match
+        // their parity: resync everything that can be.
+        newest.state = super::superblock::ArrayState::Dirty;
+        for region in 0..region_count {
+            bitmap.set(region, true);
+        }
+    }
     let dirty = bitmap.dirty_regions().count();
     report.push(format!(
         "state {:?}; {dirty} of {region_count} bitmap regions marked for resync",
         newest.state
     ));
-    Ok(Assembly {
-        superblock: newest,
-        slots,
-        bitmap,
-        bitmap_sequence,
-        report,
+    for (index, spare) in spares.iter().enumerate() {
+        if spare.is_none() {
+            report.push(format!(
+                "spare {index}: missing (last seen at {})",
+                newest.spares[index].path_hint
+            ));
+        }
+    }
+    Ok(Survey {
+        assembly: Assembly {
+            superblock: newest,
+            slots,
+            spares,
+            bitmap,
+            bitmap_sequence,
+            report,
+            forced,
+            left_out: Vec::new(),
+        },
+        unusable,
+        failed,
     })
 }
 
-fn check_survivable(superblock: &Superblock, slots: &[SlotState]) -> Result<(), AssemblyError> {
+pub(super) fn check_survivable(
+    superblock: &Superblock,
+    slots: &[SlotState],
+) -> Result<(), AssemblyError> {
     let level = superblock.geometry.level;
+    // A member still being rebuilt holds only part of its data.
     let absent: Vec<usize> = (0..slots.len())
-        .filter(|&s| !matches!(slots[s], SlotState::Present { .. }))
+        .filter(|&s| {
+            !matches!(slots[s], SlotState::Present { .. })
+                || superblock.members[s].state == MemberState::Rebuilding
+        })
         .collect();
-    let name = |slot: usize| format!("{} ({})", slot, superblock.members[slot].path_hint);
+    let name = |slot: usize| {
+        let rebuilding = if superblock.members[slot].state == MemberState::Rebuilding {
+            ", still rebuilding"
+        } else {
+            ""
+        };
+        format!(
+            "{} ({}{rebuilding})",
+            slot, superblock.members[slot].path_hint
+        )
+    };
     match level {
         Level::Raid0 => {
             if let Some(&slot) = absent.first() {

@@ -66,6 +66,14 @@ impl IntentBitmap {
         })
     }
 
+    /// Keeps only the regions set in both.
+    pub fn intersect_with(&mut self, other: &IntentBitmap) {
+        assert_eq!(self.region_count, other.region_count);
+        for (a, b) in self.bits.iter_mut().zip(&other.bits) {
+            *a &= b;
+        }
+    }
+
     pub fn union_with(&mut self, other: &IntentBitmap) {
         assert_eq!(self.region_count, other.region_count);
         for (a, b) in self.bits.iter_mut().zip(&other.bits) {
@@ -105,6 +113,11 @@ impl IntentBitmap {
             return Err(bad("too short".into()));
         }
         let stored_regions = u64::from_le_bytes(body[..8].try_into().expect("8 bytes"));
+        if region_count > BITMAP_REGIONS_MAX {
+            return Err(bad(format!(
+                "{region_count} regions do not fit a bitmap (at most {BITMAP_REGIONS_MAX})"
+            )));
+        }
         if stored_regions != region_count
             || body.len() != 8 + region_count.div_ceil(64) as usize * 8
         {
@@ -112,10 +125,18 @@ impl IntentBitmap {
                 "holds {stored_regions} regions, the array has {region_count}"
             )));
         }
-        let bits = body[8..]
+        if sequence > super::validate::COUNTER_MAX {
+            return Err(bad(format!("sequence {sequence} is out of range")));
+        }
+        let bits: Vec<u64> = body[8..]
             .chunks_exact(8)
             .map(|w| u64::from_le_bytes(w.try_into().expect("8 bytes")))
             .collect();
+        // Bits past the last region would name regions that do not exist.
+        let used_in_last = region_count % 64;
+        if used_in_last != 0 && bits.last().is_some_and(|&w| w >> used_in_last != 0) {
+            return Err(bad(format!("bits set past region {region_count}")));
+        }
         Ok((sequence, IntentBitmap { bits, region_count }))
     }
 }

@@ -2,7 +2,7 @@
 //! member, as writes a driver performs.
 
 use super::bitmap::{IntentBitmap, BITMAP_REGIONS_MAX};
-use super::superblock::{ArrayState, MemberRecord, MemberState, Superblock};
+use super::superblock::{is_valid_uuid, ArrayState, MemberRecord, MemberState, Superblock};
 use crate::geometry::Geometry;
 
 /// Array bytes one write-intent bit covers, unless the bitmap would not fit.
@@ -29,6 +29,11 @@ pub fn new_superblock(
     created_unix_s: u64,
 ) -> Superblock {
     assert_eq!(members.len(), geometry.member_count);
+    // UUIDs are generated, never typed: a bad one is a bug of the caller.
+    assert!(
+        is_valid_uuid(&array_uuid) && members.iter().all(|m| is_valid_uuid(&m.uuid)),
+        "invalid uuid"
+    );
     Superblock {
         array_uuid,
         events: 1,
@@ -49,6 +54,8 @@ pub fn new_superblock(
         created_unix_s,
         placement: None,
         reshape: None,
+        spares: Vec::new(),
+        rebuild: None,
     }
 }
 
@@ -91,4 +98,45 @@ pub fn initial_writes(
         ));
     }
     writes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::geometry::{Level, ParityLayout, MEMBER_COUNT_MAX, METADATA_BYTES};
+
+    /// Creating the largest array with the longest paths a system allows
+    /// (PATH_MAX) writes superblocks that fit and decode on every member.
+    #[test]
+    fn many_members_with_long_paths_fit_the_superblock() {
+        for members in [17, MEMBER_COUNT_MAX] {
+            let geometry = Geometry::new(
+                Level::Raid6,
+                ParityLayout::LeftSymmetric,
+                members,
+                64 << 10,
+                METADATA_BYTES + (1 << 30),
+            )
+            .unwrap();
+            let new_members = (0..members)
+                .map(|i| NewMember {
+                    uuid: format!("00000000-0000-4000-8000-{i:012}"),
+                    path_hint: format!("/{}/member-{i}", "deep/".repeat(800)),
+                })
+                .collect();
+            let sb = new_superblock(geometry, "array".into(), new_members, 0);
+            let mut areas = vec![vec![0u8; METADATA_BYTES as usize]; members];
+            for (member, offset, bytes) in initial_writes(&sb, true) {
+                let at = offset as usize;
+                areas[member][at..at + bytes.len()].copy_from_slice(&bytes);
+            }
+            for (member, area) in areas.iter().enumerate() {
+                let decoded = Superblock::decode_newest(area).unwrap();
+                assert_eq!(decoded.this_member, member);
+                assert!(decoded.members[member]
+                    .path_hint
+                    .ends_with(&format!("/member-{member}")));
+            }
+        }
+    }
 }

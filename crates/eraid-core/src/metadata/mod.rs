@@ -8,8 +8,12 @@
 pub mod assemble;
 pub mod bitmap;
 pub mod create;
+pub mod force;
+pub mod lifecycle;
 pub mod record;
 pub mod superblock;
+pub mod text;
+pub mod validate;
 
 /// Superblock slot offsets and size within a member.
 pub const SUPERBLOCK_SLOTS_BYTES: [u64; 2] = [0, 64 << 10];
@@ -17,3 +21,6 @@ pub const SUPERBLOCK_SLOT_BYTES: usize = 64 << 10;
 /// Bitmap slot offsets and size within a member.
 pub const BITMAP_SLOTS_BYTES: [u64; 2] = [256 << 10, 640 << 10];
 pub const BITMAP_SLOT_BYTES: usize = 384 << 10;
+
+/// The most hot spares an array records (the superblock's slot bounds it).
+pub const SPARES_MAX: usize = 8;

@@ -5,8 +5,14 @@
 use super::record::{self, RecordError, RecordKind};
 use super::{SUPERBLOCK_SLOTS_BYTES, SUPERBLOCK_SLOT_BYTES};
 use crate::geometry::Geometry;
-use crate::reshape::record::{Placement, ReshapeRecord};
+use crate::growth::record::{Placement, ReshapeRecord};
+use crate::rebuild::record::RebuildRecord;
 use serde::{Deserialize, Serialize};
+
+pub use super::text::{
+    bounded_failure_reason, bounded_path_hint, bounded_text_head, bounded_text_tail, is_valid_uuid,
+    MEMBER_FAILURE_BYTES_MAX, PATH_HINT_BYTES_MAX, PAUSE_REASON_BYTES_MAX, UUID_BYTES_MAX,
+};
 
 pub const SUPERBLOCK_KIND: RecordKind = RecordKind {
     name: "eraid superblock",
@@ -31,6 +37,12 @@ pub enum MemberState {
     /// Failed or went missing while the array ran: its data is out of date
     /// and it needs a rebuild before it can be used again.
     Faulty,
+    /// A replacement being reconstructed: its data is current below the
+    /// rebuild record's checkpoint only.
+    Rebuilding,
+    /// A hot spare (in `Superblock::spares`): carries the array's metadata
+    /// and takes over a member slot when one fails.
+    Spare,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -49,22 +61,6 @@ pub struct MemberRecord {
     /// without it records it `Faulty` instead.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub absent_unwritten_since_events: Option<u64>,
-}
-
-/// The longest failure reason a superblock keeps per member (longer ones
-/// are cut at a character boundary), so the record stays bounded.
-pub const MEMBER_FAILURE_BYTES_MAX: usize = 200;
-
-/// Cuts `reason` to at most `MEMBER_FAILURE_BYTES_MAX` bytes.
-pub fn bounded_failure_reason(reason: &str) -> String {
-    if reason.len() <= MEMBER_FAILURE_BYTES_MAX {
-        return reason.to_string();
-    }
-    let mut end = MEMBER_FAILURE_BYTES_MAX;
-    while !reason.is_char_boundary(end) {
-        end -= 1;
-    }
-    reason[..end].to_string()
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -87,13 +83,24 @@ pub struct Superblock {
     /// The growth in progress, or the last one.
     #[serde(default)]
     pub reshape: Option<ReshapeRecord>,
+    /// Hot spares; a spare's own copy has `this_member` = member count +
+    /// its index here.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub spares: Vec<MemberRecord>,
+    /// The rebuild in progress, or the last one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rebuild: Option<RebuildRecord>,
 }
 
 impl Superblock {
-    /// Encodes this copy for `this_member`.
+    /// Encodes this copy for `this_member`. Free text (path hints, failure
+    /// and pause reasons) is bounded on the way out, so with at most
+    /// `MEMBER_COUNT_MAX` members and valid UUIDs the record always fits
+    /// its slot (`tests::the_largest_superblock_fits_its_slot`).
     pub fn encode_for(&self, this_member: usize) -> Vec<u8> {
         let mut copy = self.clone();
         copy.this_member = this_member;
+        copy.bound_free_text();
         let body = serde_json::to_vec(&copy).expect("superblock serialises");
         let bytes = record::encode(&SUPERBLOCK_KIND, self.events, &body);
         assert!(
@@ -101,6 +108,22 @@ impl Superblock {
             "superblock outgrew its slot"
         );
         bytes
+    }
+
+    /// Cuts every free-text field to its bound (they are for messages only).
+    pub fn bound_free_text(&mut self) {
+        for member in self.members.iter_mut().chain(self.spares.iter_mut()) {
+            member.path_hint = bounded_path_hint(&member.path_hint);
+            if let Some(failure) = &mut member.failure {
+                *failure = bounded_failure_reason(failure);
+            }
+        }
+        if let Some(reason) = self.reshape.as_mut().and_then(|r| r.pause_reason.as_mut()) {
+            *reason = bounded_text_head(reason, PAUSE_REASON_BYTES_MAX);
+        }
+        if let Some(reason) = self.rebuild.as_mut().and_then(|r| r.reason.as_mut()) {
+            *reason = bounded_text_head(reason, PAUSE_REASON_BYTES_MAX);
+        }
     }
 
     /// Which slot the write carrying `events` goes to: alternate, so the
@@ -132,34 +155,18 @@ impl Superblock {
                 superblock.events
             )));
         }
-        let g = &superblock.geometry;
-        let rebuilt = Geometry::new(
-            g.level,
-            g.layout,
-            g.member_count,
-            g.chunk_bytes,
-            g.data_offset_bytes + g.member_data_bytes,
-        )
-        .map_err(|e| bad(format!("impossible geometry: {e}")))?;
-        if rebuilt != *g {
-            return Err(bad("geometry fields are inconsistent".into()));
-        }
-        if superblock.members.len() != g.member_count || superblock.this_member >= g.member_count {
-            return Err(bad(format!(
-                "member table has {} entries, this member is {}, geometry says {} members",
-                superblock.members.len(),
-                superblock.this_member,
-                g.member_count
-            )));
-        }
-        if superblock.bitmap_stripes_per_region == 0 {
-            return Err(bad("bitmap region of zero stripes".into()));
-        }
+        let mut superblock = superblock;
+        super::validate::superblock(&mut superblock).map_err(bad)?;
+        super::lifecycle::check_lifecycle_fields(&superblock).map_err(bad)?;
         Ok(superblock)
     }
 
+    /// The uuid of the member (or spare) holding this copy.
     pub fn this_member_uuid(&self) -> &str {
-        &self.members[self.this_member].uuid
+        match self.this_member.checked_sub(self.members.len()) {
+            None => &self.members[self.this_member].uuid,
+            Some(spare) => &self.spares[spare].uuid,
+        }
     }
 }
 
@@ -196,6 +203,8 @@ mod tests {
             created_unix_s: 0,
             placement: None,
             reshape: None,
+            spares: Vec::new(),
+            rebuild: None,
         }
     }
 
@@ -226,6 +235,145 @@ mod tests {
         torn.1[half..].fill(0);
         let decoded = Superblock::decode_newest(&area_with(&[first, torn])).unwrap();
         assert_eq!(decoded.events, 5);
+    }
+
+    /// The most a superblock can hold: `MEMBER_COUNT_MAX` members with the
+    /// longest UUIDs, paths and failure reasons (all escaping to six JSON
+    /// bytes a character), and a growth record with the longest history and
+    /// pause reason. Every copy of it fits the slot and decodes back.
+    #[test]
+    fn the_largest_superblock_fits_its_slot() {
+        use crate::geometry::{Level, ParityLayout, MEMBER_COUNT_MAX};
+        use crate::growth::config::{ReshapeConfig, ReshapeStrategy};
+        use crate::growth::fastscale::{GrowthStrategy, ScalingHistory};
+        use crate::growth::record::{ReshapeCounters, ReshapeState};
+        let chunk = 4096;
+        let member_chunks = 1 << 20;
+        let geometry = |members| {
+            Geometry::new(
+                Level::Raid0,
+                ParityLayout::None,
+                members,
+                chunk,
+                METADATA_BYTES + member_chunks * chunk,
+            )
+            .unwrap()
+        };
+        let new = geometry(MEMBER_COUNT_MAX);
+        let old = geometry(MEMBER_COUNT_MAX - 1);
+        let history = |disks: usize| {
+            ScalingHistory::with_additions(2, member_chunks, &vec![1; disks - 2]).unwrap()
+        };
+        let hostile = "\u{1}\"\\".repeat(10_000);
+        let record = ReshapeRecord {
+            config: ReshapeConfig::with_strategy(ReshapeStrategy::FastScale),
+            old_geometry: old,
+            old_placement: Some(Placement {
+                strategy: GrowthStrategy::FastScale,
+                history: history(MEMBER_COUNT_MAX - 1),
+            }),
+            checkpoint_chunk: u64::MAX,
+            total_chunks: u64::MAX,
+            old_capacity_chunks: u64::MAX,
+            backup: None,
+            state: ReshapeState::Paused,
+            pause_reason: Some(hostile.clone()),
+            held: true,
+            counters: ReshapeCounters {
+                moved_bytes: u64::MAX,
+                redistribution_reads: u64::MAX,
+                redistribution_writes: u64::MAX,
+                metadata_writes: u64::MAX,
+                backup_windows: u64::MAX,
+                valve_periods: u64::MAX,
+                valve_closed_periods: u64::MAX,
+            },
+        };
+        let sb = Superblock {
+            array_uuid: "a".repeat(UUID_BYTES_MAX),
+            events: u64::MAX,
+            state: ArrayState::Dirty,
+            geometry: new,
+            this_member: 0,
+            members: (0..MEMBER_COUNT_MAX)
+                .map(|i| MemberRecord {
+                    uuid: format!("{i:0>width$}", width = UUID_BYTES_MAX),
+                    state: MemberState::Faulty,
+                    path_hint: format!("/{hostile}/d{i}"),
+                    failure: Some(bounded_failure_reason(&hostile)),
+                    absent_unwritten_since_events: Some(u64::MAX),
+                })
+                .collect(),
+            bitmap_stripes_per_region: u64::MAX,
+            created_unix_s: u64::MAX,
+            placement: Some(Placement {
+                strategy: GrowthStrategy::FastScale,
+                history: history(MEMBER_COUNT_MAX),
+            }),
+            reshape: Some(record),
+            spares: (0..crate::metadata::SPARES_MAX)
+                .map(|i| MemberRecord {
+                    uuid: format!("s{i:0>width$}", width = UUID_BYTES_MAX - 1),
+                    state: MemberState::Spare,
+                    path_hint: format!("/{hostile}/s{i}"),
+                    failure: Some(bounded_failure_reason(&hostile)),
+                    absent_unwritten_since_events: Some(u64::MAX),
+                })
+                .collect(),
+            rebuild: Some(crate::rebuild::record::RebuildRecord {
+                config: Default::default(),
+                targets: (0..MEMBER_COUNT_MAX).collect(),
+                checkpoint_stripe: u64::MAX,
+                total_stripes: u64::MAX,
+                state: crate::rebuild::record::RebuildState::Paused,
+                held: true,
+                reason: Some(hostile.clone()),
+                counters: Default::default(),
+            }),
+        };
+        for member in [
+            0,
+            MEMBER_COUNT_MAX - 1,
+            MEMBER_COUNT_MAX + crate::metadata::SPARES_MAX - 1,
+        ] {
+            let bytes = sb.encode_for(member);
+            assert!(bytes.len() <= crate::metadata::SUPERBLOCK_SLOT_BYTES);
+            let (_, body) = record::decode(&SUPERBLOCK_KIND, &bytes).unwrap();
+            let decoded: Superblock = serde_json::from_slice(body).unwrap();
+            assert_eq!(decoded.spares.len(), crate::metadata::SPARES_MAX);
+            if member >= MEMBER_COUNT_MAX {
+                // A spare's own copy: its record is among the spares.
+                let spare = &decoded.spares[member - MEMBER_COUNT_MAX];
+                assert!(spare
+                    .path_hint
+                    .ends_with(&format!("/s{}", member - MEMBER_COUNT_MAX)));
+                continue;
+            }
+            // Paths keep their end (the file name), reasons their start.
+            assert!(decoded.members[member]
+                .path_hint
+                .ends_with(&format!("/d{member}")));
+            assert!(decoded.members[member].path_hint.starts_with('\u{2026}'));
+            assert!(hostile.starts_with(decoded.members[member].failure.as_deref().unwrap()));
+            assert_eq!(decoded.members.len(), MEMBER_COUNT_MAX);
+        }
+    }
+
+    #[test]
+    fn bounded_text_keeps_short_text_and_cuts_at_character_boundaries() {
+        assert_eq!(bounded_path_hint("/dev/sda"), "/dev/sda");
+        assert_eq!(bounded_failure_reason("EIO"), "EIO");
+        let wide = "\u{e9}".repeat(1000);
+        let head = bounded_text_head(&wide, 11);
+        assert_eq!(head, "\u{e9}".repeat(5));
+        let tail = bounded_text_tail(&wide, 11);
+        assert_eq!(tail, format!("\u{2026}{}", "\u{e9}".repeat(4)));
+        let escaped = serde_json::to_string(&bounded_path_hint(&"\n".repeat(1000))).unwrap();
+        assert!(
+            escaped.len() - 2 <= PATH_HINT_BYTES_MAX,
+            "{}",
+            escaped.len()
+        );
     }
 
     #[test]

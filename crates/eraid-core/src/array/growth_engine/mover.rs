@@ -6,10 +6,10 @@
 use super::super::{Array, FlushPurpose, Owner, Ready};
 use super::window::PlanOutcome;
 use super::CheckpointStage;
+use crate::growth::config::ReshapeStrategy;
+use crate::growth::record::BackupRecord;
 use crate::io::{DeviceOp, IoCause, IoCompletion};
 use crate::layout::ChunkPlace;
-use crate::reshape::config::ReshapeStrategy;
-use crate::reshape::record::BackupRecord;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum WindowStage {
@@ -622,7 +622,7 @@ impl Array {
         let member = self.slot_mut(io.ahead).runs[io.run].member;
         match completion {
             IoCompletion::Failed(reason) => {
-                self.fail_member(member, reason.clone());
+                // `handle_completion` already failed the member.
                 let window = self.slot_mut(io.ahead);
                 window.failed.get_or_insert(format!(
                     "member {member} failed during the growth ({reason}); growth paused, \

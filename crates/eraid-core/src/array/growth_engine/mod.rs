@@ -24,12 +24,12 @@ mod window;
 
 use super::{Array, Phase};
 use crate::geometry::{Geometry, Level};
+use crate::growth::config::{NewMember, ReshapeConfig, ReshapeStrategy};
+use crate::growth::fastscale::{GrowthStrategy, ScalingHistory};
+use crate::growth::record::{Placement, ReshapeCounters, ReshapeRecord, ReshapeState};
 use crate::io::{ArrayEvent, TimeNs};
 use crate::layout::{layout_with, Layout};
 use crate::metadata::superblock::{MemberRecord, MemberState};
-use crate::reshape::config::{NewMember, ReshapeConfig, ReshapeStrategy};
-use crate::reshape::fastscale::{GrowthStrategy, ScalingHistory};
-use crate::reshape::record::{Placement, ReshapeCounters, ReshapeRecord, ReshapeState};
 use eraid_codes::MatrixCode;
 use mover::Window;
 use pacing::Pacing;
@@ -189,6 +189,9 @@ impl Array {
         if self.is_degraded() {
             return Err("the array is degraded; rebuild it before growing".into());
         }
+        if self.rebuild_active() {
+            return Err("a rebuild is running; grow the array when it is done".into());
+        }
         if members.is_empty() {
             return Err("name at least one member to add".into());
         }
@@ -222,6 +225,12 @@ impl Array {
                 return Err(format!(
                     "{} is {} bytes; every member of this array needs at least {needed_bytes}",
                     member.path_hint, member.size_bytes
+                ));
+            }
+            if !crate::metadata::superblock::is_valid_uuid(&member.uuid) {
+                return Err(format!(
+                    "{}: member uuid {:?} is not valid",
+                    member.path_hint, member.uuid
                 ));
             }
             if self
@@ -311,6 +320,9 @@ impl Array {
                 absent_unwritten_since_events: None,
             });
             self.present.push(true);
+            // The driver serves the new members as its next devices.
+            self.slot_device.push(self.device_count);
+            self.device_count += 1;
         }
         self.geometry = new_geometry;
         self.superblock.geometry = new_geometry;

@@ -1,0 +1,202 @@
+//! Rebuild through the real binary (issue 15 acceptance 2, at 64 MiB per
+//! member): a served 4-member RAID-5 with a hot spare; while `nbdcopy`
+//! writes random data, `eraid fail d1 --control ctl.sock`; the spare takes
+//! over and is rebuilt (`detail --json` shows the rebuild, then 4 active
+//! members and no spare); the data reads back equal and `eraid check`
+//! finds 0 mismatches. Bad requests on the way are refused.
+
+mod support;
+
+use serde_json::Value;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+use support::*;
+
+const MEMBER_BYTES: u64 = 64 * MIB;
+const DATA_BYTES: u64 = 120 * MIB;
+
+/// Writes data.bin to the array eight times over (the same bytes each
+/// time), so the writer is surely still running when the member fails.
+fn spawn_writer(dir: &Path, uri: &str) -> Child {
+    let nbdcopy = tool("nbdcopy");
+    Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "for pass in 1 2 3 4 5 6 7 8; do '{}' --flush data.bin '{uri}' || exit 1; done",
+            nbdcopy.display()
+        ))
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn nbdcopy")
+}
+
+fn members_of(status: &Value) -> Vec<(String, String)> {
+    status["members"]
+        .as_array()
+        .expect("members")
+        .iter()
+        .map(|m| {
+            let path = m["path"].as_str().unwrap_or("");
+            let name = Path::new(path)
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            (name, m["state"].as_str().unwrap_or("").to_string())
+        })
+        .collect()
+}
+
+#[test]
+fn a_spare_takes_over_a_failed_member_while_nbdcopy_writes() {
+    let test = "issue 15 acceptance 2 (RAID-5 4 + spare, 64 MiB)";
+    if !require_tools(test, &["nbdcopy", "nbdkit"]) {
+        return;
+    }
+    let started = Instant::now();
+    let scratch = scratch();
+    let dir = scratch.path();
+    eraid(
+        dir,
+        &[
+            "create", "--level", "5", "--chunk", "64K", "--size", "64M", "d0", "d1", "d2", "d3",
+        ],
+    )
+    .expect_ok();
+    blank(dir, "d4", MEMBER_BYTES);
+    blank(dir, "small", MEMBER_BYTES / 2);
+    write_random(&dir.join("data.bin"), DATA_BYTES, 1502);
+    let server = Server::start_with(dir, &["--control", "ctl.sock"], &["d0", "d1", "d2", "d3"]);
+
+    // Refused before anything changes: a replacement on a healthy array,
+    // a spare too small, failing a file that is no member.
+    let refused = eraid(dir, &["add", "d4", "--control", "ctl.sock"]);
+    assert_eq!(refused.code(), Some(2), "{test}: {refused}");
+    assert!(refused.stderr.contains("--spare"), "{test}: {refused}");
+    let refused = eraid(dir, &["add", "--spare", "small", "--control", "ctl.sock"]);
+    assert!(
+        !refused.ok() && refused.stderr.contains("too small"),
+        "{test}: {refused}"
+    );
+    let refused = eraid(dir, &["fail", "small", "--control", "ctl.sock"]);
+    assert!(
+        !refused.ok() && refused.stderr.contains("not a member"),
+        "{test}: {refused}"
+    );
+
+    // The spare, and rate settings that keep the rebuild running while
+    // nbdcopy writes (below the floor it does not yield to users).
+    let out = eraid(dir, &["add", "--spare", "d4", "--control", "ctl.sock"]).expect_ok();
+    assert!(out.stdout.contains("hot spare"), "{test}: {out}");
+    eraid(
+        dir,
+        &[
+            "rebuild",
+            "set",
+            "--speed-min",
+            "8000",
+            "--speed-max",
+            "16000",
+            "--control",
+            "ctl.sock",
+        ],
+    )
+    .expect_ok();
+    let status = live(dir, "ctl.sock");
+    assert_eq!(status["spare_count"], 1, "{test}: {status:#}");
+    assert_eq!(
+        members_of(&status).last().unwrap(),
+        &("d4".to_string(), "spare".to_string())
+    );
+
+    let mut writer = spawn_writer(dir, &server.uri);
+    std::thread::sleep(Duration::from_millis(200));
+    let out = eraid(dir, &["fail", "d1", "--control", "ctl.sock"]).expect_ok();
+    assert!(out.stdout.contains("a spare took over"), "{test}: {out}");
+    assert!(
+        writer.try_wait().unwrap().is_none(),
+        "{test}: nbdcopy finished before the failure; nothing ran during the rebuild"
+    );
+    // During the rebuild: d4 in slot 1, rebuilding; failing a second member
+    // of the RAID-5 now would lose data.
+    let during = live(dir, "ctl.sock");
+    let rebuild = &during["rebuild"];
+    assert_eq!(rebuild["state"], "running", "{test}: {during:#}");
+    assert_eq!(rebuild["strategy"], "pr", "{test}: {during:#}");
+    assert_eq!(rebuild["target"]["slot"], 1, "{test}: {during:#}");
+    assert_eq!(
+        members_of(&during)[1],
+        ("d4".to_string(), "rebuilding".to_string()),
+        "{test}: {during:#}"
+    );
+    let refused = eraid(dir, &["fail", "d2", "--control", "ctl.sock"]);
+    assert!(
+        !refused.ok() && refused.stderr.contains("would lose data"),
+        "{test}: {refused}"
+    );
+
+    let status = wait_timeout(&mut writer, Duration::from_secs(120)).expect("nbdcopy finishes");
+    assert!(
+        status.success(),
+        "{test}: nbdcopy failed\n{}",
+        server.log_text()
+    );
+    let wait = eraid(dir, &["rebuild", "wait", "--control", "ctl.sock"]);
+    assert_eq!(
+        wait.code(),
+        Some(0),
+        "{test}: {wait}\n{}",
+        server.log_text()
+    );
+    assert!(wait.stdout.contains("rebuild done"), "{test}: {wait}");
+
+    let after = live(dir, "ctl.sock");
+    let rebuild = &after["rebuild"];
+    assert_eq!(rebuild["state"], "done", "{test}: {after:#}");
+    assert_eq!(rebuild["rebuilt_bytes"], rebuild["total_bytes"], "{test}");
+    assert_eq!(after["spare_count"], 0, "{test}: {after:#}");
+    assert_eq!(after["degraded"], false, "{test}: {after:#}");
+    let members = members_of(&after);
+    assert_eq!(members.len(), 4, "{test}: {after:#}");
+    assert!(
+        members.iter().all(|(_, state)| state == "active"),
+        "{test}: {after:#}"
+    );
+    assert_eq!(members[1].0, "d4", "{test}: {after:#}");
+
+    // The data reads back, and parity agrees with it on every member.
+    let out = run(dir, tool("nbdcopy"), &[&server.uri, "readback.bin"]);
+    assert!(out.ok(), "{test}: reading back: {out}");
+    assert_same_prefix(
+        &dir.join("data.bin"),
+        &dir.join("readback.bin"),
+        DATA_BYTES,
+        &format!("{test}: data read back after the rebuild"),
+    );
+    let check = eraid(dir, &["check", "--control", "ctl.sock"]);
+    assert_eq!(check.code(), Some(0), "{test}: {check}");
+    assert!(check.stdout.contains("0 mismatches"), "{test}: {check}");
+    // The replaced member's file is released on request.
+    eraid(dir, &["remove", "d1", "--control", "ctl.sock"]).expect_ok();
+    server.stop();
+
+    // What the superblocks record: d4 active in slot 1; d1 is no member.
+    let detail = detail_json(dir, &["d0", "d2", "d3", "d4"]);
+    assert_eq!(detail["state"], "clean", "{test}: {detail:#}");
+    assert_eq!(detail["rebuild"]["state"], "done", "{test}: {detail:#}");
+    assert!(
+        members_of(&detail)
+            .iter()
+            .all(|(_, state)| state == "active"),
+        "{test}: {detail:#}"
+    );
+    let refused = eraid(dir, &["detail", "d0", "d1", "d2", "d3", "d4"]);
+    assert!(
+        !refused.ok() && refused.stderr.contains("leave"),
+        "{test}: {refused}"
+    );
+    eprintln!("{test}: {:.1} s", started.elapsed().as_secs_f64());
+}

@@ -1,0 +1,71 @@
+//! The rebuild part of the status JSON.
+
+use super::super::Array;
+use crate::rebuild::record::RebuildState;
+use serde_json::json;
+
+impl Array {
+    pub(in crate::array) fn rebuild_status_json(&self) -> Option<serde_json::Value> {
+        let record = self.rebuild_record()?;
+        let total_bytes = self.geometry.member_data_bytes;
+        let position = match &self.rebuild {
+            Some(r) => r.position,
+            None if record.state == RebuildState::Done => record.total_stripes,
+            None => record.checkpoint_stripe,
+        };
+        let rebuilt_bytes = self.rebuilt_bytes_at(position);
+        let rate = self
+            .rebuild
+            .as_ref()
+            .map_or(0.0, |r| r.pacing.rate_bytes_s(self.now, rebuilt_bytes));
+        let eta_s = (rate > 0.0 && record.state.unfinished())
+            .then(|| total_bytes.saturating_sub(rebuilt_bytes) as f64 / rate);
+        let progress = if record.total_stripes == 0 {
+            1.0
+        } else {
+            position as f64 / record.total_stripes as f64
+        };
+        let targets: Vec<_> = record
+            .targets
+            .iter()
+            .map(|&slot| {
+                json!({
+                    "slot": slot,
+                    "path": self.superblock.members.get(slot).map(|m| m.path_hint.clone()),
+                })
+            })
+            .collect();
+        Some(json!({
+            "strategy": record.config.strategy.name(),
+            "state": record.state.name(),
+            "held": record.held,
+            "reason": record.reason,
+            "progress": progress,
+            "position_stripes": position,
+            "total_stripes": record.total_stripes,
+            "rebuilt_bytes": rebuilt_bytes,
+            "checkpoint_bytes": self.rebuilt_bytes_at(record.checkpoint_stripe),
+            "total_bytes": total_bytes,
+            "rate_bytes_per_s": rate,
+            "eta_s": eta_s,
+            "target": targets.first(),
+            "targets": targets,
+            "checkpoints": record.counters.checkpoints,
+            "restarts": record.counters.restarts,
+            "elapsed_s": self.rebuild.as_ref().map(|r| self.now.0.saturating_sub(r.started_at.0) as f64 / 1e9),
+            "waiting": self.rebuild.as_ref().map(|r| {
+                if r.checkpoint.is_some() {
+                    "checkpoint".to_string()
+                } else if r.pacing.not_before > self.now {
+                    format!(
+                        "rate control for {} ms",
+                        (r.pacing.not_before.0 - self.now.0) / 1_000_000
+                    )
+                } else {
+                    "nothing".to_string()
+                }
+            }),
+            "config": record.config,
+        }))
+    }
+}

@@ -1,0 +1,229 @@
+//! Checks of the member-lifecycle fields of a decoded superblock (spares,
+//! rebuilding members, the rebuild record): a damaged or inconsistent copy
+//! is refused with what was wrong, never trusted.
+
+use super::superblock::{MemberState, Superblock};
+use std::collections::HashSet;
+
+pub fn check_lifecycle_fields(sb: &Superblock) -> Result<(), String> {
+    let member_count = sb.geometry.member_count;
+    let mut uuids = HashSet::new();
+    for (slot, record) in sb.members.iter().enumerate() {
+        if matches!(record.state, MemberState::Spare) {
+            return Err(format!("member slot {slot} is recorded as a spare"));
+        }
+        if !uuids.insert(record.uuid.as_str()) {
+            return Err(format!("member uuid {} appears twice", record.uuid));
+        }
+    }
+    for (index, spare) in sb.spares.iter().enumerate() {
+        if spare.state != MemberState::Spare {
+            return Err(format!(
+                "spare {index} is recorded in state {:?}, not spare",
+                spare.state
+            ));
+        }
+        if !uuids.insert(spare.uuid.as_str()) {
+            return Err(format!("member uuid {} appears twice", spare.uuid));
+        }
+    }
+    if sb.this_member >= member_count + sb.spares.len() {
+        return Err(format!(
+            "this member is {}, but the array has {member_count} members and {} spares",
+            sb.this_member,
+            sb.spares.len()
+        ));
+    }
+    let rebuilding: Vec<usize> = (0..member_count)
+        .filter(|&s| sb.members[s].state == MemberState::Rebuilding)
+        .collect();
+    let Some(rebuild) = &sb.rebuild else {
+        if let Some(slot) = rebuilding.first() {
+            return Err(format!(
+                "member {slot} is recorded as rebuilding but there is no rebuild record"
+            ));
+        }
+        return Ok(());
+    };
+    rebuild
+        .config
+        .validate()
+        .map_err(|e| format!("rebuild settings: {e}"))?;
+    let stripes = sb.geometry.stripe_count();
+    if rebuild.checkpoint_stripe > rebuild.total_stripes {
+        return Err(format!(
+            "rebuild checkpoint at stripe {} is past its end, stripe {}",
+            rebuild.checkpoint_stripe, rebuild.total_stripes
+        ));
+    }
+    if !rebuild.state.unfinished() {
+        if let Some(slot) = rebuilding.first() {
+            return Err(format!(
+                "member {slot} is recorded as rebuilding but the rebuild is {}",
+                rebuild.state.name()
+            ));
+        }
+        return Ok(());
+    }
+    if rebuild.total_stripes != stripes {
+        return Err(format!(
+            "the rebuild covers {} stripes, the geometry has {stripes}",
+            rebuild.total_stripes
+        ));
+    }
+    if rebuild.targets.is_empty() {
+        return Err("an unfinished rebuild has no target member".into());
+    }
+    if rebuild.targets.len() > sb.geometry.level.redundancy() {
+        return Err(format!(
+            "the rebuild has {} targets; RAID-{} can rebuild at most {}",
+            rebuild.targets.len(),
+            sb.geometry.level.number(),
+            sb.geometry.level.redundancy()
+        ));
+    }
+    let mut seen = HashSet::new();
+    for &target in &rebuild.targets {
+        if target >= member_count {
+            return Err(format!(
+                "rebuild target slot {target} is not below the member count {member_count}"
+            ));
+        }
+        if !seen.insert(target) {
+            return Err(format!("rebuild target slot {target} is named twice"));
+        }
+        if sb.members[target].state != MemberState::Rebuilding {
+            return Err(format!(
+                "rebuild target slot {target} is recorded {:?}, not rebuilding",
+                sb.members[target].state
+            ));
+        }
+    }
+    if let Some(slot) = rebuilding.iter().find(|s| !seen.contains(s)) {
+        return Err(format!(
+            "member {slot} is recorded as rebuilding but is not a target of the rebuild"
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::create::{new_superblock, NewMember};
+    use super::super::record::RecordError;
+    use super::super::superblock::{MemberRecord, MemberState, Superblock};
+    use crate::geometry::{Geometry, Level, ParityLayout, METADATA_BYTES};
+    use crate::rebuild::config::RebuildConfig;
+    use crate::rebuild::record::{RebuildCounters, RebuildRecord, RebuildState};
+
+    fn raid5() -> Superblock {
+        let geometry = Geometry::new(
+            Level::Raid5,
+            ParityLayout::LeftSymmetric,
+            4,
+            64 << 10,
+            METADATA_BYTES + (64 << 20),
+        )
+        .unwrap();
+        let members = (0..4)
+            .map(|i| NewMember {
+                uuid: format!("m{i}"),
+                path_hint: format!("d{i}"),
+            })
+            .collect();
+        new_superblock(geometry, "a".into(), members, 0)
+    }
+
+    fn rebuilding(target: usize, checkpoint_stripe: u64) -> Superblock {
+        let mut sb = raid5();
+        sb.members[target].state = MemberState::Rebuilding;
+        sb.rebuild = Some(RebuildRecord {
+            config: RebuildConfig::default(),
+            targets: vec![target],
+            checkpoint_stripe,
+            total_stripes: sb.geometry.stripe_count(),
+            state: RebuildState::Running,
+            held: false,
+            reason: None,
+            counters: RebuildCounters::default(),
+        });
+        sb
+    }
+
+    /// Encodes `sb` and decodes it again, as assembly does.
+    fn round_trip(sb: &Superblock, this_member: usize) -> Result<Superblock, RecordError> {
+        let mut area = vec![0u8; METADATA_BYTES as usize];
+        let bytes = sb.encode_for(this_member);
+        let at = Superblock::slot_offset_bytes(sb.events) as usize;
+        area[at..at + bytes.len()].copy_from_slice(&bytes);
+        Superblock::decode_newest(&area)
+    }
+
+    fn refused(sb: &Superblock, this_member: usize, words: &str) {
+        match round_trip(sb, this_member) {
+            Err(RecordError::Body { reason, .. }) => {
+                assert!(reason.contains(words), "{reason:?} should say {words:?}")
+            }
+            other => panic!("expected a refusal saying {words:?}, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn lifecycle_fields_round_trip() {
+        let mut sb = rebuilding(2, 7);
+        sb.spares.push(MemberRecord {
+            uuid: "s0".into(),
+            state: MemberState::Spare,
+            path_hint: "d4".into(),
+            failure: None,
+            absent_unwritten_since_events: None,
+        });
+        let back = round_trip(&sb, 4).expect("decodes");
+        assert_eq!(back.this_member_uuid(), "s0");
+        assert_eq!(back.rebuild, sb.rebuild);
+        assert_eq!(back.members[2].state, MemberState::Rebuilding);
+        // A superblock without the new fields (an older version) decodes.
+        let plain = raid5();
+        let json = serde_json::to_string(&plain).unwrap();
+        assert!(!json.contains("spares") && !json.contains("rebuild"));
+        assert!(round_trip(&plain, 0).is_ok());
+    }
+
+    #[test]
+    fn inconsistent_lifecycle_fields_are_refused_with_the_reason() {
+        let total = raid5().geometry.stripe_count();
+        refused(&rebuilding(1, total + 1), 0, "past its end");
+        let mut sb = rebuilding(1, 0);
+        sb.rebuild.as_mut().unwrap().targets = vec![4];
+        refused(&sb, 0, "not below the member count");
+        let mut sb = rebuilding(1, 0);
+        sb.rebuild.as_mut().unwrap().targets = vec![1, 1];
+        refused(&sb, 0, "RAID-5 can rebuild at most 1");
+        let mut sb = rebuilding(1, 0);
+        sb.rebuild.as_mut().unwrap().total_stripes = total / 2;
+        refused(&sb, 0, "the geometry has");
+        let mut sb = rebuilding(1, 0);
+        sb.members[1].state = MemberState::Active;
+        refused(&sb, 0, "not rebuilding");
+        let mut sb = rebuilding(1, 0);
+        sb.rebuild = None;
+        refused(&sb, 0, "no rebuild record");
+        let mut sb = rebuilding(1, 0);
+        sb.rebuild.as_mut().unwrap().config.window_stripes = 0;
+        refused(&sb, 0, "window_stripes");
+        // A copy claiming to be a spare that is not recorded.
+        refused(&raid5(), 5, "this member is 5");
+        let mut sb = raid5();
+        sb.spares.push(MemberRecord {
+            uuid: "m1".into(),
+            state: MemberState::Spare,
+            path_hint: "d1".into(),
+            failure: None,
+            absent_unwritten_since_events: None,
+        });
+        refused(&sb, 0, "appears twice");
+        sb.spares[0].uuid = "s".into();
+        sb.spares[0].state = MemberState::Active;
+        refused(&sb, 0, "not spare");
+    }
+}
