@@ -25,6 +25,7 @@ mod part_sequence;
 pub mod protocol;
 mod reply;
 mod server;
+mod slots;
 mod stream;
 mod transmission;
 
