@@ -182,3 +182,40 @@ fn shutdown_is_bounded_with_a_client_that_never_reads() {
         "stop took {took:?} (finished: {stopped}) with a client that never reads"
     );
 }
+
+#[test]
+fn a_slow_reader_does_not_restart_the_send_deadline() {
+    let export = Arc::new(MemExport::new("disk0", SIZE_BYTES));
+    let config = ServerConfig {
+        send_timeout: Duration::from_millis(1000),
+        ..ServerConfig::default()
+    };
+    let served = serve(Arc::clone(&export) as Arc<dyn Export>, config);
+    let mut raw = common::Raw::start(&served.socket_path);
+    raw.go(b"");
+    for handle in 0..64 {
+        raw.request(p::CMD_READ, 0, handle, 0, MIB);
+    }
+    // 64 KiB every 100 ms: steady progress, but a 1 MiB reply then takes
+    // 1.6 s, longer than the send deadline, which progress must not extend.
+    let started = Instant::now();
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut total_bytes = 0u64;
+    let closed = loop {
+        if started.elapsed() > Duration::from_secs(15) {
+            break false;
+        }
+        match raw.stream.read(&mut buf) {
+            Ok(0) => break true,
+            Ok(n) => total_bytes += n as u64,
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
+            Err(_) => break true,
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(
+        closed && total_bytes < 64 * u64::from(MIB),
+        "a slow reader kept its connection (closed: {closed}, {total_bytes} bytes in {:?})",
+        started.elapsed()
+    );
+}
