@@ -219,3 +219,45 @@ fn a_slow_reader_does_not_restart_the_send_deadline() {
         started.elapsed()
     );
 }
+
+#[test]
+fn go_beyond_the_connection_cap_is_refused_until_a_slot_frees() {
+    let export = Arc::new(MemExport::new("disk0", SIZE_BYTES));
+    let config = ServerConfig {
+        max_connections: 1,
+        ..ServerConfig::default()
+    };
+    let served = serve(Arc::clone(&export) as Arc<dyn Export>, config);
+    let first = Client::connect_unix(&served.socket_path, "").unwrap();
+    let mut second = common::Raw::start(&served.socket_path);
+    second.option(p::OPT_GO, &common::Raw::go_data(b"", &[]));
+    let (option, reply_type, message) = second.option_reply();
+    assert_eq!((option, reply_type), (p::OPT_GO, p::REP_ERR_POLICY));
+    assert!(String::from_utf8_lossy(&message).contains("too many connections"));
+    // EXPORT_NAME has no error reply: that client is disconnected.
+    let mut third = common::Raw::start(&served.socket_path);
+    third.option(p::OPT_EXPORT_NAME, b"");
+    assert!(third.is_closed(), "EXPORT_NAME past the cap must close");
+    // Once the first leaves, the second may try again in the same handshake.
+    first.disconnect().unwrap();
+    let until = Instant::now() + Duration::from_secs(5);
+    loop {
+        second.option(p::OPT_GO, &common::Raw::go_data(b"", &[]));
+        let mut entered = false;
+        loop {
+            let (_, reply_type, _) = second.option_reply();
+            match reply_type {
+                p::REP_INFO => continue,
+                p::REP_ACK => entered = true,
+                other => assert_eq!(other, p::REP_ERR_POLICY),
+            }
+            break;
+        }
+        if entered {
+            break;
+        }
+        assert!(Instant::now() < until, "the slot was never freed");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    second.read_ok(1, 0, 4096);
+}
