@@ -984,9 +984,35 @@ fn bad_requests_are_refused_and_change_nothing() {
         AdminCommand::TuneRebuild(eraid_core::rebuild::config::RebuildTuning {
             speed_min_kib_s: Some(10),
             speed_max_kib_s: Some(5),
+            ..Default::default()
         }),
         "speed_min_kib_s",
     );
+    for (tuning, words) in [
+        (
+            eraid_core::rebuild::config::RebuildTuning {
+                hot_zone_bytes: Some(0),
+                ..Default::default()
+            },
+            "hot_zone_bytes must be positive",
+        ),
+        (
+            eraid_core::rebuild::config::RebuildTuning {
+                time_slice_ms: Some(0),
+                ..Default::default()
+            },
+            "time_slice_ms must be within",
+        ),
+        (
+            eraid_core::rebuild::config::RebuildTuning {
+                popularity_half_life_ms: Some(0),
+                ..Default::default()
+            },
+            "popularity_half_life_ms must be within",
+        ),
+    ] {
+        refused(&mut h, &mut array, AdminCommand::TuneRebuild(tuning), words);
+    }
 
     // A healthy RAID-5: a replacement has nothing to replace.
     let mut h = MemHarness::create(g, 2);

@@ -303,6 +303,7 @@ mod tests {
                 len_bytes: 512,
             },
             cause: IoCause::User,
+            priority: Default::default(),
         }
     }
 
@@ -340,6 +341,7 @@ mod tests {
             member: 0,
             op: DeviceOp::Flush,
             cause: IoCause::Metadata,
+            priority: Default::default(),
         };
         let IoCompletion::Failed(message) = execute(&members, flush) else {
             panic!("a failing fdatasync must fail the I/O");
