@@ -7,7 +7,7 @@
 mod sim_common;
 
 use eraid_core::geometry::Level;
-use eraid_core::rebuild::config::RebuildConfig;
+use eraid_core::rebuild::config::{RebuildConfig, RebuildStrategy};
 use eraid_sim::driver::{run, DataMode, FailurePlan, FeedSpec, SimConfig, SimReport};
 use eraid_trace::TraceRequest;
 use sim_common::small_array;
@@ -49,10 +49,17 @@ fn phases(capacity_bytes: u64, verify_at_ms: u64) -> Vec<TraceRequest> {
     requests
 }
 
-fn failure_run(level: Level, disks: usize, member: usize) -> (SimReport, u64) {
+fn failure_run(
+    level: Level,
+    disks: usize,
+    member: usize,
+    strategy: RebuildStrategy,
+) -> (SimReport, u64) {
     let mut config: SimConfig = small_array(level, disks, MEMBER_MIB);
     config.data_mode = DataMode::Store;
     let rebuild = RebuildConfig {
+        strategy,
+        hot_zone_bytes: 1 << 20,
         speed_min_kib_s: 10_000,
         speed_max_kib_s: 30_000,
         ..RebuildConfig::default()
@@ -78,8 +85,26 @@ fn failure_run(level: Level, disks: usize, member: usize) -> (SimReport, u64) {
 }
 
 fn assert_rebuilt_and_right(level: Level, disks: usize, member: usize) {
-    let (report, verify_at_ms) = failure_run(level, disks, member);
+    for strategy in [
+        RebuildStrategy::Pr,
+        RebuildStrategy::Pro,
+        RebuildStrategy::Dor,
+        RebuildStrategy::ProDor,
+    ] {
+        assert_rebuilt_and_right_by(level, disks, member, strategy);
+    }
+}
+
+fn assert_rebuilt_and_right_by(
+    level: Level,
+    disks: usize,
+    member: usize,
+    strategy: RebuildStrategy,
+) {
+    let (report, verify_at_ms) = failure_run(level, disks, member, strategy);
     let failure = report.failure.as_ref().expect("a failure report");
+    assert_eq!(failure.strategy, strategy.name());
+    assert_eq!(failure.status["strategy"], strategy.name());
     let finished = failure
         .rebuild_finished_s
         .unwrap_or_else(|| panic!("the rebuild did not finish: {:?}", failure.status));
@@ -144,8 +169,8 @@ fn raid10_spare_is_rebuilt_and_data_reads_back() {
 
 #[test]
 fn rebuild_runs_are_deterministic() {
-    let (a, _) = failure_run(Level::Raid5, 3, 0);
-    let (b, _) = failure_run(Level::Raid5, 3, 0);
+    let (a, _) = failure_run(Level::Raid5, 3, 0, RebuildStrategy::Pro);
+    let (b, _) = failure_run(Level::Raid5, 3, 0, RebuildStrategy::Pro);
     assert_eq!(
         serde_json::to_string(&a).expect("json"),
         serde_json::to_string(&b).expect("json")

@@ -4,9 +4,10 @@
 use eraid_core::geometry::Level;
 use eraid_core::rebuild::config::{RebuildConfig, RebuildStrategy};
 
-use super::file::FailureTable;
+use super::file::{FailureTable, IntOrText};
 use super::rates::rate_kib_s;
 use crate::driver::{FailurePlan, Target};
+use crate::units::parse_size_bytes;
 
 /// The plan, or `None` without a `[failure]` (or with `enabled = false`).
 pub fn resolve_failure(
@@ -76,6 +77,23 @@ pub fn resolve_failure(
     }
     if let Some(n) = f.window_stripes {
         config.window_stripes = n;
+    }
+    if let Some(v) = &f.hot_zone {
+        config.hot_zone_bytes = match v {
+            IntOrText::Int(n) => *n,
+            IntOrText::Text(t) => {
+                parse_size_bytes(t).map_err(|e| format!("[failure] hot_zone: {e}"))?
+            }
+        };
+    }
+    if let Some(ms) = f.time_slice_ms {
+        config.time_slice_ms = ms;
+    }
+    if let Some(ms) = f.popularity_half_life_ms {
+        config.popularity_half_life_ms = ms;
+    }
+    if let Some(n) = f.dor_reads_ahead {
+        config.dor_reads_ahead = n;
     }
     config.validate().map_err(|e| format!("[failure]: {e}"))?;
     let sample_ns = match f.sample_ms {

@@ -75,11 +75,15 @@
 //! member = 1                    # the member slot that fails (0-based)
 //! at_s = 10.0                   # simulated time of the failure (default 0)
 //! spare = true                  # a hot spare takes its place and is rebuilt (default true)
-//! strategy = "pr"               # pr | dor | pro | pro-dor (what the engine implements)
+//! strategy = "pro"              # pr | dor | pro | pro-dor (default: the engine's, pro)
 //! speed_min = "10M"             # rebuild rate floor per second (a bare number is KiB/s, as MD's sync_speed_min)
 //! speed_max = "30M"             # rebuild rate ceiling per second
 //! idle_check_ms = 500           # MD's idle rule: above the floor, yield this long after a user request
 //! window_stripes = 16           # stripes rebuilt at once
+//! hot_zone = "64M"              # pro, pro-dor: bytes of each replacement in one hot zone
+//! time_slice_ms = 100           # pro, pro-dor: the most popular zone's turn
+//! popularity_half_life_ms = 10000 # pro, pro-dor: a zone's access count halves this often
+//! dor_reads_ahead = 4           # dor, pro-dor: units each surviving disk reads ahead
 //! sample_ms = 1000              # period of the rebuild samples (rebuild.csv)
 //! enabled = true                # a variant may set false: no failure
 //!
@@ -246,6 +250,10 @@ pub struct FailureTable {
     pub speed_max: Option<IntOrText>,
     pub idle_check_ms: Option<u64>,
     pub window_stripes: Option<u64>,
+    pub hot_zone: Option<IntOrText>,
+    pub time_slice_ms: Option<u64>,
+    pub popularity_half_life_ms: Option<u64>,
+    pub dor_reads_ahead: Option<u64>,
     pub sample_ms: Option<u64>,
 }
 
@@ -368,7 +376,7 @@ overlay_fields!(GrowthTable {
 } nested {});
 overlay_fields!(FailureTable {
     enabled, member, at_s, spare, strategy, speed_min, speed_max, idle_check_ms, window_stripes,
-    sample_ms
+    hot_zone, time_slice_ms, popularity_half_life_ms, dor_reads_ahead, sample_ms
 } nested {});
 
 /// As the macro, except that a variant naming a workload source (trace,
