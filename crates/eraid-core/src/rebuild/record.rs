@@ -69,6 +69,33 @@ pub struct RebuildRecord {
     pub rebuilt_units: Option<RebuiltUnits>,
 }
 
+impl RebuildRecord {
+    /// Stripes recorded rebuilt and durable: those below the checkpoint
+    /// stripe and those of the map's units (all of them once done).
+    pub fn recorded_stripes(&self) -> u64 {
+        let total = self.total_stripes;
+        if self.state == RebuildState::Done {
+            return total;
+        }
+        let mut count = self.checkpoint_stripe.min(total);
+        let bits = self
+            .rebuilt_units
+            .as_ref()
+            .and_then(|m| m.decode(total).ok());
+        let unit_stripes = recorded_unit_stripes(total);
+        for (byte_index, &byte) in bits.unwrap_or_default().iter().enumerate() {
+            for bit in 0..8 {
+                if byte & (1 << bit) != 0 {
+                    let start = (byte_index as u64 * 8 + bit) * unit_stripes;
+                    let end = (start + unit_stripes).min(total);
+                    count += end.saturating_sub(start.max(self.checkpoint_stripe));
+                }
+            }
+        }
+        count
+    }
+}
+
 /// Most units the recorded map has: one bit each, 4 KiB, 8 KiB of hex in
 /// the 64 KiB superblock slot (`the_largest_superblock_fits_its_slot`).
 pub const RECORDED_UNITS_MAX: u64 = 32_768;

@@ -161,27 +161,6 @@ impl RebuiltMap {
         });
         past_prefix.then(|| RebuiltUnits::encode(self.total_stripes, &self.recorded))
     }
-
-    /// Stripes a recorded map with `bits` and `checkpoint_stripe` covers.
-    pub fn recorded_stripes(
-        total_stripes: u64,
-        checkpoint_stripe: u64,
-        bits: Option<&[u8]>,
-    ) -> u64 {
-        let (unit, per) = unit_layout(total_stripes);
-        let recorded_stripes = unit * per;
-        let mut count = checkpoint_stripe.min(total_stripes);
-        for (byte_index, &byte) in bits.unwrap_or_default().iter().enumerate() {
-            for bit in 0..8 {
-                if byte & (1 << bit) != 0 {
-                    let start = (byte_index as u64 * 8 + bit) * recorded_stripes;
-                    let end = (start + recorded_stripes).min(total_stripes);
-                    count += end.saturating_sub(start.max(checkpoint_stripe));
-                }
-            }
-        }
-        count
-    }
 }
 
 #[cfg(test)]
@@ -208,10 +187,7 @@ mod tests {
         for s in 0..100 {
             assert_eq!(back.is_rebuilt(s), map.is_rebuilt(s), "stripe {s}");
         }
-        assert_eq!(
-            RebuiltMap::recorded_stripes(100, map.prefix(), Some(&bits)),
-            26
-        );
+        assert_eq!(back.done_stripes(), 26);
     }
 
     #[test]

@@ -9,17 +9,7 @@ impl Array {
         let record = self.rebuild_record()?;
         let total_bytes = self.geometry.member_data_bytes;
         let total_stripes = record.total_stripes;
-        let recorded_stripes = {
-            let bits = record
-                .rebuilt_units
-                .as_ref()
-                .and_then(|m| m.decode(total_stripes).ok());
-            super::rebuilt_map::RebuiltMap::recorded_stripes(
-                total_stripes,
-                record.checkpoint_stripe,
-                bits.as_deref(),
-            )
-        };
+        let recorded_stripes = record.recorded_stripes();
         let (position, done_stripes) = match &self.rebuild {
             Some(r) => (r.position(), r.done_stripes()),
             None if record.state == RebuildState::Done => (total_stripes, total_stripes),
