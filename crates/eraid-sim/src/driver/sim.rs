@@ -22,12 +22,15 @@ use super::store::{DataMode, SparseStore};
 use super::target::{self, TargetInfo};
 use super::SimConfig;
 
+mod failure_run;
+use failure_run::FailureRun;
+
 /// Ticks that keep asking for "now" are spaced by this much, so an engine
 /// whose deadline does not move cannot stall the clock.
 const TICK_RETRY_NS: u64 = 1_000_000;
 
 /// A growth due while the array is still opening is retried this much later.
-const OPENING_RETRY_NS: u64 = 1_000_000;
+pub(super) const OPENING_RETRY_NS: u64 = 1_000_000;
 
 /// The growth(s) of a run as they happen.
 struct GrowthRun {
@@ -87,6 +90,7 @@ pub(super) struct Simulation {
     host_queue_max: u64,
     member_bytes: u64,
     growth: Option<GrowthRun>,
+    failure: Option<FailureRun>,
     /// The run stopped at `max_time_ns` with work left.
     timed_out: bool,
     issued: u64,
@@ -109,8 +113,12 @@ impl Simulation {
         if added > 0 && !matches!(config.target, target::Target::Array { .. }) {
             return Err("a growth needs an array, not a bare disk".into());
         }
-        let mut devices = Vec::with_capacity(member_count + added);
-        for _ in 0..member_count + added {
+        if config.failure.is_some() && added > 0 {
+            return Err("a failure and a growth in one run are not supported yet".into());
+        }
+        let spares = usize::from(config.failure.as_ref().is_some_and(|f| f.spare));
+        let mut devices = Vec::with_capacity(member_count + added + spares);
+        for _ in 0..member_count + added + spares {
             devices.push(config.disk.build()?);
         }
         let device_bytes = devices
@@ -182,6 +190,7 @@ impl Simulation {
             host_queue_max: 0,
             member_bytes,
             growth,
+            failure: config.failure.clone().map(FailureRun::new),
             timed_out: false,
             issued: 0,
             next_request_id: 0,
@@ -202,16 +211,24 @@ impl Simulation {
         if let Some(g) = &self.growth {
             self.queue.push(g.plan.start_ns, Event::GrowthStart(0));
         }
+        if let Some(f) = &self.failure {
+            if f.plan.spare {
+                self.queue.push(0, Event::FailureSpare);
+            }
+            self.queue.push(f.plan.at_ns, Event::FailureStart);
+        }
         if self.feed.is_some() {
             self.start_feed()?;
         }
         self.pump()?;
         loop {
             let growth_settled = self.growth.as_ref().is_none_or(GrowthRun::all_done);
+            let failure_settled = self.failure.as_ref().is_none_or(FailureRun::settled);
             if self.feed_done
                 && self.users.is_empty()
                 && self.host_waiting.is_empty()
                 && growth_settled
+                && failure_settled
             {
                 break;
             }
@@ -249,6 +266,9 @@ impl Simulation {
                 }
                 Event::GrowthStart(step) => self.start_growth(step)?,
                 Event::GrowthSample => self.sample_growth(),
+                Event::FailureSpare => self.add_spare()?,
+                Event::FailureStart => self.fail_planned_member()?,
+                Event::RebuildSample => self.sample_rebuild(),
             }
             self.pump()?;
         }
@@ -508,7 +528,7 @@ impl Simulation {
                             self.now_ns as f64 / 1e9
                         ))
                     }
-                    _ => {}
+                    other => self.rebuild_event(&other)?,
                 }
             }
             while let Some((io, completion)) = self.immediate.pop_front() {
@@ -532,6 +552,9 @@ impl Simulation {
             Ok(bytes) => {
                 self.metrics.record(&user.request, self.now_ns);
                 let latency_ns = self.now_ns.saturating_sub(user.request.arrival_ns);
+                if let Some(f) = &mut self.failure {
+                    f.record(user.request.arrival_ns, latency_ns);
+                }
                 if let Some(g) = &mut self.growth {
                     let arrival = user.request.arrival_ns;
                     let after_start = g.first_start_ns.is_some_and(|s| arrival >= s);
@@ -802,6 +825,7 @@ impl Simulation {
     fn report(mut self) -> Result<SimReport, String> {
         let end_ns = self.now_ns;
         let growth = self.growth_report()?;
+        let failure = self.failure_report();
         let status = self
             .machine
             .handle_admin(TimeNs(end_ns), AdminCommand::Status);
@@ -841,6 +865,7 @@ impl Simulation {
             data_mismatches: mismatches,
             data_first_mismatch: self.oracle.as_ref().and_then(|o| o.first_mismatch.clone()),
             growth,
+            failure,
             merged_ios: self.members.iter().map(|m| m.stats.merged).sum(),
             host_waited_requests: self.host_waited_requests,
             host_queue_max: self.host_queue_max,

@@ -45,7 +45,7 @@
 //! max_requests = 20000
 //! window_requests = 200         # or window_ms = 1000
 //! data_mode = "discard"         # or "store"
-//! until = "growth-done"         # default "workload-done"; see [growth]
+//! until = "growth-done"         # default "workload-done"; see [growth]; "rebuild-done": see [failure]
 //! max_time_s = 20000            # stop at this simulated time regardless
 //!
 //! [growth]                      # optional: add disks while the array runs
@@ -70,6 +70,22 @@
 //! idle_in_flight = false        # md-style throttling: 2.6.18's in-flight term (users counted at completion, less MD's own I/O in flight; also judged while a window's reads are out)
 //! sample_ms = 1000              # period of the progress samples (growth.csv)
 //! enabled = true                # a variant may set false: no growth
+//!
+//! [failure]                   # optional: a member fails while the array runs
+//! member = 1                    # the member slot that fails (0-based)
+//! at_s = 10.0                   # simulated time of the failure (default 0)
+//! spare = true                  # a hot spare takes its place and is rebuilt (default true)
+//! strategy = "pro"              # pr | dor | pro | pro-dor (default: the engine's, pro)
+//! speed_min = "10M"             # rebuild rate floor per second (a bare number is KiB/s, as MD's sync_speed_min)
+//! speed_max = "30M"             # rebuild rate ceiling per second
+//! idle_check_ms = 500           # MD's idle rule: above the floor, yield this long after a user request
+//! window_stripes = 16           # stripes rebuilt at once
+//! hot_zone = "64M"              # pro, pro-dor: bytes of each replacement in one hot zone
+//! time_slice_ms = 100           # pro, pro-dor: the most popular zone's turn
+//! popularity_half_life_ms = 10000 # pro, pro-dor: a zone's access count halves this often
+//! dor_reads_ahead = 4           # dor, pro-dor: units each surviving disk reads ahead
+//! sample_ms = 1000              # period of the rebuild samples (rebuild.csv)
+//! enabled = true                # a variant may set false: no failure
 //!
 //! [outputs]
 //! plots = true
@@ -219,6 +235,28 @@ pub struct GrowthTable {
     pub sample_ms: Option<u64>,
 }
 
+/// `[failure]`: a member fails while the array runs (see the module docs).
+/// `member` is signed so a negative index is reported as such, not as a
+/// TOML type error.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FailureTable {
+    pub enabled: Option<bool>,
+    pub member: Option<i64>,
+    pub at_s: Option<f64>,
+    pub spare: Option<bool>,
+    pub strategy: Option<String>,
+    pub speed_min: Option<IntOrText>,
+    pub speed_max: Option<IntOrText>,
+    pub idle_check_ms: Option<u64>,
+    pub window_stripes: Option<u64>,
+    pub hot_zone: Option<IntOrText>,
+    pub time_slice_ms: Option<u64>,
+    pub popularity_half_life_ms: Option<u64>,
+    pub dor_reads_ahead: Option<u64>,
+    pub sample_ms: Option<u64>,
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct OutputsTable {
@@ -238,6 +276,7 @@ pub struct Settings {
     pub workload: Option<WorkloadTable>,
     pub run: Option<RunTable>,
     pub growth: Option<GrowthTable>,
+    pub failure: Option<FailureTable>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -253,6 +292,7 @@ pub struct VariantTable {
     pub workload: Option<WorkloadTable>,
     pub run: Option<RunTable>,
     pub growth: Option<GrowthTable>,
+    pub failure: Option<FailureTable>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -292,6 +332,7 @@ pub struct ExperimentFile {
     pub workload: Option<WorkloadTable>,
     pub run: Option<RunTable>,
     pub growth: Option<GrowthTable>,
+    pub failure: Option<FailureTable>,
     pub outputs: Option<OutputsTable>,
     pub variant: Option<Vec<VariantTable>>,
     pub sweep: Option<SweepTable>,
@@ -332,6 +373,10 @@ overlay_fields!(GrowthTable {
     speed_min, speed_max, valve_period_ms, latency_bound_ms, slack, valve_latency, idle_check_ms,
     idle_user, idle_in_flight,
     sample_ms
+} nested {});
+overlay_fields!(FailureTable {
+    enabled, member, at_s, spare, strategy, speed_min, speed_max, idle_check_ms, window_stripes,
+    hot_zone, time_slice_ms, popularity_half_life_ms, dor_reads_ahead, sample_ms
 } nested {});
 
 /// As the macro, except that a variant naming a workload source (trace,
@@ -381,6 +426,7 @@ impl Settings {
             workload: Overlay::overlay(file.workload.clone(), variant.workload.clone()),
             run: Overlay::overlay(file.run.clone(), variant.run.clone()),
             growth: Overlay::overlay(file.growth.clone(), variant.growth.clone()),
+            failure: Overlay::overlay(file.failure.clone(), variant.failure.clone()),
         }
     }
 }

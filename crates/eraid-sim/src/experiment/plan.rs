@@ -11,7 +11,9 @@ use eraid_trace::metrics::WindowBy;
 use eraid_trace::synthetic::{Preset, WorkloadSpec};
 use eraid_trace::{TraceFormat, TraceOptions};
 
+use super::failure::resolve_failure;
 use super::file::*;
+use super::rates::rate_kib_s;
 use crate::disk::{FastWrite, ReadAhead, SchedulerKind};
 use crate::driver::{
     resolve_disk_model, DataMode, FeedSpec, GrowthLoad, GrowthPlan, GrowthStep, SimConfig,
@@ -72,6 +74,7 @@ pub fn parse(file: &str, text: &str, base_dir: &Path) -> Result<Experiment, Stri
             workload: None,
             run: None,
             growth: None,
+            failure: None,
         }],
     };
     let points = sweep_points(file, parsed.sweep.as_ref())?;
@@ -276,15 +279,28 @@ fn resolve(
         }
     };
     let growth = resolve_growth(settings.growth.as_ref(), &config.target, members)?;
-    let until_growth = match run.until.as_deref() {
-        None | Some("workload-done") => false,
-        Some("growth-done") => true,
+    let mut failure = resolve_failure(settings.failure.as_ref(), &config.target, members)?;
+    if failure.is_some() && growth.is_some() {
+        return Err(
+            "[failure] with [growth] in one run is not supported yet; give each its own run".into(),
+        );
+    }
+    let (until_growth, until_rebuild) = match run.until.as_deref() {
+        None | Some("workload-done") => (false, false),
+        Some("growth-done") => (true, false),
+        Some("rebuild-done") => (false, true),
         Some(other) => {
             return Err(format!(
-                "[run] until: '{other}' is not workload-done or growth-done"
+                "[run] until: '{other}' is not workload-done, growth-done or rebuild-done"
             ))
         }
     };
+    if until_rebuild && !failure.as_ref().is_some_and(|f| f.spare) {
+        return Err(
+            "[run] until = \"rebuild-done\" needs a [failure] with a spare (spare = true) to rebuild"
+                .into(),
+        );
+    }
     config.max_time_ns = run
         .max_time_s
         .map(|s| {
@@ -318,7 +334,9 @@ fn resolve(
                     .into(),
             );
         }
-        // The workload is repeated until the growth is done.
+    }
+    if until_growth || until_rebuild {
+        // The workload is repeated until the growth or rebuild is done.
         if let FeedSpec::Trace { options, .. } = &mut feed {
             options.loop_count = 0;
             if options.max_requests.is_none() && options.max_duration_ns.is_none() {
@@ -349,6 +367,13 @@ fn resolve(
         plan.until_done = until_growth;
         plan
     });
+    if let Some(plan) = &mut failure {
+        plan.until_done = until_rebuild;
+        if let Target::Array { options, .. } = &mut config.target {
+            options.rebuild = plan.config.clone();
+        }
+    }
+    config.failure = failure;
     let synthetic_open = matches!(
         feed,
         FeedSpec::Synthetic {
@@ -363,7 +388,11 @@ fn resolve(
             ..
         }
     );
-    if config.max_requests.is_none() && (synthetic_open || synthetic_closed) && !until_growth {
+    if config.max_requests.is_none()
+        && (synthetic_open || synthetic_closed)
+        && !until_growth
+        && !until_rebuild
+    {
         config.max_requests = Some(SYNTHETIC_REQUESTS_DEFAULT);
     }
     Ok((config, feed))
@@ -469,22 +498,10 @@ fn resolve_growth(
         &mut config.sliding_window_bytes_max,
     )?;
     let speed = |value: &Option<IntOrText>, key: &str, into: &mut u64| -> Result<(), String> {
-        match value {
-            None => Ok(()),
-            Some(IntOrText::Int(kib)) => {
-                *into = *kib;
-                Ok(())
-            }
-            Some(IntOrText::Text(t)) => {
-                let t = t.trim();
-                let t = t.strip_suffix("/s").unwrap_or(t);
-                let n = parse_size_bytes(t).map_err(|e| {
-                    format!("[growth] {key}: {e} (a rate per second, e.g. \"10M\"; a bare number is KiB/s)")
-                })?;
-                *into = n / 1024;
-                Ok(())
-            }
+        if let Some(v) = value {
+            *into = rate_kib_s(v).map_err(|e| format!("[growth] {key}: {e}"))?;
         }
+        Ok(())
     };
     speed(&g.speed_min, "speed_min", &mut config.speed_min_kib_s)?;
     speed(&g.speed_max, "speed_max", &mut config.speed_max_kib_s)?;
