@@ -195,6 +195,25 @@ impl Array {
         None
     }
 
+    /// A write went through to the members: cached clean copies of its
+    /// blocks (a destage may have read them in while it waited for the
+    /// stripe lock) are stale now.
+    pub(super) fn forget_clean_copies(&mut self, op: &super::op::StripeOp) {
+        let Some(cache) = &mut self.cache else {
+            return;
+        };
+        for segment in &op.segments {
+            let rows = segment.intra.start / BLOCK_BYTES..segment.intra.end.div_ceil(BLOCK_BYTES);
+            for row in rows {
+                cache.store.drop_clean(BlockKey {
+                    stripe: op.stripe,
+                    row: row as u32,
+                    col: segment.data_index as u32,
+                });
+            }
+        }
+    }
+
     /// Admits waiting writes, oldest first, while they fit.
     pub(super) fn admit_blocked_writes(&mut self) {
         loop {

@@ -590,6 +590,9 @@ impl Array {
         if op.intent_taken {
             self.intent.end_write(op.region);
         }
+        if op.kind == OpKind::Write {
+            self.forget_clean_copies(&op);
+        }
         for granted in self.locks.release(op.lock_key, op.lock) {
             self.ready.push(Ready::OpLocked(granted));
         }

@@ -280,6 +280,15 @@ impl CacheStore {
         self.list(unit);
     }
 
+    /// Drops the block if it is cached clean: the disk under it changed
+    /// (a write went through), so the copy may be stale. Dirty data is
+    /// newer than any write through and stays.
+    pub fn drop_clean(&mut self, key: BlockKey) {
+        if self.get(key).is_some_and(|e| !e.dirty) {
+            self.remove(key);
+        }
+    }
+
     /// Evicts wholly clean units, oldest first, until `more_blocks` fit.
     /// False if they cannot fit without destaging.
     pub fn make_room(&mut self, more_blocks: u64) -> bool {
