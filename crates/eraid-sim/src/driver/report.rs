@@ -102,6 +102,12 @@ impl SimReport {
             put(&format!("device_ios_{name}"), json!(count.ios()));
         }
         put("device_ios_total", json!(total));
+        // By kind over every cause: the cache's transform-added blocks are
+        // `cache_transform_reads` and `cache_transform_writes`.
+        let kind =
+            |f: fn(&CauseCount) -> u64| self.device_ios_by_cause.values().map(f).sum::<u64>();
+        put("device_ios_read", json!(kind(|c| c.reads)));
+        put("device_ios_write", json!(kind(|c| c.writes)));
         let disks = self.disks.len().max(1) as f64;
         let mean = |f: fn(&DiskReport) -> f64| self.disks.iter().map(f).sum::<f64>() / disks;
         put("mean_utilisation", json!(mean(|d| d.utilisation)));

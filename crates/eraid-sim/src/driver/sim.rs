@@ -910,7 +910,7 @@ impl Simulation {
 /// its status, except the fields describing its shape.
 fn engine_counters(status: &serde_json::Value) -> BTreeMap<String, u64> {
     const SHAPE: [&str; 4] = ["level", "chunk_bytes", "member_count", "capacity_bytes"];
-    status
+    let mut counters: BTreeMap<String, u64> = status
         .as_object()
         .map(|o| {
             o.iter()
@@ -918,5 +918,14 @@ fn engine_counters(status: &serde_json::Value) -> BTreeMap<String, u64> {
                 .filter_map(|(k, v)| v.as_u64().map(|n| (k.clone(), n)))
                 .collect()
         })
-        .unwrap_or_default()
+        .unwrap_or_default();
+    // The write-back cache's counters, as `cache_destages`, ...
+    if let Some(cache) = status.get("cache").and_then(|c| c.as_object()) {
+        for (k, v) in cache {
+            if let Some(n) = v.as_u64() {
+                counters.insert(format!("cache_{k}"), n);
+            }
+        }
+    }
+    counters
 }
