@@ -5,7 +5,7 @@
 
 mod common;
 use common::*;
-use eraid_core::cache::config::{CacheConfig, CachePolicy};
+use eraid_core::cache::config::{Allocation, CacheConfig, CachePolicy};
 use eraid_core::geometry::{Geometry, Level, ParityLayout, METADATA_BYTES, SECTOR_BYTES};
 use eraid_core::io::UserOp;
 use eraid_core::testing::MemHarness;
@@ -26,9 +26,16 @@ fn cached_geometry(level: Level, members: usize) -> Geometry {
     .unwrap()
 }
 
-fn cached_options(policy: CachePolicy, geometry: &Geometry) -> ArrayOptions {
+/// Memory charged per block on even seeds, per unit on odd ones.
+fn cached_options(policy: CachePolicy, geometry: &Geometry, seed: u64) -> ArrayOptions {
+    let allocation = if seed % 2 == 0 {
+        Allocation::Block
+    } else {
+        Allocation::Unit
+    };
     let cache = CacheConfig {
         policy,
+        allocation,
         // A few stripes' worth: destages start often.
         size_bytes: 2 * geometry.member_count as u64 * CACHE_CHUNK + 256 * 1024,
         destage_window_units: 4,
@@ -61,7 +68,7 @@ fn run_cached_model(seed: u64, level: Level, members: usize, policy: CachePolicy
     let geometry = cached_geometry(level, members);
     let mut h = MemHarness::create(geometry, seed);
     let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0xcac4e);
-    let options = cached_options(policy, &geometry);
+    let options = cached_options(policy, &geometry, seed);
     let mut array = Array::open(h.assemble().unwrap(), options, h.now);
     h.run(&mut array);
     let capacity = array.capacity_bytes();
@@ -202,7 +209,7 @@ fn close_destages_everything() {
     let mut h = MemHarness::create(geometry, 7);
     let mut array = Array::open(
         h.assemble().unwrap(),
-        cached_options(CachePolicy::MscCt, &geometry),
+        cached_options(CachePolicy::MscCt, &geometry, 0),
         h.now,
     );
     h.run(&mut array);

@@ -143,11 +143,16 @@ impl Array {
         let len_bytes = data.len() as u64;
         let pieces = self.block_pieces(offset_bytes, len_bytes);
         let cache = self.cache.as_mut().expect("cache");
-        let new_blocks = pieces
+        let mut new_units: Vec<_> = pieces
             .iter()
-            .filter(|p| p.whole() && cache.store.get(p.key).is_none())
-            .count() as u64;
-        if new_blocks > cache.store.capacity_blocks() / 4 {
+            .filter(|p| p.whole())
+            .map(|p| cache.store.unit_of(p.key))
+            .filter(|&unit| !cache.store.unit_exists(unit))
+            .collect();
+        new_units.sort();
+        new_units.dedup();
+        let new_units = new_units.len() as u64;
+        if new_units * cache.store.unit_charge_blocks() > cache.store.capacity_blocks() / 4 {
             // Too large to cache: write it through, updating cached copies.
             for piece in &pieces {
                 let bytes = &data[piece.user_offset..piece.user_offset + piece.within.len()];
@@ -161,7 +166,7 @@ impl Array {
             self.submit_direct(request, offset_bytes, len_bytes);
             return None;
         }
-        if !cache.store.make_room(new_blocks) {
+        if !cache.store.make_room(new_units) {
             return Some(request);
         }
         let mut through: Vec<(u64, Vec<u8>)> = Vec::new();

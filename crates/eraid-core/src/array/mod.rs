@@ -267,7 +267,7 @@ impl Array {
             panic!("Array::open with an invalid cache config (validate it first): {reason}");
         }
         let cache = (options.cache.policy != crate::cache::config::CachePolicy::None)
-            .then(|| destage_engine::DestageEngine::new(options.cache.clone()));
+            .then(|| destage_engine::DestageEngine::new(options.cache.clone(), &geometry));
         let opened_unclean = superblock.state == ArrayState::Dirty;
         superblock.state = ArrayState::Dirty;
         let intent = Intent::new(

@@ -42,6 +42,29 @@ impl CachePolicy {
     }
 }
 
+/// How cache memory is charged (the paper's Section III-G.3 names both).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Allocation {
+    /// Only blocks holding data take memory.
+    Block,
+    /// A unit takes its whole size as soon as it holds anything: a page per
+    /// member for a parity block group (MD's stripe_head), a stripe's data
+    /// for a stripe (the MSC driver's contiguous stripe memory).
+    Unit,
+}
+
+impl Allocation {
+    pub fn parse(name: &str) -> Result<Allocation, String> {
+        match name {
+            "block" => Ok(Allocation::Block),
+            "unit" => Ok(Allocation::Unit),
+            other => Err(format!(
+                "unknown cache allocation {other:?} (expected block or unit)"
+            )),
+        }
+    }
+}
+
 /// The performance rule of one direction (the paper's Section III-D): a
 /// transform over stride distance S is made only if S < `s_max` and S is
 /// in no exception range (inclusive bounds, the paper's Fig. 9(d)).
@@ -62,6 +85,7 @@ impl StrideRule {
 pub struct CacheConfig {
     pub policy: CachePolicy,
     pub size_bytes: u64,
+    pub allocation: Allocation,
     /// Destaging starts when the pinned occupancy reaches this share.
     pub high_mark_percent: u32,
     /// and stops once it falls below this one.
@@ -78,6 +102,7 @@ impl Default for CacheConfig {
             policy: CachePolicy::None,
             // The paper's experiments.
             size_bytes: 512 << 20,
+            allocation: Allocation::Block,
             high_mark_percent: 95,
             low_mark_percent: 85,
             // Until the stride benchmark measures them: transforms over

@@ -2,7 +2,8 @@
 //! units (a stripe for SC and MSC-CT, a parity block group for PBGC) kept in
 //! least-recently-written order. A unit with a dirty block, or one being
 //! destaged, is pinned; units wholly clean are evicted oldest first when
-//! space is needed. Every write gives its block a new version, so a destage
+//! space is needed. Space is charged per block (`unit_charge_blocks` 1) or
+//! per unit, its whole size (see `config::Allocation`). Every write gives its block a new version, so a destage
 //! marks clean only the versions it wrote.
 
 use super::matrix::BlockState;
@@ -64,6 +65,7 @@ pub enum Fill {
 pub struct CacheStore {
     granularity: Granularity,
     capacity_blocks: u64,
+    unit_charge_blocks: u64,
     stripes: HashMap<u64, BTreeMap<(u32, u32), Entry>>,
     units: HashMap<UnitKey, UnitInfo>,
     /// Dirty, not busy: least recently written first.
@@ -78,10 +80,16 @@ pub struct CacheStore {
 }
 
 impl CacheStore {
-    pub fn new(granularity: Granularity, capacity_blocks: u64) -> CacheStore {
+    pub fn new(
+        granularity: Granularity,
+        capacity_blocks: u64,
+        unit_charge_blocks: u64,
+    ) -> CacheStore {
+        assert!(unit_charge_blocks >= 1);
         CacheStore {
             granularity,
             capacity_blocks,
+            unit_charge_blocks,
             stripes: HashMap::new(),
             units: HashMap::new(),
             lrw: BTreeMap::new(),
@@ -110,8 +118,19 @@ impl CacheStore {
     pub fn total_blocks(&self) -> u64 {
         self.total_blocks
     }
+    /// Space charged to pinned units (what the destage marks watch).
     pub fn pinned_blocks(&self) -> u64 {
         self.pinned_blocks
+    }
+    /// Space charged to every unit held.
+    pub fn charged_blocks(&self) -> u64 {
+        self.units.len() as u64 * self.unit_charge_blocks
+    }
+    pub fn unit_charge_blocks(&self) -> u64 {
+        self.unit_charge_blocks
+    }
+    pub fn unit_exists(&self, unit: UnitKey) -> bool {
+        self.units.contains_key(&unit)
     }
     pub fn dirty_blocks(&self) -> u64 {
         self.dirty_blocks
@@ -137,7 +156,7 @@ impl CacheStore {
     fn unlist(&mut self, unit: UnitKey) {
         if let Some(info) = self.units.get(&unit) {
             if info.pinned() {
-                self.pinned_blocks -= info.blocks;
+                self.pinned_blocks -= self.unit_charge_blocks;
             }
             if !info.busy {
                 let list = if info.dirty > 0 {
@@ -163,7 +182,7 @@ impl CacheStore {
             }
         }
         if info.pinned() {
-            self.pinned_blocks += info.blocks;
+            self.pinned_blocks += self.unit_charge_blocks;
         }
         if !info.busy {
             let list = if info.dirty > 0 {
@@ -289,10 +308,10 @@ impl CacheStore {
         }
     }
 
-    /// Evicts wholly clean units, oldest first, until `more_blocks` fit.
-    /// False if they cannot fit without destaging.
-    pub fn make_room(&mut self, more_blocks: u64) -> bool {
-        while self.total_blocks + more_blocks > self.capacity_blocks {
+    /// Evicts wholly clean units, oldest first, until `more_units` new
+    /// units fit. False if they cannot fit without destaging.
+    pub fn make_room(&mut self, more_units: u64) -> bool {
+        while self.charged_blocks() + more_units * self.unit_charge_blocks > self.capacity_blocks {
             let Some((_, unit)) = self.clean.pop_first() else {
                 return false;
             };
@@ -386,7 +405,7 @@ mod tests {
             ),
             (Granularity::Stripe, vec![(0, None), (1, None)]),
         ] {
-            let mut store = CacheStore::new(granularity, 1000);
+            let mut store = CacheStore::new(granularity, 1000, 1);
             for b in [17, 1, 9, 0, 11, 25] {
                 assert!(store.write(block_of(b), 0, &block(b as u8)));
             }
@@ -400,7 +419,7 @@ mod tests {
 
     #[test]
     fn destage_cleans_only_the_versions_it_wrote() {
-        let mut store = CacheStore::new(Granularity::Stripe, 100);
+        let mut store = CacheStore::new(Granularity::Stripe, 100, 1);
         let a = key(0, 0, 0);
         store.write(a, 0, &block(1));
         let unit = store.take_lrw().unwrap();
@@ -418,7 +437,7 @@ mod tests {
 
     #[test]
     fn fills_never_replace_dirty_blocks_and_clean_units_are_evicted() {
-        let mut store = CacheStore::new(Granularity::Stripe, 2);
+        let mut store = CacheStore::new(Granularity::Stripe, 2, 1);
         let a = key(0, 0, 0);
         store.write(a, 0, &block(1));
         assert_eq!(store.fill(a, &block(9)), Fill::RefusedDirty);

@@ -60,6 +60,10 @@ pub struct SimReport {
     /// The run stopped at `[run] max_time_s` with work left.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub timed_out: bool,
+    /// `[run] final_flush`: bytes written over first arrival to the final
+    /// flush's answer (everything cached is on the drives by then).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flushed_throughput_mb_per_s: Option<f64>,
 }
 
 impl SimReport {
@@ -129,6 +133,9 @@ impl SimReport {
         }
         if self.timed_out {
             put("timed_out", json!(1));
+        }
+        if let Some(t) = self.flushed_throughput_mb_per_s {
+            put("flushed_throughput_mb_per_s", json!(t));
         }
         if let Some(g) = &self.growth {
             let total = self.engine.get("metadata_writes").copied().unwrap_or(0);

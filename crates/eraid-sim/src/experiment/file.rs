@@ -32,6 +32,7 @@
 //! [cache]                       # the write-back stripe cache (RAID-5/6); NVRAM modelled as the MSC-CT paper's NVS
 //! policy = "msc-ct"             # none (default) | pbgc | sc | msc-ct
 //! size_bytes = "512M"
+//! allocation = "block"          # block: only cached blocks take memory | unit: a unit takes its whole size (MD's stripe_head, the MSC driver's stripe)
 //! high_mark_percent = 95        # destage from this occupancy ...
 //! low_mark_percent = 85         # ... down to below this one
 //! s_r_max = 8                   # contiguity transform: strides (blocks) below these are joined
@@ -56,6 +57,7 @@
 //! data_mode = "discard"         # or "store"
 //! until = "growth-done"         # default "workload-done"; see [growth]
 //! max_time_s = 20000            # stop at this simulated time regardless
+//! final_flush = true            # then one flush, timed: flushed_throughput_mb_per_s
 //!
 //! [growth]                      # optional: add disks while the array runs
 //! add = 1                       # disks to add; [1, 1] = two growths in a row
@@ -145,6 +147,7 @@ pub struct DiskTable {
 pub struct CacheTable {
     pub policy: Option<String>,
     pub size_bytes: Option<IntOrText>,
+    pub allocation: Option<String>,
     pub high_mark_percent: Option<u32>,
     pub low_mark_percent: Option<u32>,
     pub s_r_max: Option<u32>,
@@ -203,6 +206,9 @@ pub struct RunTable {
     pub until: Option<String>,
     /// Stop at this simulated time even with work left.
     pub max_time_s: Option<f64>,
+    /// After the workload, one flush; `flushed_throughput_mb_per_s` counts
+    /// up to its answer.
+    pub final_flush: Option<bool>,
 }
 
 /// One number of disks, or a list of successive additions.
@@ -348,10 +354,10 @@ overlay_fields!(DiskTable {
 } nested {});
 overlay_fields!(EngineTable { bitmap_clean_delay_ms, scrub_window_stripes, resync_on_open, write_intent_bitmap } nested {});
 overlay_fields!(CacheTable {
-    policy, size_bytes, high_mark_percent, low_mark_percent, s_r_max, s_w_max, destage_window_units
+    policy, size_bytes, allocation, high_mark_percent, low_mark_percent, s_r_max, s_w_max, destage_window_units
 } nested {});
 overlay_fields!(StrideTable { op, block, stride_blocks, span_blocks, start, outstanding } nested {});
-overlay_fields!(RunTable { max_requests, window_requests, window_ms, data_mode, until, max_time_s } nested {});
+overlay_fields!(RunTable { max_requests, window_requests, window_ms, data_mode, until, max_time_s, final_flush } nested {});
 overlay_fields!(GrowthTable {
     enabled, add, strategy, start_s, load, aggregation, md_page, md_window, md_checkpoint,
     md_users_wait,

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use eraid_core::cache::config::{CacheConfig, CachePolicy};
+use eraid_core::cache::config::{Allocation, CacheConfig, CachePolicy};
 use eraid_core::geometry::{Level, ParityLayout};
 use eraid_core::growth::config::{ReshapeConfig, ReshapeStrategy};
 use eraid_core::ArrayOptions;
@@ -297,6 +297,7 @@ fn resolve(
             }
         })
         .transpose()?;
+    config.final_flush = run.final_flush.unwrap_or(false);
     let workload = settings.workload.clone().unwrap_or_default();
     let unloaded = workload.none == Some(true) || (growth.is_some() && no_source(&workload));
     let mut feed = if unloaded {
@@ -595,6 +596,10 @@ fn resolve_cache(table: Option<&CacheTable>) -> Result<CacheConfig, String> {
     }
     if let Some(bytes) = &t.size_bytes {
         config.size_bytes = size(bytes).map_err(|e| format!("[cache] size_bytes: {e}"))?;
+    }
+    if let Some(name) = &t.allocation {
+        config.allocation =
+            Allocation::parse(name).map_err(|e| format!("[cache] allocation: {e}"))?;
     }
     config.high_mark_percent = t.high_mark_percent.unwrap_or(config.high_mark_percent);
     config.low_mark_percent = t.low_mark_percent.unwrap_or(config.low_mark_percent);

@@ -7,7 +7,7 @@
 mod pump;
 pub(super) mod work;
 
-use crate::cache::config::{CacheConfig, CachePolicy};
+use crate::cache::config::{Allocation, CacheConfig, CachePolicy};
 use crate::cache::marks::HighLowMarks;
 use crate::cache::store::{CacheStore, Granularity};
 use crate::io::{RequestId, UserRequest};
@@ -46,14 +46,22 @@ pub(super) struct DestageEngine {
 }
 
 impl DestageEngine {
-    pub fn new(config: CacheConfig) -> DestageEngine {
+    pub fn new(config: CacheConfig, geometry: &crate::geometry::Geometry) -> DestageEngine {
         assert!(config.policy != CachePolicy::None);
-        let granularity = match config.policy {
-            CachePolicy::Pbgc => Granularity::ParityBlockGroup,
-            _ => Granularity::Stripe,
+        let rows = geometry.chunk_bytes / crate::cache::BLOCK_BYTES;
+        let (granularity, unit_bytes_in_blocks) = match config.policy {
+            CachePolicy::Pbgc => (Granularity::ParityBlockGroup, geometry.member_count as u64),
+            _ => (
+                Granularity::Stripe,
+                rows * geometry.data_per_stripe() as u64,
+            ),
+        };
+        let charge = match config.allocation {
+            Allocation::Block => 1,
+            Allocation::Unit => unit_bytes_in_blocks,
         };
         DestageEngine {
-            store: CacheStore::new(granularity, config.capacity_blocks()),
+            store: CacheStore::new(granularity, config.capacity_blocks(), charge),
             marks: HighLowMarks::new(config.high_mark_percent, config.low_mark_percent),
             config,
             in_flight: 0,
