@@ -188,11 +188,11 @@ impl Array {
         // Partial blocks not cached: written through, one request.
         cache.counters.write_through_requests += 1;
         let mut groups = Vec::new();
-        let mut chunks = u64::MAX..0;
+        let chunk = self.geometry.chunk_bytes;
+        let first = through.first().expect("pieces written through").0;
+        let (last_at, last_bytes) = through.last().expect("pieces written through");
+        let chunks = first / chunk..(last_at + last_bytes.len() as u64).div_ceil(chunk);
         for (at, bytes) in &through {
-            let piece_chunks = at / self.geometry.chunk_bytes
-                ..(at + bytes.len() as u64).div_ceil(self.geometry.chunk_bytes);
-            chunks = chunks.start.min(piece_chunks.start)..chunks.end.max(piece_chunks.end);
             groups.extend(self.split(*at, bytes.len() as u64, Some(bytes)));
         }
         let fua = matches!(request.op, UserOp::Write { fua: true, .. });

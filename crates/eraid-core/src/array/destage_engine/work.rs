@@ -45,6 +45,9 @@ pub(in crate::array) struct DestageWork {
 /// A computed device write: shard (column), intra-chunk byte range, bytes.
 pub(in crate::array) type ShardWrite = (usize, Range<u64>, Vec<u8>);
 
+/// A block read with r, to cache as clean.
+pub(in crate::array) type BlockFill = (BlockKey, Vec<u8>);
+
 impl DestageWork {
     pub fn new(unit: UnitKey, rows_per_strip: usize) -> DestageWork {
         let (first_row, row_count) = match unit.row {
@@ -143,10 +146,10 @@ impl DestageWork {
                 continue;
             }
             self.methods[row] = Method::Degraded;
-            for col in 0..k + m {
+            for (col, &col_readable) in readable.iter().enumerate() {
                 let dirty = col < k && self.z.get(row, col) == BlockState::Dirty;
                 let mut ops = Ops::NONE;
-                if readable[col] {
+                if col_readable {
                     ops.insert(if dirty { Ops::T } else { Ops::R });
                 }
                 if dirty {
@@ -189,7 +192,7 @@ impl DestageWork {
         code: &MatrixCode,
         k: usize,
         m: usize,
-    ) -> Result<(Vec<(BlockKey, Vec<u8>)>, Vec<ShardWrite>), String> {
+    ) -> Result<(Vec<BlockFill>, Vec<ShardWrite>), String> {
         let old = self.read_blocks();
         let cached =
             |row: usize, col: usize| self.snapshot.get(&(row, col)).map(|(d, _)| d.as_slice());
@@ -237,9 +240,9 @@ impl DestageWork {
                         shards.iter_mut().map(|s| s.as_mut_slice()).collect();
                     code.reconstruct(&mut refs, &present)
                         .map_err(|e| e.to_string())?;
-                    for col in 0..k {
+                    for (col, shard) in shards.iter_mut().enumerate().take(k) {
                         if self.z.get(row, col) == BlockState::Dirty {
-                            shards[col].copy_from_slice(cached(row, col).expect("dirty data"));
+                            shard.copy_from_slice(cached(row, col).expect("dirty data"));
                         }
                     }
                     let data: Vec<&[u8]> = shards[..k].iter().map(|s| s.as_slice()).collect();
