@@ -127,7 +127,13 @@ impl Array {
             }
             Err(reason) => (Vec::new(), Some(UserError::Unavailable(reason))),
         };
-        cache.counters.destage_write_ios += writes.len() as u64;
+        // Counted as issued: a write to a failed member is dropped.
+        let present: Vec<bool> = op.map.shards().map(|p| self.present[p.member]).collect();
+        let cache = self.cache.as_mut().expect("cache");
+        cache.counters.destage_write_ios += writes
+            .iter()
+            .filter(|(shard, _, _)| present[*shard])
+            .count() as u64;
         let writes = writes
             .into_iter()
             .map(|(shard, range, bytes)| {
