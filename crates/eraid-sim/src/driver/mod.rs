@@ -78,6 +78,10 @@ pub struct SimConfig {
     /// End the run at this simulated time even if work remains (a growth
     /// not finished is reported as such).
     pub max_time_ns: Option<u64>,
+    /// After the workload, send the target one flush and time it: a
+    /// write-back cache's flush destages everything, so the run reports
+    /// the throughput with every written byte on the drives too.
+    pub final_flush: bool,
     /// Host block layer: merge contiguous I/Os the engine issues to a
     /// member at the same instant into one drive command of at most this
     /// many bytes (Linux's elevator merging; `None`: every engine I/O is
@@ -124,6 +128,7 @@ impl SimConfig {
             growth: None,
             failure: None,
             max_time_ns: None,
+            final_flush: false,
             merge_max_bytes: None,
             host_queue_depth: None,
             host_scheduler: host_sched::HostSchedulerKind::Noop,

@@ -64,6 +64,10 @@ pub struct SimReport {
     /// The run stopped at `[run] max_time_s` with work left.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub timed_out: bool,
+    /// `[run] final_flush`: bytes written over first arrival to the final
+    /// flush's answer (everything cached is on the drives by then).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flushed_throughput_mb_per_s: Option<f64>,
 }
 
 impl SimReport {
@@ -106,6 +110,12 @@ impl SimReport {
             put(&format!("device_ios_{name}"), json!(count.ios()));
         }
         put("device_ios_total", json!(total));
+        // By kind over every cause: the cache's transform-added blocks are
+        // `cache_transform_reads` and `cache_transform_writes`.
+        let kind =
+            |f: fn(&CauseCount) -> u64| self.device_ios_by_cause.values().map(f).sum::<u64>();
+        put("device_ios_read", json!(kind(|c| c.reads)));
+        put("device_ios_write", json!(kind(|c| c.writes)));
         let disks = self.disks.len().max(1) as f64;
         let mean = |f: fn(&DiskReport) -> f64| self.disks.iter().map(f).sum::<f64>() / disks;
         put("mean_utilisation", json!(mean(|d| d.utilisation)));
@@ -127,6 +137,9 @@ impl SimReport {
         }
         if self.timed_out {
             put("timed_out", json!(1));
+        }
+        if let Some(t) = self.flushed_throughput_mb_per_s {
+            put("flushed_throughput_mb_per_s", json!(t));
         }
         if let Some(g) = &self.growth {
             let total = self.engine.get("metadata_writes").copied().unwrap_or(0);

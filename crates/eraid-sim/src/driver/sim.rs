@@ -93,6 +93,13 @@ pub(super) struct Simulation {
     failure: Option<FailureRun>,
     /// The run stopped at `max_time_ns` with work left.
     timed_out: bool,
+    /// `final_flush`: sent, and answered at this time.
+    final_flush_sent: bool,
+    final_flush_done_ns: Option<u64>,
+    /// First arrival and bytes written by successful writes (for the
+    /// throughput up to the final flush).
+    first_arrival_ns: Option<u64>,
+    written_bytes: u64,
     issued: u64,
     next_request_id: u64,
     users: BTreeMap<u64, UserInflight>,
@@ -192,6 +199,10 @@ impl Simulation {
             growth,
             failure: config.failure.clone().map(FailureRun::new),
             timed_out: false,
+            final_flush_sent: false,
+            final_flush_done_ns: None,
+            first_arrival_ns: None,
+            written_bytes: 0,
             issued: 0,
             next_request_id: 0,
             users: BTreeMap::new(),
@@ -230,7 +241,19 @@ impl Simulation {
                 && growth_settled
                 && failure_settled
             {
-                break;
+                if !self.config.final_flush || self.final_flush_done_ns.is_some() {
+                    break;
+                }
+                if !self.final_flush_sent {
+                    self.final_flush_sent = true;
+                    let request = UserRequest {
+                        id: RequestId(FINAL_FLUSH_ID),
+                        op: UserOp::Flush,
+                    };
+                    self.machine.handle_request(TimeNs(self.now_ns), request);
+                    self.pump()?;
+                    continue;
+                }
             }
             let Some((time_ns, event)) = self.queue.pop() else {
                 let growth = match &self.growth {
@@ -545,12 +568,22 @@ impl Simulation {
 
     fn answer(&mut self, reply: UserReply) {
         let id = reply.id.0;
+        if id == FINAL_FLUSH_ID {
+            self.final_flush_done_ns = Some(self.now_ns);
+            return;
+        }
         let Some(user) = self.users.remove(&id) else {
             return;
         };
         match reply.result {
             Ok(bytes) => {
                 self.metrics.record(&user.request, self.now_ns);
+                let arrival = user.request.arrival_ns;
+                self.first_arrival_ns =
+                    Some(self.first_arrival_ns.map_or(arrival, |f| f.min(arrival)));
+                if !user.request.is_read {
+                    self.written_bytes += user.request.len_bytes;
+                }
                 let latency_ns = self.now_ns.saturating_sub(user.request.arrival_ns);
                 if let Some(f) = &mut self.failure {
                     f.record(user.request.arrival_ns, latency_ns);
@@ -871,6 +904,10 @@ impl Simulation {
             host_queue_max: self.host_queue_max,
             admission_limit: self.config.admission_limit() as u64,
             timed_out: self.timed_out,
+            flushed_throughput_mb_per_s: self.final_flush_done_ns.map(|done| {
+                let elapsed_s = (done - self.first_arrival_ns.unwrap_or(0)) as f64 / 1e9;
+                self.written_bytes as f64 / 1e6 / elapsed_s.max(1e-9)
+            }),
         })
     }
 
@@ -934,9 +971,12 @@ impl Simulation {
 
 /// The engine's counters: every non-negative integer at the top level of
 /// its status, except the fields describing its shape.
+/// The id of the flush `final_flush` sends (no workload request has it).
+const FINAL_FLUSH_ID: u64 = u64::MAX;
+
 fn engine_counters(status: &serde_json::Value) -> BTreeMap<String, u64> {
     const SHAPE: [&str; 4] = ["level", "chunk_bytes", "member_count", "capacity_bytes"];
-    status
+    let mut counters: BTreeMap<String, u64> = status
         .as_object()
         .map(|o| {
             o.iter()
@@ -944,5 +984,14 @@ fn engine_counters(status: &serde_json::Value) -> BTreeMap<String, u64> {
                 .filter_map(|(k, v)| v.as_u64().map(|n| (k.clone(), n)))
                 .collect()
         })
-        .unwrap_or_default()
+        .unwrap_or_default();
+    // The write-back cache's counters, as `cache_destages`, ...
+    if let Some(cache) = status.get("cache").and_then(|c| c.as_object()) {
+        for (k, v) in cache {
+            if let Some(n) = v.as_u64() {
+                counters.insert(format!("cache_{k}"), n);
+            }
+        }
+    }
+    counters
 }

@@ -29,6 +29,16 @@
 //! scrub_window_stripes = 16
 //! resync_on_open = true
 //!
+//! [cache]                       # the write-back stripe cache (RAID-5/6); NVRAM modelled as the MSC-CT paper's NVS
+//! policy = "msc-ct"             # none (default) | pbgc | sc | msc-ct
+//! size_bytes = "512M"
+//! allocation = "block"          # block: only cached blocks take memory | unit: a unit takes its whole size (MD's stripe_head, the MSC driver's stripe)
+//! high_mark_percent = 95        # destage from this occupancy ...
+//! low_mark_percent = 85         # ... down to below this one
+//! s_r_max = 8                   # contiguity transform: strides (blocks) below these are joined
+//! s_w_max = 8
+//! destage_window_units = 64     # destages in flight at once
+//!
 //! [workload]                    # exactly one of trace, preset, spec, stride
 //! trace = "../data/traces/wsrch-small.trace" # relative to this file
 //! format = "mqsim"              # default: detected
@@ -47,6 +57,7 @@
 //! data_mode = "discard"         # or "store"
 //! until = "growth-done"         # default "workload-done"; see [growth]; "rebuild-done": see [failure]
 //! max_time_s = 20000            # stop at this simulated time regardless
+//! final_flush = true            # then one flush, timed: flushed_throughput_mb_per_s
 //!
 //! [growth]                      # optional: add disks while the array runs
 //! add = 1                       # disks to add; [1, 1] = two growths in a row
@@ -149,6 +160,19 @@ pub struct DiskTable {
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+pub struct CacheTable {
+    pub policy: Option<String>,
+    pub size_bytes: Option<IntOrText>,
+    pub allocation: Option<String>,
+    pub high_mark_percent: Option<u32>,
+    pub low_mark_percent: Option<u32>,
+    pub s_r_max: Option<u32>,
+    pub s_w_max: Option<u32>,
+    pub destage_window_units: Option<usize>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct EngineTable {
     pub bitmap_clean_delay_ms: Option<u64>,
     pub scrub_window_stripes: Option<usize>,
@@ -198,6 +222,9 @@ pub struct RunTable {
     pub until: Option<String>,
     /// Stop at this simulated time even with work left.
     pub max_time_s: Option<f64>,
+    /// After the workload, one flush; `flushed_throughput_mb_per_s` counts
+    /// up to its answer.
+    pub final_flush: Option<bool>,
 }
 
 /// One number of disks, or a list of successive additions.
@@ -273,6 +300,7 @@ pub struct Settings {
     pub array: Option<ArrayTable>,
     pub disk: Option<DiskTable>,
     pub engine: Option<EngineTable>,
+    pub cache: Option<CacheTable>,
     pub workload: Option<WorkloadTable>,
     pub run: Option<RunTable>,
     pub growth: Option<GrowthTable>,
@@ -289,6 +317,7 @@ pub struct VariantTable {
     pub array: Option<ArrayTable>,
     pub disk: Option<DiskTable>,
     pub engine: Option<EngineTable>,
+    pub cache: Option<CacheTable>,
     pub workload: Option<WorkloadTable>,
     pub run: Option<RunTable>,
     pub growth: Option<GrowthTable>,
@@ -329,6 +358,7 @@ pub struct ExperimentFile {
     pub array: Option<ArrayTable>,
     pub disk: Option<DiskTable>,
     pub engine: Option<EngineTable>,
+    pub cache: Option<CacheTable>,
     pub workload: Option<WorkloadTable>,
     pub run: Option<RunTable>,
     pub growth: Option<GrowthTable>,
@@ -364,8 +394,11 @@ overlay_fields!(DiskTable {
     model, scheduler, queue_depth, write_cache, read_ahead, cache, merge, host_scheduler
 } nested {});
 overlay_fields!(EngineTable { bitmap_clean_delay_ms, scrub_window_stripes, resync_on_open, write_intent_bitmap } nested {});
+overlay_fields!(CacheTable {
+    policy, size_bytes, allocation, high_mark_percent, low_mark_percent, s_r_max, s_w_max, destage_window_units
+} nested {});
 overlay_fields!(StrideTable { op, block, stride_blocks, span_blocks, start, outstanding } nested {});
-overlay_fields!(RunTable { max_requests, window_requests, window_ms, data_mode, until, max_time_s } nested {});
+overlay_fields!(RunTable { max_requests, window_requests, window_ms, data_mode, until, max_time_s, final_flush } nested {});
 overlay_fields!(GrowthTable {
     enabled, add, strategy, start_s, load, aggregation, md_page, md_window, md_checkpoint,
     md_users_wait,
@@ -423,6 +456,7 @@ impl Settings {
             array: Overlay::overlay(file.array.clone(), variant.array.clone()),
             disk: Overlay::overlay(file.disk.clone(), variant.disk.clone()),
             engine: Overlay::overlay(file.engine.clone(), variant.engine.clone()),
+            cache: Overlay::overlay(file.cache.clone(), variant.cache.clone()),
             workload: Overlay::overlay(file.workload.clone(), variant.workload.clone()),
             run: Overlay::overlay(file.run.clone(), variant.run.clone()),
             growth: Overlay::overlay(file.growth.clone(), variant.growth.clone()),

@@ -4,6 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
+use eraid_core::cache::config::{Allocation, CacheConfig, CachePolicy};
 use eraid_core::geometry::{Level, ParityLayout};
 use eraid_core::growth::config::{ReshapeConfig, ReshapeStrategy};
 use eraid_core::ArrayOptions;
@@ -71,6 +72,7 @@ pub fn parse(file: &str, text: &str, base_dir: &Path) -> Result<Experiment, Stri
             array: None,
             disk: None,
             engine: None,
+            cache: None,
             workload: None,
             run: None,
             growth: None,
@@ -224,7 +226,7 @@ fn resolve(
     let disk_table = settings.disk.clone().unwrap_or_default();
     let engine = settings.engine.clone().unwrap_or_default();
     let run = settings.run.clone().unwrap_or_default();
-    let target = resolve_target(&array, &engine)?;
+    let target = resolve_target(&array, &engine, settings.cache.as_ref())?;
     let members = array.disks.unwrap_or(4);
     let model = disk_table
         .model
@@ -311,6 +313,7 @@ fn resolve(
             }
         })
         .transpose()?;
+    config.final_flush = run.final_flush.unwrap_or(false);
     let workload = settings.workload.clone().unwrap_or_default();
     let unloaded = workload.none == Some(true) || (growth.is_some() && no_source(&workload));
     let mut feed = if unloaded {
@@ -598,7 +601,39 @@ fn size(value: &IntOrText) -> Result<u64, String> {
     }
 }
 
-fn resolve_target(array: &ArrayTable, engine: &EngineTable) -> Result<Target, String> {
+/// `[cache]` as the engine's cache settings (checked against the array's
+/// shape when it is built).
+fn resolve_cache(table: Option<&CacheTable>) -> Result<CacheConfig, String> {
+    let mut config = CacheConfig::default();
+    let Some(t) = table else {
+        return Ok(config);
+    };
+    if let Some(policy) = &t.policy {
+        config.policy = CachePolicy::parse(policy).map_err(|e| format!("[cache] policy: {e}"))?;
+    }
+    if let Some(bytes) = &t.size_bytes {
+        config.size_bytes = size(bytes).map_err(|e| format!("[cache] size_bytes: {e}"))?;
+    }
+    if let Some(name) = &t.allocation {
+        config.allocation =
+            Allocation::parse(name).map_err(|e| format!("[cache] allocation: {e}"))?;
+    }
+    config.high_mark_percent = t.high_mark_percent.unwrap_or(config.high_mark_percent);
+    config.low_mark_percent = t.low_mark_percent.unwrap_or(config.low_mark_percent);
+    config.read_rule.s_max = t.s_r_max.unwrap_or(config.read_rule.s_max);
+    config.write_rule.s_max = t.s_w_max.unwrap_or(config.write_rule.s_max);
+    config.destage_window_units = t
+        .destage_window_units
+        .unwrap_or(config.destage_window_units);
+    Ok(config)
+}
+
+fn resolve_target(
+    array: &ArrayTable,
+    engine: &EngineTable,
+    cache: Option<&CacheTable>,
+) -> Result<Target, String> {
+    let cache = resolve_cache(cache)?;
     let level_text = array
         .level
         .as_ref()
@@ -607,6 +642,11 @@ fn resolve_target(array: &ArrayTable, engine: &EngineTable) -> Result<Target, St
         level_text.to_ascii_lowercase().as_str(),
         "disk" | "none" | "jbod"
     ) {
+        if cache.policy != CachePolicy::None {
+            return Err(
+                "[cache]: a bare disk has no stripe cache; set [array] level 5 or 6".into(),
+            );
+        }
         return Ok(Target::Disk);
     }
     let level =
@@ -634,6 +674,7 @@ fn resolve_target(array: &ArrayTable, engine: &EngineTable) -> Result<Target, St
         write_intent_bitmap: engine
             .write_intent_bitmap
             .unwrap_or(defaults.write_intent_bitmap),
+        cache,
         ..defaults
     };
     Ok(Target::Array {
