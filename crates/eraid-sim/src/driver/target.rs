@@ -114,7 +114,10 @@ pub fn build(
             let assembly = assemble(&probes).map_err(|e| e.to_string())?;
             let array = Array::open(assembly, options.clone(), eraid_core::io::TimeNs(0));
             let info = TargetInfo {
-                kind: format!("raid{}", level.number()),
+                kind: match level.number() {
+                    Some(number) => format!("raid{number}"),
+                    None => "crs".into(),
+                },
                 members,
                 chunk_bytes: *chunk_bytes,
                 capacity_bytes: array.capacity_bytes(),
