@@ -226,7 +226,7 @@ proptest! {
             }
         }
         let full_cycles = g.stripe_count() / members as u64;
-        if g.stripe_count() % members as u64 == 0 {
+        if g.stripe_count().is_multiple_of(members as u64) {
             for turns in parity_turns {
                 prop_assert_eq!(turns, full_cycles * parity as u64);
             }

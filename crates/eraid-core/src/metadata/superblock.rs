@@ -465,7 +465,8 @@ mod crs_tests {
     #[test]
     fn bad_crs_shapes_are_refused_at_decode_with_the_reason() {
         let sb = crs_sample(2, 3, 6);
-        let cases: Vec<(&str, Box<dyn Fn(&mut serde_json::Value)>)> = vec![
+        type Edit = Box<dyn Fn(&mut serde_json::Value)>;
+        let cases: Vec<(&str, Edit)> = vec![
             (
                 "1 to 16 parity members, got 0",
                 Box::new(|g| g["level"]["crs"]["parity_members"] = 0.into()),
