@@ -161,7 +161,7 @@ impl ParityLayout {
 pub enum GeometryError {
     #[error("unknown RAID level '{0}' (expected 0, 5, 6, 10 or crs)")]
     UnknownLevel(String),
-    #[error("level crs needs its shape: --data K --parity M [--w W]")]
+    #[error("level crs needs its shape (data and parity members, w), which only `eraid create --level crs --data K --parity M [--w W]` takes (the simulator has no CRS arrays yet)")]
     CrsNeedsShape,
     #[error("CRS needs 1 to {max} parity members, got {got}", max = CRS_PARITY_MAX)]
     CrsBadParity { got: usize },
@@ -381,5 +381,74 @@ impl Geometry {
 
     pub fn capacity_bytes(&self) -> u64 {
         self.stripe_count() * self.stripe_data_bytes()
+    }
+}
+
+#[cfg(test)]
+mod crs_tests {
+    use super::*;
+
+    fn crs(
+        members: usize,
+        parity_members: usize,
+        w: usize,
+        chunk_bytes: u64,
+    ) -> Result<Geometry, GeometryError> {
+        let level = Level::Crs { parity_members, w };
+        Geometry::new(
+            level,
+            ParityLayout::LeftSymmetric,
+            members,
+            chunk_bytes,
+            64 << 20,
+        )
+    }
+
+    /// A CRS chunk is w packets of a power of two bytes within 4 KiB..4 MiB.
+    #[test]
+    fn crs_chunks_are_w_power_of_two_packets() {
+        assert!(crs(6, 2, 3, 12 << 10).is_ok());
+        assert!(crs(6, 2, 3, 3 << 20).is_ok());
+        assert!(crs(6, 2, 4, 64 << 10).is_ok());
+        for (w, chunk) in [
+            (3, 64 << 10),
+            (3, 3 << 10),
+            (3, 15 << 10),
+            (3, 6 << 20),
+            (4, 24 << 10),
+        ] {
+            assert!(
+                matches!(crs(6, 2, w, chunk), Err(GeometryError::CrsBadChunk { .. })),
+                "w = {w}, chunk {chunk}"
+            );
+        }
+    }
+
+    #[test]
+    fn crs_shape_limits() {
+        let chunk = crs_default_chunk_bytes(3);
+        assert_eq!(
+            crs(6, 0, 3, chunk),
+            Err(GeometryError::CrsBadParity { got: 0 })
+        );
+        assert_eq!(
+            crs(20, 17, 5, crs_default_chunk_bytes(5)),
+            Err(GeometryError::CrsBadParity { got: 17 })
+        );
+        assert_eq!(crs(6, 2, 9, chunk), Err(GeometryError::CrsBadW { got: 9 }));
+        assert!(matches!(
+            crs(9, 2, 3, chunk),
+            Err(GeometryError::CrsWTooSmall { needed: 4, .. })
+        ));
+        assert!(matches!(
+            crs(2, 2, 3, chunk),
+            Err(GeometryError::TooFewMembers { min: 3, .. })
+        ));
+        let g = crs(9, 3, 4, crs_default_chunk_bytes(4)).unwrap();
+        assert_eq!((g.data_per_stripe(), g.parity_per_stripe()), (6, 3));
+        assert_eq!(crs_default_w(6), Some(3));
+        assert_eq!(crs_default_w(4), Some(2));
+        assert_eq!(crs_default_w(17), Some(5));
+        assert_eq!(crs_default_w(257), None);
     }
 }
