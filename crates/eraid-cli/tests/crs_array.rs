@@ -205,3 +205,35 @@ fn growing_a_crs_array_is_refused_and_changes_nothing() {
     args.extend_from_slice(&["--add", "d6"]);
     rejected(dir, &args, &["growing a CRS", "not supported"]);
 }
+
+/// Served: `detail --control` shows the shape, `grow --control` is refused
+/// before it asks the server anything, and the server keeps serving.
+#[test]
+fn a_served_crs_array_shows_its_shape_and_refuses_growth() {
+    let scratch = scratch();
+    let dir = scratch.path();
+    create_4_plus_2(dir);
+    blank(dir, "d6", 48 * MIB);
+    let mut server = Server::start_with(dir, &["--control", "ctl.sock"], &MEMBERS);
+    let status = live(dir, "ctl.sock");
+    assert_eq!(status["level"], "crs", "{status:#}");
+    assert_eq!(status["data_members"], 4, "{status:#}");
+    assert_eq!(status["parity_members"], 2, "{status:#}");
+    assert_eq!(status["w"], 3, "{status:#}");
+    let text = eraid(dir, &["detail", "--control", "ctl.sock"]).expect_ok();
+    assert!(text.stdout.contains("CRS (k = 4, m = 2, w = 3)"), "{text}");
+    let before = file_hash(&dir.join("d6"));
+    let out = eraid(dir, &["grow", "--control", "ctl.sock", "--add", "d6"]);
+    assert!(
+        !out.ok() && out.stderr.contains("growing a CRS array is not supported"),
+        "{out}"
+    );
+    assert_eq!(
+        before,
+        file_hash(&dir.join("d6")),
+        "a refused growth wrote d6"
+    );
+    assert!(server.running(), "{}", server.log_text());
+    assert!(live(dir, "ctl.sock")["reshape"].is_null());
+    server.stop();
+}
