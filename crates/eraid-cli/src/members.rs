@@ -120,12 +120,12 @@ pub fn check_added_members(
             .with_context(|| format!("cannot read {}", path.display()))?;
         if let Ok(sb) = Superblock::decode_newest(&area) {
             bail!(
-                "{} already belongs to eraid array {} (member {} of a RAID-{} of {} members); \
+                "{} already belongs to eraid array {} (member {} of a {} of {} members); \
                  only a file or device without eraid metadata can be added",
                 path.display(),
                 sb.array_uuid,
                 sb.this_member,
-                sb.geometry.level.number(),
+                sb.geometry.level.name(),
                 sb.geometry.member_count
             );
         }

@@ -9,6 +9,7 @@ pub mod io;
 pub mod layout;
 pub mod metadata;
 pub mod rebuild;
+pub mod stripe_code;
 pub mod testing;
 
 pub use array::{Array, ArrayOptions};

@@ -37,6 +37,9 @@ fn shapes() -> Vec<(Level, ParityLayout, usize)> {
         (Level::Raid6, ParityLayout::LeftSymmetric, 5),
         (Level::Raid10, ParityLayout::Near2, 4),
         (Level::Raid10, ParityLayout::Near2, 3),
+        // CRS 4 + 2 (w = 3) and 3 + 3 (w = 3).
+        (crs_shapes()[0].0, ParityLayout::LeftSymmetric, 6),
+        (crs_shapes()[1].0, ParityLayout::LeftSymmetric, 6),
     ]
 }
 
@@ -250,7 +253,9 @@ fn user_batch(
 /// read the replacements (only k shards, or one mirror copy, left).
 fn others_to_remove(level: Level, members: usize, replaced: &[usize]) -> Vec<usize> {
     let keep_others = match level {
-        Level::Raid5 | Level::Raid6 => members - level.redundancy() - replaced.len(),
+        Level::Raid5 | Level::Raid6 | Level::Crs { .. } => {
+            members - level.redundancy() - replaced.len()
+        }
         _ => unreachable!("mirrors choose their partners"),
     };
     (0..members)

@@ -80,7 +80,7 @@ impl CheckArgs {
                 );
             }
         }
-        if sb.geometry.level.number() == 0 {
+        if sb.geometry.level.redundancy() == 0 {
             println!("{NOTHING_TO_CHECK}");
             return Ok(0);
         }

@@ -4,6 +4,7 @@
 use crate::control::ControlClient;
 use anyhow::Result;
 use clap::Args;
+use eraid_core::geometry::Level;
 use eraid_core::metadata::assemble::{
     survey, AssemblyError, MemberProbe, SlotState, UnusableMember,
 };
@@ -132,7 +133,13 @@ impl DetailArgs {
             "array {} (live)",
             status["array_uuid"].as_str().unwrap_or("?")
         );
-        println!("  level       RAID-{}", status["level"]);
+        match status["level"].as_u64() {
+            Some(number) => println!("  level       RAID-{number}"),
+            None => println!(
+                "  level       CRS (k = {}, m = {}, w = {})",
+                status["data_members"], status["parity_members"], status["w"]
+            ),
+        }
         println!("  layout      {}", status["layout"].as_str().unwrap_or("?"));
         println!(
             "  chunk       {} KiB",
@@ -301,9 +308,9 @@ impl DetailArgs {
         let capacity = crate::members::visible_capacity_bytes(sb);
         let reshape = reshape_json(sb);
         let rebuild = rebuild_json(sb);
-        let detail = json!({
+        let mut detail = json!({
             "array_uuid": sb.array_uuid,
-            "level": g.level.number(),
+            "level": g.level.json_value(),
             "layout": g.layout.name(),
             "chunk_bytes": g.chunk_bytes,
             "member_count": g.member_count,
@@ -325,12 +332,17 @@ impl DetailArgs {
             "reshape": reshape,
             "rebuild": rebuild,
         });
+        if let Level::Crs { parity_members, w } = g.level {
+            detail["data_members"] = g.data_per_stripe().into();
+            detail["parity_members"] = parity_members.into();
+            detail["w"] = w.into();
+        }
         if self.json {
             println!("{}", serde_json::to_string_pretty(&detail)?);
             return Ok(0);
         }
         println!("array {}", sb.array_uuid);
-        println!("  level       RAID-{}", g.level.number());
+        println!("  level       {}", g.level.name());
         println!("  layout      {}", g.layout.name());
         println!("  chunk       {} KiB", g.chunk_bytes >> 10);
         println!(

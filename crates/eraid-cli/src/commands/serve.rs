@@ -289,7 +289,10 @@ impl ServeArgs {
             say!("{warning}");
         }
         let dirty_regions = assembled.assembly.bitmap.dirty_regions().count();
-        let parity_level = matches!(geometry.level, Level::Raid5 | Level::Raid6);
+        let parity_level = matches!(
+            geometry.level,
+            Level::Raid5 | Level::Raid6 | Level::Crs { .. }
+        );
         let allow_dirty_degraded = self.allow_dirty_degraded || self.force;
         if parity_level && dirty_regions > 0 && !absent.is_empty() && !allow_dirty_degraded {
             anyhow::bail!(
@@ -311,8 +314,8 @@ impl ServeArgs {
             size_bytes: Arc::clone(&size_bytes),
             preferred_block_bytes: geometry.stripe_data_bytes().min(32 << 20) as u32,
             description: format!(
-                "eraid RAID-{} on {} members",
-                geometry.level.number(),
+                "eraid {} on {} members",
+                geometry.level.name(),
                 geometry.member_count
             ),
         };

@@ -271,7 +271,7 @@ impl Array {
         // `overwritten` marks data shards the write replaces entirely: their
         // old bytes are not needed (reconstruct-write never reads them).
         let rebuild_row = |op: &super::op::StripeOp,
-                           code: Option<&eraid_codes::MatrixCode>,
+                           code: Option<&crate::stripe_code::StripeCode>,
                            overwritten: &[bool]|
          -> Result<Vec<Vec<u8>>, String> {
             let mut shards: Vec<Vec<u8>> = vec![vec![0u8; row_len]; k + m];
@@ -375,11 +375,13 @@ impl Array {
                                 .1
                                 .clone();
                             xor_into(&mut delta, &s.write_bytes());
-                            let window = sub(&s.intra, &row);
-                            let mut refs: Vec<&mut [u8]> =
-                                parity.iter_mut().map(|p| &mut p[window.clone()]).collect();
-                            code.apply_delta(s.data_index, &delta, &mut refs)
-                                .expect("shapes match");
+                            code.apply_delta_window(
+                                s.data_index,
+                                &delta,
+                                sub(&s.intra, &row),
+                                &mut parity,
+                            )
+                            .expect("shapes match");
                         }
                         for (i, bytes) in parity.into_iter().enumerate() {
                             writes.push((k + i, row.clone(), Payload::Bytes(bytes)));

@@ -24,7 +24,7 @@ use crate::io::*;
 use crate::layout::{layout_with, Layout};
 use crate::metadata::assemble::{Assembly, SlotState};
 use crate::metadata::superblock::{ArrayState, MemberState, Superblock};
-use eraid_codes::MatrixCode;
+use crate::stripe_code::StripeCode;
 use growth_engine::{Reshape, ReshapeIo};
 use intent::Intent;
 use locks::StripeLocks;
@@ -147,7 +147,7 @@ struct Pending {
 pub struct Array {
     geometry: Geometry,
     layout: Box<dyn Layout>,
-    code: Option<Arc<MatrixCode>>,
+    code: Option<Arc<StripeCode>>,
     superblock: Superblock,
     /// Whether each member slot can be used now.
     present: Vec<bool>,
@@ -215,14 +215,10 @@ impl Array {
     pub fn open(assembly: Assembly, options: ArrayOptions, now: TimeNs) -> Array {
         let geometry = assembly.superblock.geometry;
         let layout = layout_with(&geometry, assembly.superblock.placement.as_ref());
-        let code = match geometry.level {
-            Level::Raid0 => None,
-            Level::Raid5 => Some(MatrixCode::raid5(geometry.data_per_stripe())),
-            Level::Raid6 => Some(MatrixCode::raid6_pq(geometry.data_per_stripe())),
-            // A mirror is a one-data-shard code whose "parity" is a copy.
-            Level::Raid10 => Some(MatrixCode::raid5(1)),
-        }
-        .map(Arc::new);
+        // The superblock's validation built this code once already.
+        let code = StripeCode::for_geometry(&geometry)
+            .expect("a validated geometry has a code")
+            .map(Arc::new);
         let present: Vec<bool> = assembly
             .slots
             .iter()

@@ -70,10 +70,10 @@ impl Array {
             Phase::Closing(_) => "closing",
             Phase::Closed => "closed",
         };
-        json!({
+        let mut status = json!({
             "phase": phase,
             "array_uuid": self.superblock.array_uuid,
-            "level": self.geometry.level.number(),
+            "level": self.geometry.level.json_value(),
             "layout": self.geometry.layout.name(),
             "chunk_bytes": self.geometry.chunk_bytes,
             "member_count": self.geometry.member_count,
@@ -91,6 +91,12 @@ impl Array {
             "reshape": self.reshape_status_json(),
             "rebuild": self.rebuild_status_json(),
             "cache": self.cache.as_ref().map(|c| c.status_json()),
-        })
+        });
+        if let crate::geometry::Level::Crs { parity_members, w } = self.geometry.level {
+            status["data_members"] = self.geometry.data_per_stripe().into();
+            status["parity_members"] = parity_members.into();
+            status["w"] = w.into();
+        }
+        status
     }
 }

@@ -202,7 +202,9 @@ impl Array {
         let lock_key = target.lock_key();
         let map = self.stripe_map_of(target);
         let shard_count = map.data.len() + map.parity.len();
-        let row = if segments.is_empty() {
+        // CRS parity depends on every byte of a chunk: its ops span chunks.
+        let whole_chunks = self.geometry.level.whole_chunk_stripes();
+        let row = if segments.is_empty() || whole_chunks {
             0..self.geometry.chunk_bytes
         } else {
             segments

@@ -116,16 +116,18 @@ pub enum AssemblyError {
         size_bytes: u64,
         needed_bytes: u64,
     },
-    #[error("RAID-{level} cannot run without member {slot} (last seen at {path_hint}); {detail}")]
+    #[error("{level} cannot run without member {slot} (last seen at {path_hint}); {detail}")]
     MissingMember {
-        level: u32,
+        level: String,
         slot: usize,
         path_hint: String,
         detail: String,
     },
-    #[error("RAID-{level} has {missing} members missing or stale; it survives at most {tolerated}: {names}")]
+    #[error(
+        "{level} has {missing} members missing or stale; it survives at most {tolerated}: {names}"
+    )]
     TooManyMissing {
-        level: u32,
+        level: String,
         missing: usize,
         tolerated: usize,
         names: String,
@@ -238,9 +240,9 @@ fn examine(probes: &[MemberProbe], tolerant: bool, force: bool) -> Result<Survey
     };
     let mut newest = decoded[newest_index].clone().expect("usable");
     let mut report = vec![format!(
-        "array {}: RAID-{} {} chunk {} KiB, {} members, events {} (newest copy on {})",
+        "array {}: {} {} chunk {} KiB, {} members, events {} (newest copy on {})",
         newest.array_uuid,
-        newest.geometry.level.number(),
+        newest.geometry.level.name(),
         newest.geometry.layout.name(),
         newest.geometry.chunk_bytes >> 10,
         newest.geometry.member_count,
@@ -470,7 +472,7 @@ pub(super) fn check_survivable(
                     _ => "it is missing".to_string(),
                 };
                 return Err(AssemblyError::MissingMember {
-                    level: 0,
+                    level: Level::Raid0.name(),
                     slot,
                     path_hint: superblock.members[slot].path_hint.clone(),
                     detail: format!("{detail}; RAID-0 has no redundancy"),
@@ -487,10 +489,10 @@ pub(super) fn check_survivable(
                 }
             }
         }
-        Level::Raid5 | Level::Raid6 => {
+        Level::Raid5 | Level::Raid6 | Level::Crs { .. } => {
             if absent.len() > level.redundancy() {
                 return Err(AssemblyError::TooManyMissing {
-                    level: level.number(),
+                    level: level.name(),
                     missing: absent.len(),
                     tolerated: level.redundancy(),
                     names: absent

@@ -79,9 +79,9 @@ pub fn check_lifecycle_fields(sb: &Superblock) -> Result<(), String> {
     }
     if rebuild.targets.len() > sb.geometry.level.redundancy() {
         return Err(format!(
-            "the rebuild has {} targets; RAID-{} can rebuild at most {}",
+            "the rebuild has {} targets; {} can rebuild at most {}",
             rebuild.targets.len(),
-            sb.geometry.level.number(),
+            sb.geometry.level.name(),
             sb.geometry.level.redundancy()
         ));
     }

@@ -111,6 +111,8 @@ pub fn geometry(g: &Geometry) -> Result<(), String> {
     if rebuilt != *g {
         return Err("geometry fields are inconsistent".into());
     }
+    // The engine builds this code at open: it must not fail there.
+    crate::stripe_code::StripeCode::for_geometry(g).map_err(|e| format!("no code: {e}"))?;
     Ok(())
 }
 
@@ -118,8 +120,8 @@ pub fn geometry(g: &Geometry) -> Result<(), String> {
 fn placement(p: &Placement, g: &Geometry) -> Result<(), String> {
     if g.level != Level::Raid0 {
         return Err(format!(
-            "only RAID-0 has a placement, this is RAID-{}",
-            g.level.number()
+            "only RAID-0 has a placement, this is {}",
+            g.level.name()
         ));
     }
     if p.strategy == GrowthStrategy::RoundRobin {
@@ -166,13 +168,13 @@ fn reshape(record: &ReshapeRecord, sb: &Superblock) -> Result<(), String> {
     let fits = match new.level {
         Level::Raid0 => strategy.raid0_placement().is_some(),
         Level::Raid5 => strategy.raid0_placement().is_none(),
-        Level::Raid6 | Level::Raid10 => false,
+        Level::Raid6 | Level::Raid10 | Level::Crs { .. } => false,
     };
     if !fits {
         return Err(format!(
-            "strategy {} does not grow RAID-{}",
+            "strategy {} does not grow {}",
             strategy.name(),
-            new.level.number()
+            new.level.name()
         ));
     }
     geometry(&old).map_err(|e| format!("old geometry: {e}"))?;
@@ -299,12 +301,12 @@ pub(super) fn disagreement(copy: &Superblock, newest: &Superblock) -> Option<Str
     };
     if shape(a) != shape(b) {
         return Some(format!(
-            "RAID-{} {} chunk {} of {} bytes per member against RAID-{} {} chunk {} of {}",
-            a.level.number(),
+            "{} {} chunk {} of {} bytes per member against {} {} chunk {} of {}",
+            a.level.name(),
             a.layout.name(),
             a.chunk_bytes,
             a.member_data_bytes,
-            b.level.number(),
+            b.level.name(),
             b.layout.name(),
             b.chunk_bytes,
             b.member_data_bytes

@@ -118,7 +118,10 @@ pub fn build(
                 .map_err(|e| format!("[cache]: {e}"))?;
             let array = Array::open(assembly, options.clone(), eraid_core::io::TimeNs(0));
             let info = TargetInfo {
-                kind: format!("raid{}", level.number()),
+                kind: match level.number() {
+                    Some(number) => format!("raid{number}"),
+                    None => "crs".into(),
+                },
                 members,
                 chunk_bytes: *chunk_bytes,
                 capacity_bytes: array.capacity_bytes(),

@@ -457,8 +457,8 @@ fn resolve_growth(
         }
         (other, _) => {
             return Err(format!(
-                "[growth]: growing RAID-{} is not supported (RAID-0 and RAID-5 are)",
-                other.number()
+                "[growth]: growing {} is not supported (RAID-0 and RAID-5 are)",
+                other.name()
             ))
         }
     }

@@ -40,8 +40,8 @@ impl Array {
         let level = self.geometry.level;
         if level.redundancy() == 0 {
             return Err(format!(
-                "RAID-{} has no redundancy: nothing can be rebuilt onto {} and a spare would never be used",
-                level.number(),
+                "{} has no redundancy: nothing can be rebuilt onto {} and a spare would never be used",
+                level.name(),
                 member.path_hint
             ));
         }
@@ -117,7 +117,7 @@ impl Array {
                 .map(|m| self.member_name(m))
                 .collect();
             let why = if others.is_empty() {
-                format!("RAID-{} has no redundancy", self.geometry.level.number())
+                format!("{} has no redundancy", self.geometry.level.name())
             } else {
                 format!(
                     "{} already failed, missing or rebuilding",
