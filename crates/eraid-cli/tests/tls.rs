@@ -323,7 +323,7 @@ fn bad_tls_flags_and_files_are_refused_naming_them() {
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(
             broken.join("server-key.pem"),
-            std::fs::Permissions::from_mode(0),
+            std::fs::Permissions::from_mode(0o000),
         )
         .unwrap();
         refuse(
