@@ -328,3 +328,149 @@ fn certificate_directory_errors_name_the_file() {
     assert!(message.contains("server-cert.pem"), "{message}");
     assert!(load_cert_dir(pki.path()).is_ok());
 }
+
+/// The stop bound holds inside TLS too: a TLS client that sends 64 reads
+/// of 1 MiB and never reads a reply does not hold the server past
+/// `shutdown_timeout` (TLS records queued for it must not block the stop).
+#[test]
+fn shutdown_is_bounded_with_a_tls_client_that_never_reads() {
+    if !have_tool("openssl") {
+        panic!("openssl is needed to make the test certificates (scripts/setup.sh installs it)");
+    }
+    let pki = tempfile::tempdir().unwrap();
+    make_pki(pki.path());
+    let export = Arc::new(MemExport::new("disk", 64 << 20));
+    let shutdown_timeout = std::time::Duration::from_secs(2);
+    let config = ServerConfig {
+        shutdown_timeout,
+        ..tls_config(pki.path(), true)
+    };
+    let mut served = serve(Arc::clone(&export) as Arc<dyn Export>, config);
+    let mut raw = Raw::start(&served.socket_path);
+    option(&mut raw.stream, p::OPT_STARTTLS, &[]);
+    assert_eq!(option_reply(&mut raw.stream).1, p::REP_ACK);
+    let connection = rustls::ClientConnection::new(
+        rustls_client(pki.path()),
+        ServerName::try_from("localhost").unwrap(),
+    )
+    .unwrap();
+    let mut tls = rustls::StreamOwned::new(connection, raw.stream);
+    assert_eq!(go(&mut tls).last(), Some(&p::REP_ACK));
+    for handle in 0..64u64 {
+        let header = p::RequestHeader {
+            flags: 0,
+            command: p::CMD_READ,
+            handle,
+            offset_bytes: handle << 20,
+            len_bytes: 1 << 20,
+        };
+        tls.write_all(&header.encode()).unwrap();
+    }
+    tls.flush().unwrap();
+    // Let the server take the requests and fill the socket.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let started = std::time::Instant::now();
+    let (done_sender, done) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        served.stop();
+        let _ = done_sender.send(());
+    });
+    let stopped = done
+        .recv_timeout(shutdown_timeout + std::time::Duration::from_secs(3))
+        .is_ok();
+    let took = started.elapsed();
+    assert!(
+        stopped && took <= shutdown_timeout + std::time::Duration::from_secs(1),
+        "stop took {took:?} (finished: {stopped}) with a TLS client that never reads"
+    );
+    drop(tls);
+}
+
+/// A TLS client that stops reading is dropped at the send deadline, as a
+/// plaintext one is: TLS records the server could not send yet are retried
+/// under the same deadline, never forever.
+#[test]
+fn a_tls_client_that_stops_reading_is_dropped_at_the_send_deadline() {
+    if !have_tool("openssl") {
+        panic!("openssl is needed to make the test certificates (scripts/setup.sh installs it)");
+    }
+    let pki = tempfile::tempdir().unwrap();
+    make_pki(pki.path());
+    let export = Arc::new(MemExport::new("disk", 64 << 20));
+    let config = ServerConfig {
+        send_timeout: std::time::Duration::from_millis(800),
+        ..tls_config(pki.path(), true)
+    };
+    let served = serve(Arc::clone(&export) as Arc<dyn Export>, config);
+    let mut raw = Raw::start(&served.socket_path);
+    option(&mut raw.stream, p::OPT_STARTTLS, &[]);
+    assert_eq!(option_reply(&mut raw.stream).1, p::REP_ACK);
+    let connection = rustls::ClientConnection::new(
+        rustls_client(pki.path()),
+        ServerName::try_from("localhost").unwrap(),
+    )
+    .unwrap();
+    let mut tls = rustls::StreamOwned::new(connection, raw.stream);
+    assert_eq!(go(&mut tls).last(), Some(&p::REP_ACK));
+    for handle in 0..64u64 {
+        let header = p::RequestHeader {
+            flags: 0,
+            command: p::CMD_READ,
+            handle,
+            offset_bytes: handle << 20,
+            len_bytes: 1 << 20,
+        };
+        tls.write_all(&header.encode()).unwrap();
+    }
+    tls.flush().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(2500));
+    // Dropped while the client still reads nothing: the server has shut the
+    // socket, so a further request cannot even be sent.
+    let header = p::RequestHeader {
+        flags: 0,
+        command: p::CMD_READ,
+        handle: 64,
+        offset_bytes: 0,
+        len_bytes: 4096,
+    };
+    let sent = tls.write_all(&header.encode()).and_then(|()| tls.flush());
+    assert!(
+        sent.is_err(),
+        "the server still holds a TLS connection that stopped reading 2.5 s ago"
+    );
+    // Now read: only what the socket buffers held comes, then the close.
+    tls.sock
+        .set_read_timeout(Some(std::time::Duration::from_secs(5)))
+        .unwrap();
+    let mut buf = vec![0u8; 1 << 20];
+    let mut total_bytes = 0u64;
+    let closed = loop {
+        match tls.read(&mut buf) {
+            Ok(0) => break true,
+            Ok(n) => total_bytes += n as u64,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                break false
+            }
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::UnexpectedEof
+                        | std::io::ErrorKind::ConnectionReset
+                        | std::io::ErrorKind::BrokenPipe
+                ) =>
+            {
+                break true
+            }
+            Err(e) => panic!("reading the TLS replies failed: {e}"),
+        }
+    };
+    assert!(
+        closed && total_bytes < 64 << 20,
+        "the stalled TLS client was not dropped (closed: {closed}, {total_bytes} bytes read)"
+    );
+}
