@@ -13,4 +13,5 @@ pub mod grow;
 pub mod rebuild;
 pub mod reshape;
 pub mod serve;
+pub mod serve_tls;
 pub mod sim;

@@ -1,6 +1,7 @@
 //! `eraid serve`: run the array and export it over NBD until SIGINT/SIGTERM/SIGHUP,
 //! optionally with a control socket (see `crate::control` for its protocol).
 
+use crate::commands::serve_tls::{tls_policy, TlsMode};
 use crate::control::{ControlContext, ControlListener};
 use crate::export::ArrayExport;
 use crate::output::{say, say_out};
@@ -124,6 +125,20 @@ pub struct ServeArgs {
     #[arg(long, value_name = "SECONDS", default_value_t = 10,
           value_parser = clap::value_parser!(u64).range(1..=3600))]
     shutdown_timeout_s: u64,
+    /// Serve NBD over TLS with the X.509 certificates in DIR, laid out as
+    /// for qemu: server-cert.pem (leaf first, then any intermediates) and
+    /// server-key.pem; ca-cert.pem is for the clients. Implies --tls require.
+    #[arg(long, value_name = "DIR")]
+    tls_cert: Option<PathBuf>,
+    /// require: plaintext clients are refused (NBD_REP_ERR_TLS_REQD);
+    /// allow: TLS and plaintext clients are both served; off: no TLS.
+    /// Default: require with --tls-cert, else off.
+    #[arg(long, value_name = "MODE")]
+    tls: Option<TlsMode>,
+    /// TLS with pre-shared keys (nbdkit's PSK file): not supported yet
+    /// (rustls has no TLS-PSK); refused with an error.
+    #[arg(long, value_name = "FILE")]
+    tls_psk: Option<PathBuf>,
     /// Member files or block devices of the array (any order).
     #[arg(required = true)]
     members: Vec<PathBuf>,
@@ -131,9 +146,9 @@ pub struct ServeArgs {
 
 impl ServeArgs {
     /// The NBD server's limits from the command line (clap bounds each).
-    fn server_config(&self) -> ServerConfig {
+    fn server_config(&self) -> Result<ServerConfig> {
         use std::time::Duration;
-        ServerConfig {
+        Ok(ServerConfig {
             handshake_timeout: Duration::from_secs(self.handshake_timeout_s),
             max_connections: self.max_connections as usize,
             handshake_reserve: self.handshake_reserve as usize,
@@ -141,12 +156,15 @@ impl ServeArgs {
             max_in_flight_bytes: self.max_in_flight_mib << 20,
             send_timeout: Duration::from_secs(self.send_timeout_s),
             shutdown_timeout: Duration::from_secs(self.shutdown_timeout_s),
+            tls: tls_policy(self.tls, self.tls_cert.as_deref(), self.tls_psk.as_deref())?,
             ..ServerConfig::default()
-        }
+        })
     }
 
     pub fn run(self) -> Result<i32> {
-        let server_config = self.server_config();
+        // TLS files are read first: a bad one stops serve before any member
+        // is opened.
+        let server_config = self.server_config()?;
         let stop = Arc::new(AtomicBool::new(false));
         // SIGHUP too (a closed terminal or ssh session): a daemon that dies
         // on it leaves its array dirty.
