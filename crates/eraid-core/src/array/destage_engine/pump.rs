@@ -111,7 +111,10 @@ impl Array {
         let (k, m) = (op.map.data.len(), op.map.parity.len());
         let code = self.code_for(k).expect("a cached array has parity");
         let work = op.destage.as_ref().expect("destage work");
-        let outcome = work.compute(&code, k, m);
+        let crate::stripe_code::StripeCode::Matrix(code) = &*code else {
+            unreachable!("the cache runs on RAID-5/6 only (its config is checked at open)")
+        };
+        let outcome = work.compute(code, k, m);
         let cache = self.cache.as_mut().expect("cache");
         let (writes, error) = match outcome {
             Ok((fills, writes)) => {
