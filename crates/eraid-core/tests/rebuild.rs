@@ -598,6 +598,9 @@ fn crash_during_rebuild(
     // did not survive): a new one is added then.
     let record = assembly.superblock.rebuild.clone();
     let spare_here = assembly.spares.iter().any(|s| s.is_some());
+    // Or the failed member itself, still here and failed only by the
+    // operator, is re-added from the bitmap at open.
+    let re_added = !assembly.re_add.is_empty();
     let mut array = Array::open(assembly, rebuild_options(), h.now);
     // Where the rebuild goes on from (None: it had finished durably).
     let resumed_from = match &record {
@@ -621,7 +624,7 @@ fn crash_during_rebuild(
         None => Some(0),
     };
     h.run(&mut array);
-    if record.is_none() && !spare_here {
+    if record.is_none() && !spare_here && !re_added {
         let member = blank_member(&mut h);
         admin_ok(
             &mut h,

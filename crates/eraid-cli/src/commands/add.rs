@@ -61,6 +61,25 @@ impl AddArgs {
             .flatten()
             .any(|t| t["path"].as_str() == Some(&path.display().to_string()))
             && rebuild["state"] == "running";
+        let added_back = &status["added_back"];
+        if !added_back.is_null() {
+            let how = if added_back["kind"] == "re-add" {
+                "re-added from the write-intent bitmap (only the regions written while it was \
+                 away are copied)"
+            } else {
+                "added back and rebuilt in full (the bitmap does not cover what it missed)"
+            };
+            println!(
+                "{} is member {} again, {how}: {}",
+                self.new.display(),
+                added_back["slot"],
+                rebuild_line(rebuild)
+            );
+            if self.wait {
+                return follow_rebuild(&mut client, &self.control);
+            }
+            return Ok(0);
+        }
         if rebuilding {
             println!(
                 "{} replaces a failed member: {}",

@@ -16,6 +16,7 @@
 
 mod members;
 mod pacing;
+mod readd;
 mod status;
 
 use super::locks::LockMode;
@@ -24,9 +25,9 @@ use super::{Array, FlushPurpose, Phase, Ready};
 use crate::io::{ArrayEvent, TimeNs, UserError};
 use crate::metadata::superblock::MemberState;
 use crate::rebuild::config::RebuildConfig;
-use crate::rebuild::record::{RebuildCounters, RebuildRecord, RebuildState};
+use crate::rebuild::record::{RebuildCounters, RebuildKind, RebuildRecord, RebuildState};
 use pacing::RebuildPacing;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// Where a checkpoint (or the final record) is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -48,12 +49,19 @@ pub(super) struct Rebuild {
     /// Every stripe below is rebuilt.
     pub position: u64,
     /// The next stripe to start.
-    next: u64,
+    pub next: u64,
     /// Stripes at or past `position` already rebuilt (the window finishes
-    /// out of order).
-    finished_ahead: BTreeSet<u64>,
+    /// out of order), with the bytes of each target copied for each.
+    finished_ahead: BTreeMap<u64, u64>,
+    /// A re-add: the bitmap regions to copy (None: a full rebuild copies
+    /// every stripe).
+    pub regions: Option<BTreeSet<u64>>,
+    /// Stripes the bitmap says need no copy, skipped whole: start -> end.
+    skipped: BTreeMap<u64, u64>,
+    /// Bytes of each target copied below `position`.
+    pub copied_bytes: u64,
     /// Stripe ops of this pass in flight.
-    inflight: usize,
+    pub inflight: usize,
     pub checkpoint: Option<CheckpointStage>,
     pub pacing: RebuildPacing,
     /// Where this run started (for the status' elapsed time).
@@ -67,7 +75,10 @@ impl Rebuild {
             targets,
             position,
             next: position,
-            finished_ahead: BTreeSet::new(),
+            finished_ahead: BTreeMap::new(),
+            regions: None,
+            skipped: BTreeMap::new(),
+            copied_bytes: 0,
             inflight: 0,
             checkpoint: None,
             pacing: RebuildPacing::default(),
@@ -82,10 +93,42 @@ impl Rebuild {
         self.pass = pass;
     }
 
-    fn stripe_finished(&mut self, stripe: u64) {
-        self.finished_ahead.insert(stripe);
-        while self.finished_ahead.remove(&self.position) {
-            self.position += 1;
+    /// `stripe` is done; `copied_bytes` of each target were written for it.
+    fn stripe_finished(&mut self, stripe: u64, copied_bytes: u64) {
+        self.finished_ahead.insert(stripe, copied_bytes);
+        self.advance_position();
+    }
+
+    /// Moves the position over every finished or skipped stripe at it.
+    fn advance_position(&mut self) {
+        loop {
+            if let Some(copied) = self.finished_ahead.remove(&self.position) {
+                self.copied_bytes += copied;
+                self.position += 1;
+            } else if let Some(end) = self.skipped.remove(&self.position) {
+                self.position = end;
+            } else {
+                break;
+            }
+        }
+    }
+
+    /// A re-add: the first stripe at or after `next` in a marked region
+    /// (or `total`); the stripes jumped over need no copy.
+    fn skip_unmarked(&mut self, stripes_per_region: u64, total: u64) {
+        let Some(regions) = &self.regions else {
+            return;
+        };
+        let region = self.next / stripes_per_region;
+        let target = match regions.range(region..).next() {
+            Some(&marked) => (marked * stripes_per_region).max(self.next),
+            None => total,
+        }
+        .min(total);
+        if target > self.next {
+            self.skipped.insert(self.next, target);
+            self.next = target;
+            self.advance_position();
         }
     }
 }
@@ -120,6 +163,16 @@ impl Array {
                 .is_none_or(|r| stripe < r.position || !r.targets.contains(&member))
     }
 
+    /// Bytes of each target rebuilt so far: below the position for a full
+    /// rebuild, only those copied for a re-add.
+    fn rebuild_progress_bytes(&self) -> u64 {
+        let rebuild = self.rebuild.as_ref().expect("rebuild");
+        match rebuild.regions {
+            Some(_) => rebuild.copied_bytes,
+            None => self.rebuilt_bytes_at(rebuild.position),
+        }
+    }
+
     /// Bytes of each replacement below `position`.
     fn rebuilt_bytes_at(&self, position: u64) -> u64 {
         let total = self.geometry.stripe_count().max(1);
@@ -127,7 +180,9 @@ impl Array {
     }
 
     /// Resumes a rebuild recorded in the superblock (called at open).
-    pub(super) fn resume_rebuild(&mut self) {
+    /// `bitmap_whole`: every present member's bitmap was read, so a
+    /// re-add may trust it; otherwise it goes on as a full rebuild.
+    pub(super) fn resume_rebuild(&mut self, bitmap_whole: bool) {
         let present = self.present.clone();
         let stripes = self.geometry.stripe_count();
         let Some(record) = &mut self.superblock.rebuild else {
@@ -146,11 +201,20 @@ impl Array {
         if !record.held {
             record.state = RebuildState::Running;
         }
-        self.rebuild = Some(Rebuild::new(
-            record.targets.clone(),
-            record.checkpoint_stripe,
-            self.now,
-        ));
+        if record.kind == RebuildKind::ReAdd && !bitmap_whole {
+            // Stripes below the position are current either way; above it
+            // every stripe is copied.
+            record.kind = RebuildKind::Full;
+        }
+        let mut rebuild = Rebuild::new(record.targets.clone(), record.checkpoint_stripe, self.now);
+        rebuild.copied_bytes = record.counters.copied_bytes;
+        if record.kind == RebuildKind::ReAdd {
+            // The marks are kept until the re-add is done, and writes made
+            // since it started are on the targets: the regions marked now
+            // cover what it still has to copy.
+            rebuild.regions = Some(self.intent.desired.dirty_regions().collect());
+        }
+        self.rebuild = Some(rebuild);
     }
 
     /// The rebuild's next step (`Ready::Rebuild`): a spare takes a failed
@@ -196,11 +260,13 @@ impl Array {
     /// shard, while the rate allows.
     fn start_rebuild_stripes(&mut self, config: &RebuildConfig) {
         let total = self.geometry.stripe_count();
+        let stripes_per_region = self.intent.stripes_per_region;
         loop {
             let now = self.now;
             let last_user = self.last_user_request;
-            let rebuilt = self.rebuilt_bytes_at(self.rebuild.as_ref().expect("rebuild").position);
+            let rebuilt = self.rebuild_progress_bytes();
             let rebuild = self.rebuild.as_mut().expect("rebuild");
+            rebuild.skip_unmarked(stripes_per_region, total);
             if rebuild.inflight as u64 >= config.window_stripes || rebuild.next >= total {
                 break;
             }
@@ -213,7 +279,7 @@ impl Array {
             let pass = rebuild.pass;
             let map = self.layout.stripe_map(stripe);
             if !map.shards().any(|p| self.is_rebuild_target(p.member)) {
-                self.rebuild_stripe_finished(stripe);
+                self.rebuild_stripe_finished(stripe, 0);
                 continue;
             }
             self.rebuild.as_mut().expect("rebuild").inflight += 1;
@@ -227,12 +293,11 @@ impl Array {
         }
     }
 
-    fn rebuild_stripe_finished(&mut self, stripe: u64) {
+    fn rebuild_stripe_finished(&mut self, stripe: u64, copied_bytes: u64) {
         let now = self.now;
         let rebuild = self.rebuild.as_mut().expect("rebuild");
-        rebuild.stripe_finished(stripe);
-        let position = rebuild.position;
-        let rebuilt = self.rebuilt_bytes_at(position);
+        rebuild.stripe_finished(stripe, copied_bytes);
+        let rebuilt = self.rebuild_progress_bytes();
         self.rebuild
             .as_mut()
             .expect("rebuild")
@@ -253,7 +318,7 @@ impl Array {
             self.stop_rebuild(format!("stripe {stripe} could not be rebuilt: {error}"));
             return;
         }
-        self.rebuild_stripe_finished(stripe);
+        self.rebuild_stripe_finished(stripe, self.geometry.chunk_bytes);
         self.ready.push(Ready::Rebuild);
     }
 
@@ -265,8 +330,12 @@ impl Array {
             return;
         }
         rebuild.checkpoint = Some(CheckpointStage::Flushing);
-        let (pass, position) = (rebuild.pass, rebuild.position);
-        self.flush_members(FlushPurpose::RebuildCheckpoint { pass, position });
+        let (pass, position, copied_bytes) = (rebuild.pass, rebuild.position, rebuild.copied_bytes);
+        self.flush_members(FlushPurpose::RebuildCheckpoint {
+            pass,
+            position,
+            copied_bytes,
+        });
     }
 
     /// The flush before a checkpoint finished: record the position, or,
@@ -275,6 +344,7 @@ impl Array {
         &mut self,
         pass: u64,
         position: u64,
+        copied_bytes: u64,
         member_failed: bool,
     ) {
         let Some(rebuild) = &mut self.rebuild else {
@@ -296,6 +366,7 @@ impl Array {
             return;
         }
         record.checkpoint_stripe = record.checkpoint_stripe.max(position);
+        record.counters.copied_bytes = record.counters.copied_bytes.max(copied_bytes);
         record.counters.checkpoints += 1;
         if position == record.total_stripes {
             record.state = RebuildState::Done;
@@ -304,6 +375,7 @@ impl Array {
                 let member = &mut self.superblock.members[target];
                 member.state = MemberState::Active;
                 member.failure = None;
+                member.re_add_from_events = None;
             }
         }
         self.request_superblock_write();
@@ -397,10 +469,11 @@ impl Array {
         let Some(rebuild) = &self.rebuild else {
             return;
         };
-        let position = rebuild.position;
+        let (position, copied_bytes) = (rebuild.position, rebuild.copied_bytes);
         if let Some(record) = &mut self.superblock.rebuild {
             if record.state.unfinished() && position > record.checkpoint_stripe {
                 record.checkpoint_stripe = position;
+                record.counters.copied_bytes = copied_bytes;
                 record.counters.checkpoints += 1;
             }
         }
@@ -433,7 +506,11 @@ impl Array {
             let record = self.rebuild_record_mut();
             record.targets = all;
             record.checkpoint_stripe = 0;
+            record.counters.copied_bytes = 0;
             record.counters.restarts += 1;
+            // One pass for all: a re-add joined by a replacement copies
+            // every stripe.
+            record.kind = RebuildKind::Full;
         } else {
             assert!(
                 self.rebuild.is_none(),
@@ -443,6 +520,7 @@ impl Array {
             let config = previous.map_or_else(|| self.options.rebuild.clone(), |r| r.config);
             self.superblock.rebuild = Some(RebuildRecord {
                 config,
+                kind: RebuildKind::Full,
                 targets: targets.clone(),
                 checkpoint_stripe: 0,
                 total_stripes: total,
