@@ -473,3 +473,88 @@ fn a_member_failed_by_the_operator_is_re_added_while_running() {
         close(&mut h, &mut array);
     }
 }
+
+/// A re-add holds the bitmap's clean cycle off, so no other timer wakes
+/// the array: when the rebuild's rate wait (here MD's idle rule after a
+/// user request) is over and an operator's status call lands after it,
+/// the array must still ask for a tick, or the re-add stalls with nothing
+/// in flight (seen through the binary before the fix).
+#[test]
+fn a_re_add_waiting_for_idle_users_is_woken_after_a_status_call() {
+    use eraid_core::geometry::METADATA_BYTES;
+    use eraid_core::metadata::superblock::Superblock;
+    let g = geometry(Level::Raid5, ParityLayout::LeftSymmetric, 4, MEMBER_CHUNKS);
+    let mut h = MemHarness::create(g, 11);
+    let options = ArrayOptions {
+        rebuild: RebuildConfig {
+            // Always between the floor and the ceiling: users hold it.
+            speed_min_kib_s: 0,
+            speed_max_kib_s: u64::MAX / 4096,
+            window_stripes: 4,
+            // Longer than the harness' completions take.
+            idle_check_ms: 60_000,
+            ..RebuildConfig::default()
+        },
+        ..options()
+    };
+    let assembly = h.arrange_for_assembly().unwrap();
+    let mut array = Array::open(assembly, options, h.now);
+    h.run(&mut array);
+    let mut model = vec![0u8; array.capacity_bytes() as usize];
+    let answer = array.handle_admin(h.now, AdminCommand::FailMember { slot: 2 });
+    assert!(answer.get("error").is_none(), "{answer}");
+    h.run(&mut array);
+    write(
+        &mut h,
+        &mut array,
+        1,
+        0,
+        vec![9; 64 * CHUNK as usize],
+        &mut model,
+    );
+    let copy = Superblock::decode_newest(
+        &h.members[2].as_ref().unwrap().current[..METADATA_BYTES as usize],
+    )
+    .unwrap();
+    // A user request just before: the rebuild waits for a minute of idle.
+    read_all(&mut h, &mut array, 2);
+    let answer = array.handle_admin(
+        h.now,
+        AdminCommand::ReAddMember {
+            slot: 2,
+            copy: Box::new(copy),
+        },
+    );
+    assert!(answer.get("error").is_none(), "{answer}");
+    // Complete what is in flight without ticking.
+    h.collect(&mut array);
+    while h.inflight() > 0 {
+        h.step_where(&mut array, |_| true);
+    }
+    let rebuild = array.status_json()["rebuild"].clone();
+    assert_eq!(rebuild["state"], "running", "{rebuild}");
+    // The operator asks for the status after the idle wait is over.
+    h.now = h.now.plus_ms(61_000);
+    let status = array.handle_admin(h.now, AdminCommand::Status);
+    assert_eq!(status["rebuild"]["inflight_stripes"], 0, "{status}");
+    let tick = array.poll_timeout();
+    assert!(
+        tick.is_some_and(|t| t <= h.now),
+        "the re-add waits for nothing and asks for no tick: {tick:?}, {}",
+        status["rebuild"]
+    );
+    // Ticked as a driver would, it finishes.
+    for _ in 0..10_000 {
+        if array.status_json()["rebuild"]["state"] == "done" {
+            break;
+        }
+        match array.poll_timeout() {
+            Some(t) if t > h.now => h.now = t,
+            _ => {}
+        }
+        array.handle_tick(h.now);
+        h.run(&mut array);
+    }
+    assert_eq!(array.status_json()["rebuild"]["state"], "done");
+    assert_eq!(read_all(&mut h, &mut array, 3), model);
+}

@@ -479,13 +479,23 @@ impl Array {
         }
     }
 
-    /// When the rebuild next needs a tick (its rate wait).
+    /// When the rebuild next needs a tick: its rate wait, or now if it
+    /// could start a stripe and nothing else (a completion, a checkpoint)
+    /// is sure to wake it (without this, a rebuild with nothing in flight
+    /// once its rate wait was over relied on unrelated timers, such as the
+    /// bitmap's clean cycle, which a re-add holds off).
     pub(super) fn rebuild_timeout(&self) -> Option<TimeNs> {
         let rebuild = self.rebuild.as_ref()?;
-        let running = self
-            .rebuild_record()
-            .is_some_and(|r| r.state == RebuildState::Running);
-        (running && rebuild.pacing.not_before > self.now).then_some(rebuild.pacing.not_before)
+        let record = self.rebuild_record()?;
+        if record.state != RebuildState::Running || rebuild.checkpoint.is_some() {
+            return None;
+        }
+        if rebuild.pacing.not_before > self.now {
+            return Some(rebuild.pacing.not_before);
+        }
+        let can_start = (rebuild.inflight as u64) < record.config.window_stripes
+            && rebuild.next < self.geometry.stripe_count();
+        (can_start && rebuild.inflight == 0).then_some(self.now)
     }
 
     /// Starts rebuilding `targets` (just taken over by spares): a new
