@@ -30,7 +30,10 @@
 //!   `"processing"`, `"admission"`).
 //! - `{"command": "add", "path": "/abs/path", "spare": false}`: adds the
 //!   file (checked as for grow) as a replacement of a failed member, which
-//!   is rebuilt at once, or with `"spare": true` as a hot spare.
+//!   is rebuilt at once, or with `"spare": true` as a hot spare. A failed
+//!   member the server still holds goes back into its slot (re-added from
+//!   the bitmap, or rebuilt in full); the answer then has `added_back`
+//!   (`slot`, `kind`).
 //! - `{"command": "fail", "member": "/abs/path"}`: fails a member (a spare
 //!   takes over if there is one); refused if the array would lose data.
 //! - `{"command": "remove", "member": "/abs/path"}`: forgets a failed

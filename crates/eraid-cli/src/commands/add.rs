@@ -20,7 +20,11 @@ use std::path::PathBuf;
 ///   eraid add --spare d4 --control ctl.sock
 ///
 /// NEW must exist, be at least as large as the members, and carry no eraid
-/// metadata; otherwise nothing changes. RAID-0 has nothing to rebuild and
+/// metadata; otherwise nothing changes. A failed member the server still
+/// holds (failed by `eraid fail`, or stale at the start) goes back into its
+/// slot instead: re-added from the write-intent bitmap when it left without
+/// losing a write (MD's --re-add: only the regions written since are
+/// copied), else rebuilt in full. RAID-0 has nothing to rebuild and
 /// no use for spares; a healthy array takes a new member only as a spare.
 /// With --wait, a progress bar follows the rebuild until it is done.
 /// Only on a running server (--control) for now.
