@@ -558,3 +558,67 @@ fn a_re_add_waiting_for_idle_users_is_woken_after_a_status_call() {
     assert_eq!(array.status_json()["rebuild"]["state"], "done");
     assert_eq!(read_all(&mut h, &mut array, 3), model);
 }
+
+/// `eraid add` of a member whose device failed (a write may be lost on it):
+/// it goes back into its slot but is rebuilt in full, and a copy of
+/// another array is refused, changing nothing.
+#[test]
+fn a_former_member_the_bitmap_does_not_cover_is_rebuilt_in_full() {
+    use eraid_core::geometry::METADATA_BYTES;
+    use eraid_core::metadata::superblock::Superblock;
+    let g = geometry(Level::Raid5, ParityLayout::LeftSymmetric, 4, MEMBER_CHUNKS);
+    let mut h = MemHarness::create(g, 5);
+    let mut array = open_with(&mut h);
+    let mut model = vec![0u8; array.capacity_bytes() as usize];
+    h.members[3].as_mut().unwrap().failed = true;
+    write(
+        &mut h,
+        &mut array,
+        1,
+        0,
+        vec![5; 6 * CHUNK as usize],
+        &mut model,
+    );
+    h.members[3].as_mut().unwrap().failed = false;
+    let copy = Superblock::decode_newest(
+        &h.members[3].as_ref().unwrap().current[..METADATA_BYTES as usize],
+    )
+    .unwrap();
+    let mut foreign = copy.clone();
+    foreign.array_uuid = "another-array".into();
+    let refused = array.handle_admin(
+        h.now,
+        AdminCommand::ReAddMember {
+            slot: 3,
+            copy: Box::new(foreign),
+        },
+    );
+    assert!(
+        refused["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("another array")),
+        "{refused}"
+    );
+    assert!(array.is_degraded());
+    let answer = array.handle_admin(
+        h.now,
+        AdminCommand::ReAddMember {
+            slot: 3,
+            copy: Box::new(copy),
+        },
+    );
+    assert!(answer.get("error").is_none(), "{answer}");
+    assert_eq!(answer["rebuild"]["kind"], "full", "{answer}");
+    h.run(&mut array);
+    for _ in 0..1000 {
+        if array.status_json()["rebuild"]["state"] == "done" {
+            break;
+        }
+        h.idle(&mut array, 100);
+    }
+    let status = array.status_json()["rebuild"].clone();
+    assert_eq!(status["state"], "done", "{status}");
+    assert_eq!(status["rebuilt_bytes"], status["total_bytes"], "{status}");
+    assert_eq!(read_all(&mut h, &mut array, 2), model);
+    assert_eq!(check(&mut h, &mut array, false), (0, 0));
+}
