@@ -385,6 +385,12 @@ fn small_arrays_get_fine_bitmap_regions() {
         regions * region_member_bytes * 4 < small.member_data_bytes,
         "{regions} regions of {region_member_bytes} bytes per member"
     );
+    // At least 64 regions (MD's fixed 64 MiB would give 12 here, each a
+    // twelfth of every member).
+    assert!(
+        small.stripe_count().div_ceil(per_region) >= 64,
+        "{per_region} stripes per region"
+    );
     let large = member(1 << 40);
     assert_eq!(
         stripes_per_region(&large) * large.stripe_data_bytes(),
