@@ -108,6 +108,10 @@ pub struct ControlContext {
     /// One growth request at a time (the array would refuse the second,
     /// but its files would be opened and locked meanwhile).
     pub grow_lock: Mutex<()>,
+    /// Devices served by a stand-in that fails every I/O (slots missing
+    /// or stale at the start, spares not given): nothing can be added back
+    /// through them.
+    pub detached_devices: Vec<usize>,
 }
 
 impl ControlListener {
@@ -378,6 +382,14 @@ fn add_back_former_member(
         // A file the array no longer uses (a member a spare replaced).
         return Ok(None);
     };
+    if context.detached_devices.contains(&device) {
+        bail!(
+            "{path} is member {slot}, but this server does not serve its file (it was missing \
+             or stale when the server started); stop the server and serve again naming every \
+             member: a member that left without losing a write is re-added from the bitmap \
+             then, a stale one is replaced by a new member (eraid add NEW); nothing changed"
+        );
+    }
     if spare {
         bail!(
             "{path} is member {slot} of this array; it goes back into its slot, not as a spare \

@@ -95,6 +95,13 @@ fn a_member_served_around_is_re_added_copying_only_what_was_written() {
     // Without d2: 8 MiB written, then a clean stop.
     let server = Server::start_with(dir, &["--control", "ctl.sock"], &["d0", "d1", "d3"]);
     copy_in(dir, &server.uri, "data.bin");
+    // The server does not hold d2's file: adding it back is refused, with
+    // the way that works.
+    let refused = eraid(dir, &["add", "d2", "--control", "ctl.sock"]);
+    assert!(
+        !refused.ok() && refused.stderr.contains("serve again naming every member"),
+        "{test}: {refused}"
+    );
     // Longer than the bitmap's 5 s idle delay: the marks must stay anyway.
     std::thread::sleep(Duration::from_secs(6));
     server.stop();

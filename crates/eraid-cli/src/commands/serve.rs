@@ -274,6 +274,27 @@ impl ServeArgs {
             None => None,
         };
         let member_paths = assembled.paths.clone();
+        // Slots and spares served by a stand-in (see ControlContext).
+        let detached_devices: Vec<usize> = assembled
+            .assembly
+            .slots
+            .iter()
+            .enumerate()
+            .filter(|(slot, state)| {
+                !matches!(state, SlotState::Present { .. })
+                    && !assembled.assembly.re_add.contains(slot)
+            })
+            .map(|(slot, _)| slot)
+            .chain(
+                assembled
+                    .assembly
+                    .spares
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, probe)| probe.is_none())
+                    .map(|(j, _)| geometry.member_count + j),
+            )
+            .collect();
         let handle = Arc::new(OnceLock::new());
         let export = ArrayExport {
             handle: Arc::clone(&handle),
@@ -340,6 +361,7 @@ impl ServeArgs {
             member_bytes_needed: crate::members::member_bytes_needed(&geometry),
             locks: Mutex::new(locks),
             grow_lock: Mutex::new(()),
+            detached_devices,
         });
         let control_thread = match control {
             Some(listener) => {
