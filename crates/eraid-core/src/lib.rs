@@ -2,6 +2,7 @@
 //! places chunks; `metadata` encodes superblocks and bitmaps and assembles
 //! arrays; `array` is the engine that serves requests.
 pub mod array;
+pub mod cache;
 pub mod geometry;
 pub mod growth;
 pub mod io;

@@ -628,3 +628,129 @@ fn a_former_member_the_bitmap_does_not_cover_is_rebuilt_in_full() {
     assert_eq!(read_all(&mut h, &mut array, 2), model);
     assert_eq!(check(&mut h, &mut array, false), (0, 0));
 }
+
+/// A re-add cut by a crash resumes as a re-add: it goes on copying only
+/// the stripes of the marked regions (the map it resumes with counts the
+/// rest rebuilt, so every strategy's order skips them), whether or not a
+/// checkpoint recorded its map before the crash, and the member then holds
+/// everything.
+#[test]
+fn a_re_add_cut_by_a_crash_resumes_copying_only_the_marked_regions() {
+    for seed in 0..seeds() {
+        for checkpointed in [false, true] {
+            re_add_cut_by_a_crash(seed, checkpointed);
+        }
+    }
+}
+
+fn re_add_cut_by_a_crash(seed: u64, checkpointed: bool) {
+    let (level, layout, members) = (Level::Raid5, ParityLayout::LeftSymmetric, 4);
+    {
+        let what = format!("seed {seed} checkpointed {checkpointed}");
+        let g = geometry(level, layout, members, MEMBER_CHUNKS);
+        let mut h = MemHarness::create(g, seed);
+        let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0xc4a5);
+        let options = ArrayOptions {
+            rebuild: RebuildConfig {
+                // A checkpoint every few copied stripes, or none before
+                // the end.
+                checkpoint_bytes: if checkpointed { 4 * CHUNK } else { 1 << 40 },
+                ..readd_options().rebuild
+            },
+            ..readd_options()
+        };
+        let mut array = open_with(&mut h);
+        let mut model: Vec<u8> = (0..array.capacity_bytes()).map(|_| rng.gen()).collect();
+        write(&mut h, &mut array, 1, 0, model.clone(), &mut model.clone());
+        h.idle(&mut array, 500);
+        close(&mut h, &mut array);
+        drop(array);
+        let away_slot = rng.gen_range(0..members);
+        let saved = h.members[away_slot].take();
+        let mut array = open_with(&mut h);
+        h.members[away_slot] = saved;
+        let mut next_id = 10;
+        random_writes(&mut h, &mut array, &mut rng, &mut model, 2, &mut next_id);
+        close(&mut h, &mut array);
+        drop(array);
+        let assembly = h.arrange_for_assembly().expect("assembles");
+        assert_eq!(assembly.re_add, vec![away_slot], "{what}");
+        let per_region = assembly.superblock.bitmap_stripes_per_region;
+        let mut array = Array::open(assembly, options.clone(), h.now);
+        let marked_stripes = array.status_json()["rebuild"]["marked_regions"]
+            .as_u64()
+            .expect("a re-add counts its regions")
+            * per_region;
+        assert!(marked_stripes * 4 < g.stripe_count(), "{what}");
+        h.collect(&mut array);
+        let rebuild_ios_at_open = h.ios_by_cause.get(&IoCause::Rebuild).copied().unwrap_or(0);
+        // Up to a recorded checkpoint (or a few stripes), short of the end.
+        loop {
+            let status = array.status_json()["rebuild"].clone();
+            assert_eq!(status["state"], "running", "{what}: {status}");
+            let checkpoints = status["checkpoints"].as_u64().unwrap();
+            let rebuild_ios =
+                h.ios_by_cause.get(&IoCause::Rebuild).copied().unwrap_or(0) - rebuild_ios_at_open;
+            if checkpointed && checkpoints >= 1 || !checkpointed && rebuild_ios >= 16 {
+                break;
+            }
+            // One I/O at a time (`idle` would run it to the end).
+            if !h.step(&mut array) {
+                h.now = h.now.plus_ms(1);
+                array.handle_tick(h.now);
+            }
+        }
+        h.crash();
+        drop(array);
+        let assembly = h
+            .arrange_for_assembly()
+            .expect("reassembles after the crash");
+        let record = assembly
+            .superblock
+            .rebuild
+            .clone()
+            .expect("a rebuild record");
+        assert!(record.state.unfinished(), "{what}: {record:?}");
+        assert_eq!(
+            record.counters.copied_bytes > 0,
+            checkpointed,
+            "{what}: {record:?}"
+        );
+        let rebuild_ios_before = h.ios_by_cause.get(&IoCause::Rebuild).copied().unwrap_or(0);
+        let mut array = Array::open(assembly, options.clone(), h.now);
+        let status = array.status_json()["rebuild"].clone();
+        assert_eq!(status["kind"], "re-add", "{what}: {status}");
+        assert_eq!(
+            status["rebuilt_bytes"].as_u64().unwrap(),
+            record.counters.copied_bytes,
+            "{what}: {status}"
+        );
+        while array.status_json()["rebuild"]["state"] != "done" {
+            if h.inflight() == 0 {
+                h.idle(&mut array, 1);
+            }
+            h.step(&mut array);
+        }
+        h.run(&mut array);
+        let rebuild_ios =
+            h.ios_by_cause.get(&IoCause::Rebuild).copied().unwrap_or(0) - rebuild_ios_before;
+        assert!(
+            rebuild_ios <= marked_stripes * members as u64,
+            "{what}: {rebuild_ios} rebuild I/Os after the crash for {marked_stripes} marked stripes"
+        );
+        assert_eq!(read_all(&mut h, &mut array, 6), model, "{what}: after");
+        assert_eq!(check(&mut h, &mut array, false), (0, 0), "{what}: check");
+        close(&mut h, &mut array);
+        drop(array);
+        // Read with its neighbour removed, so every stripe needs it.
+        let removed = (away_slot + 1) % members;
+        let saved = h.members[removed].take();
+        let mut array = open_with(&mut h);
+        assert!(
+            read_all(&mut h, &mut array, 7) == model,
+            "{what}: the re-added member reads back wrong"
+        );
+        close(&mut h, &mut array);
+        h.members[removed] = saved;
+    }
+}

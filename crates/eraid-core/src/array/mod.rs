@@ -3,6 +3,8 @@
 //! lock their stripe, make sure the write intent is on disk, read what their
 //! plan needs, compute, write, and complete their parent request.
 
+mod cached_io;
+mod destage_engine;
 mod execute;
 mod growth_engine;
 mod intent;
@@ -50,6 +52,9 @@ pub struct ArrayOptions {
     /// Settings of rebuilds started from now on when the array has none
     /// recorded (a rebuild keeps its own in the superblock).
     pub rebuild: crate::rebuild::config::RebuildConfig,
+    /// The write-back cache (policy `none`: none). Check it with
+    /// `CacheConfig::validate` before `Array::open`.
+    pub cache: crate::cache::config::CacheConfig,
 }
 
 impl Default for ArrayOptions {
@@ -60,6 +65,7 @@ impl Default for ArrayOptions {
             resync_on_open: true,
             write_intent_bitmap: true,
             rebuild: Default::default(),
+            cache: Default::default(),
         }
     }
 }
@@ -114,7 +120,6 @@ enum FlushPurpose {
     RebuildCheckpoint {
         pass: u64,
         position: u64,
-        copied_bytes: u64,
     },
 }
 
@@ -135,6 +140,8 @@ struct Pending {
     fua: bool,
     /// Logical chunks the request touches (a growth window waits for these).
     chunks: std::ops::Range<u64>,
+    /// Cached bytes laid over a read's result: (offset in it, bytes).
+    overlay: Vec<(usize, Vec<u8>)>,
 }
 
 pub struct Array {
@@ -198,6 +205,8 @@ pub struct Array {
     rebuild: Option<rebuild_engine::Rebuild>,
     /// When the last user request arrived (the rebuild's idle rule).
     last_user_request: Option<TimeNs>,
+    /// The write-back cache and its destage engine (None: policy none).
+    cache: Option<destage_engine::DestageEngine>,
 }
 
 impl Array {
@@ -256,6 +265,11 @@ impl Array {
             .map(|(j, probe)| probe.map(|_| geometry.member_count + j))
             .collect();
         let device_count = geometry.member_count + spare_devices.len();
+        if let Err(reason) = options.cache.validate(&geometry) {
+            panic!("Array::open with an invalid cache config (validate it first): {reason}");
+        }
+        let cache = (options.cache.policy != crate::cache::config::CachePolicy::None)
+            .then(|| destage_engine::DestageEngine::new(options.cache.clone(), &geometry));
         let opened_unclean = superblock.state == ArrayState::Dirty;
         superblock.state = ArrayState::Dirty;
         let intent = Intent::new(
@@ -303,6 +317,7 @@ impl Array {
             device_count,
             rebuild: None,
             last_user_request: None,
+            cache,
         };
         array.resume_reshape();
         array.resume_rebuild(bitmap_whole);
@@ -333,6 +348,11 @@ impl Array {
     /// True once `handle_close` has finished.
     pub fn is_closed(&self) -> bool {
         self.phase == Phase::Closed
+    }
+
+    /// What the write-back cache did (None without a cache).
+    pub fn cache_counters(&self) -> Option<destage_engine::CacheCounters> {
+        self.cache.as_ref().map(|c| c.counters.clone())
     }
 
     /// True when a check or resync is running.
@@ -379,12 +399,24 @@ impl Array {
                 self.idle_counted.insert(id, (member, bytes, !user));
             }
         }
+        // DOR's rebuild reads and writes go below users'; a checkpoint's
+        // flush does not (users' writes would starve it).
+        let low = cause == IoCause::Rebuild
+            && !matches!(op, DeviceOp::Flush)
+            && self
+                .rebuild_record()
+                .is_some_and(|r| r.config.strategy.disk_oriented());
         self.io_owner.insert(id, (owner, device));
         self.outbox_io.push_back(DeviceIo {
             id,
             member: device,
             op,
             cause,
+            priority: if low {
+                IoPriority::Low
+            } else {
+                IoPriority::Normal
+            },
         });
     }
 
@@ -552,11 +584,9 @@ impl Array {
             }
             FlushPurpose::ReshapeBackup => self.reshape_backup_flushed(),
             FlushPurpose::ReshapeCheckpoint => self.reshape_checkpoint_flushed(),
-            FlushPurpose::RebuildCheckpoint {
-                pass,
-                position,
-                copied_bytes,
-            } => self.rebuild_checkpoint_flushed(pass, position, copied_bytes, wait.member_failed),
+            FlushPurpose::RebuildCheckpoint { pass, position } => {
+                self.rebuild_checkpoint_flushed(pass, position, wait.member_failed)
+            }
         }
         self.advance_close();
     }
@@ -635,7 +665,12 @@ impl Array {
                     .reshape
                     .as_ref()
                     .is_none_or(|r| !r.mover_busy() && r.blocked.is_empty());
+                let cache_idle = self
+                    .cache
+                    .as_ref()
+                    .is_none_or(|c| c.drained() || c.failed.is_some() && c.in_flight == 0);
                 if self.ops.is_empty()
+                    && cache_idle
                     && self.requests.is_empty()
                     && scrub_idle
                     && reshape_idle
@@ -806,6 +841,8 @@ impl Machine for Array {
                     });
                 }
                 self.phase = Phase::Closing(CloseStage::Draining);
+                // Everything cached goes to the members before the close.
+                self.ready.push(Ready::Destage);
                 if let Some(scrub) = &mut self.scrub {
                     scrub.stop();
                 }

@@ -90,6 +90,7 @@ impl Array {
             "activity": activity,
             "reshape": self.reshape_status_json(),
             "rebuild": self.rebuild_status_json(),
+            "cache": self.cache.as_ref().map(|c| c.status_json()),
         })
     }
 }

@@ -112,6 +112,10 @@ pub fn build(
             // Simulated members start zeroed, so parity is consistent and no
             // initial resync is needed.
             let assembly = assemble(&probes).map_err(|e| e.to_string())?;
+            options
+                .cache
+                .validate(&geometry)
+                .map_err(|e| format!("[cache]: {e}"))?;
             let array = Array::open(assembly, options.clone(), eraid_core::io::TimeNs(0));
             let info = TargetInfo {
                 kind: format!("raid{}", level.number()),

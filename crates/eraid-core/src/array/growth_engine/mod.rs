@@ -180,6 +180,11 @@ impl Array {
         if self.phase != Phase::Running {
             return Err("the array is not running (opening or closing)".into());
         }
+        if self.cache.is_some() {
+            return Err(
+                "a growth needs the cache policy none (restart without the cache first)".into(),
+            );
+        }
         if self.reshape.is_some() {
             return Err("a growth is already in progress".into());
         }

@@ -1,12 +1,14 @@
 //! Re-add (Linux MD's `--re-add`, bitmap-based recovery): a member that
 //! left without losing a write comes back and only the regions the
 //! write-intent bitmap marked meanwhile are copied onto it, through the
-//! same stripe pipeline as a full rebuild (`Rebuild::regions` makes the
-//! walk jump over unmarked regions). While such a member is away or being
+//! same stripe pipeline as a full rebuild: its rebuilt-units map starts
+//! with every stripe outside the marked regions rebuilt, so whichever
+//! strategy orders it copies only the marked ones. While such a member is away or being
 //! re-added, no mark is cleared, so the marks cover every write it missed
 //! (`metadata::readd` states the whole rule).
 
 use super::super::{Array, Phase, Ready};
+use super::rebuilt_map::RebuiltMap;
 use super::Rebuild;
 use crate::io::ArrayEvent;
 use crate::metadata::readd::re_add_refusal;
@@ -66,6 +68,8 @@ impl Array {
             .rebuild
             .take()
             .map_or_else(|| self.options.rebuild.clone(), |r| r.config);
+        let mut rebuild = self.new_rebuild(targets.clone(), RebuiltMap::new(total), &config);
+        self.skip_unmarked_regions(&mut rebuild);
         self.superblock.rebuild = Some(RebuildRecord {
             config,
             kind: RebuildKind::ReAdd,
@@ -76,15 +80,33 @@ impl Array {
             held: false,
             reason: None,
             counters: RebuildCounters::default(),
+            rebuilt_units: None,
         });
-        let mut rebuild = Rebuild::new(targets.clone(), 0, self.now);
-        // Marks being set for writes in flight count too (`desired`).
-        rebuild.regions = Some(self.intent.desired.dirty_regions().collect());
         self.rebuild = Some(rebuild);
         self.request_superblock_write();
         self.outbox_event
             .push_back(ArrayEvent::RebuildStarted { members: targets });
         self.ready.push(Ready::Rebuild);
+    }
+
+    /// A re-add's map: every stripe outside the regions the bitmap marks
+    /// is current on the targets already, so it counts as rebuilt (marks
+    /// being set for writes in flight count too: `desired`).
+    pub(super) fn skip_unmarked_regions(&self, rebuild: &mut Rebuild) {
+        let total = self.geometry.stripe_count();
+        let per_region = self.intent.stripes_per_region;
+        let mut marked = 0;
+        let mut unmarked_from = 0;
+        for region in self.intent.desired.dirty_regions() {
+            let start = (region * per_region).min(total);
+            rebuild.map.mark_range(unmarked_from, start);
+            unmarked_from = (start + per_region).min(total);
+            marked += 1;
+        }
+        rebuild.map.mark_range(unmarked_from, total);
+        // Only what was recorded before a restart may already be marked.
+        rebuild.recorded_done = rebuild.map.done_stripes();
+        rebuild.marked_regions = Some(marked);
     }
 
     /// `AdminCommand::ReAddMember`: the member of `slot`, whose device the

@@ -8,27 +8,29 @@ impl Array {
     pub(in crate::array) fn rebuild_status_json(&self) -> Option<serde_json::Value> {
         let record = self.rebuild_record()?;
         let total_bytes = self.geometry.member_data_bytes;
-        let position = match &self.rebuild {
-            Some(r) => r.position,
-            None if record.state == RebuildState::Done => record.total_stripes,
-            None => record.checkpoint_stripe,
+        let total_stripes = record.total_stripes;
+        let recorded_stripes = record.recorded_stripes();
+        let (position, done_stripes) = match &self.rebuild {
+            Some(r) => (r.position(), r.done_stripes()),
+            None if record.state == RebuildState::Done => (total_stripes, total_stripes),
+            None => (record.checkpoint_stripe, recorded_stripes),
         };
         let copied_bytes = self
             .rebuild
             .as_ref()
             .map_or(record.counters.copied_bytes, |r| r.copied_bytes);
-        // A re-add counts only what it copies; a full rebuild, everything
-        // below its position.
+        // A re-add counts only what it copies; a full rebuild, every
+        // rebuilt stripe.
         let re_add = record.kind == RebuildKind::ReAdd;
         let rebuilt_bytes = if re_add {
             copied_bytes
         } else {
-            self.rebuilt_bytes_at(position)
+            self.rebuilt_bytes_at(done_stripes)
         };
         let checkpoint_bytes = if re_add {
             record.counters.copied_bytes
         } else {
-            self.rebuilt_bytes_at(record.checkpoint_stripe)
+            self.rebuilt_bytes_at(recorded_stripes)
         };
         let rate = self
             .rebuild
@@ -36,11 +38,18 @@ impl Array {
             .map_or(0.0, |r| r.pacing.rate_bytes_s(self.now, rebuilt_bytes));
         let eta_s = (rate > 0.0 && record.state.unfinished() && !re_add)
             .then(|| total_bytes.saturating_sub(rebuilt_bytes) as f64 / rate);
-        let progress = if record.total_stripes == 0 {
+        let progress = if total_stripes == 0 {
             1.0
         } else {
-            position as f64 / record.total_stripes as f64
+            done_stripes as f64 / total_stripes as f64
         };
+        let zones = self.rebuild.as_ref().and_then(|r| r.order.zones_ref());
+        let active_zone = zones.and_then(|z| match z.active() {
+            Some(super::zone_scheduler::Thread::Zone(zone)) => Some(json!(zone)),
+            Some(super::zone_scheduler::Thread::Cold) => Some(json!("cold")),
+            None => None,
+        });
+        let hot_threads = zones.map(|z| z.hot_threads());
         let targets: Vec<_> = record
             .targets
             .iter()
@@ -55,14 +64,16 @@ impl Array {
             "strategy": record.config.strategy.name(),
             "kind": record.kind.name(),
             "copied_bytes": copied_bytes,
-            "marked_regions": self.rebuild.as_ref().and_then(|r| r.regions.as_ref().map(|m| m.len())),
+            "marked_regions": self.rebuild.as_ref().and_then(|r| r.marked_regions),
             "state": record.state.name(),
             "held": record.held,
             "reason": record.reason,
             "progress": progress,
             "position_stripes": position,
-            "inflight_stripes": self.rebuild.as_ref().map(|r| r.inflight),
-            "next_stripe": self.rebuild.as_ref().map(|r| r.next),
+            "rebuilt_stripes": done_stripes,
+            "inflight_stripes": self.rebuild.as_ref().map(|r| r.inflight.len()),
+            "active_zone": active_zone,
+            "hot_threads": hot_threads,
             "total_stripes": record.total_stripes,
             "rebuilt_bytes": rebuilt_bytes,
             "checkpoint_bytes": checkpoint_bytes,
