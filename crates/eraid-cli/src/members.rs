@@ -252,6 +252,13 @@ pub fn assemble_members_with(paths: &[PathBuf], options: AssembleOptions) -> Res
                 direct.push(file.direct());
                 devices.push(Arc::new(file));
             }
+            // Re-added from the bitmap: served, and brought up to date.
+            SlotState::Stale { probe, .. } if assembly.re_add.contains(&slot) => {
+                let file = files[*probe].take().expect("each probe used once");
+                slot_paths.push(file.path().to_path_buf());
+                direct.push(file.direct());
+                devices.push(Arc::new(file));
+            }
             SlotState::Stale { probe, .. } => {
                 slot_paths.push(paths[*probe].clone());
                 direct.push(false);

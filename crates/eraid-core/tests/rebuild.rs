@@ -640,6 +640,9 @@ fn crash_during_rebuild(
     // did not survive): a new one is added then.
     let record = assembly.superblock.rebuild.clone();
     let spare_here = assembly.spares.iter().any(|s| s.is_some());
+    // Or the failed member itself, still here and failed only by the
+    // operator, is re-added from the bitmap at open.
+    let re_added = !assembly.re_add.is_empty();
     let mut array = Array::open(assembly, rebuild_options(), h.now);
     // The stripes recorded rebuilt, where the rebuild goes on from (None:
     // it had finished durably).
@@ -677,7 +680,7 @@ fn crash_during_rebuild(
         None => Some(vec![false; total_stripes as usize]),
     };
     h.run(&mut array);
-    if record.is_none() && !spare_here {
+    if record.is_none() && !spare_here && !re_added {
         let member = blank_member(&mut h);
         admin_ok(
             &mut h,

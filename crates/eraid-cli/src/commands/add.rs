@@ -28,7 +28,11 @@ use std::path::PathBuf;
 ///   eraid add --spare d4 --control ctl.sock
 ///
 /// NEW must exist, be at least as large as the members, and carry no eraid
-/// metadata; otherwise nothing changes. RAID-0 has nothing to rebuild and
+/// metadata; otherwise nothing changes. A failed member the server still
+/// holds (failed by `eraid fail`, or stale at the start) goes back into its
+/// slot instead: re-added from the write-intent bitmap when it left without
+/// losing a write (MD's --re-add: only the regions written since are
+/// copied), else rebuilt in full. RAID-0 has nothing to rebuild and
 /// no use for spares; a healthy array takes a new member only as a spare.
 /// With --wait, a progress bar follows the rebuild until it is done.
 /// Only on a running server (--control) for now.
@@ -76,6 +80,25 @@ impl AddArgs {
             .flatten()
             .any(|t| t["path"].as_str() == Some(&path.display().to_string()))
             && rebuild["state"] == "running";
+        let added_back = &status["added_back"];
+        if !added_back.is_null() {
+            let how = if added_back["kind"] == "re-add" {
+                "re-added from the write-intent bitmap (only the regions written while it was \
+                 away are copied)"
+            } else {
+                "added back and rebuilt in full (the bitmap does not cover what it missed)"
+            };
+            println!(
+                "{} is member {} again, {how}: {}",
+                self.new.display(),
+                added_back["slot"],
+                rebuild_line(rebuild)
+            );
+            if self.wait {
+                return follow_rebuild(&mut client, &self.control);
+            }
+            return Ok(0);
+        }
         if rebuilding {
             println!(
                 "{} replaces a failed member: {}",

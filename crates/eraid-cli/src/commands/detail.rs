@@ -243,6 +243,14 @@ impl DetailArgs {
                     (probes[*probe].path.clone(), "rebuilding", None)
                 }
                 SlotState::Present { probe } => (probes[*probe].path.clone(), "active", None),
+                SlotState::Stale { probe, .. } if assembly.re_add.contains(&index) => (
+                    probes[*probe].path.clone(),
+                    "re-addable",
+                    Some(
+                        "left without losing a write: `serve` re-adds it from the bitmap"
+                            .to_string(),
+                    ),
+                ),
                 SlotState::Stale { probe, .. } => (probes[*probe].path.clone(), "stale", None),
                 SlotState::Missing => {
                     let found = unmatched

@@ -12,6 +12,7 @@ use eraid_core::geometry::Level;
 use eraid_core::growth::record::ReshapeState;
 use eraid_core::io::{AdminCommand, ArrayEvent};
 use eraid_core::metadata::assemble::SlotState;
+use eraid_core::metadata::superblock::ArrayState;
 use eraid_core::ArrayOptions;
 use eraid_nbd::{Listener, Server, ServerConfig};
 use std::net::SocketAddr;
@@ -240,12 +241,15 @@ impl ServeArgs {
             .as_ref()
             .is_some_and(|r| r.state != ReshapeState::Done);
         let left_out = !assembled.assembly.left_out.is_empty();
+        let re_add = &assembled.assembly.re_add;
         let absent: Vec<String> = assembled
             .assembly
             .slots
             .iter()
             .enumerate()
-            .filter(|(_, slot)| !matches!(slot, SlotState::Present { .. }))
+            .filter(|(index, slot)| {
+                !matches!(slot, SlotState::Present { .. }) && !re_add.contains(index)
+            })
             .map(|(index, slot)| match slot {
                 // (Members given but unusable are named above, with why.)
                 SlotState::Stale { .. } => format!(
@@ -312,13 +316,33 @@ impl ServeArgs {
             Level::Raid5 | Level::Raid6 | Level::Crs { .. }
         );
         let allow_dirty_degraded = self.allow_dirty_degraded || self.force;
-        if parity_level && dirty_regions > 0 && !absent.is_empty() && !allow_dirty_degraded {
+        // A clean array keeps marks only for a member that may be re-added
+        // (older versions also kept regions a resync had not finished).
+        let marks_for_re_add = superblock.state == ArrayState::Clean
+            && superblock
+                .members
+                .iter()
+                .any(|m| m.re_add_from_events.is_some());
+        // A member being re-added is reconstructed from that parity too.
+        let mut absent_or_re_added = absent.clone();
+        absent_or_re_added.extend(re_add.iter().map(|slot| {
+            format!(
+                "member {slot} ({}) is being re-added",
+                assembled.paths[*slot].display()
+            )
+        }));
+        if parity_level
+            && dirty_regions > 0
+            && !marks_for_re_add
+            && !absent_or_re_added.is_empty()
+            && !allow_dirty_degraded
+        {
             anyhow::bail!(
                 "the array was not shut down cleanly ({dirty_regions} bitmap regions await a \
                  resync, so their parity may not match their data) and {}: data rebuilt for \
                  it from that parity could be wrong. {remedy}, or pass \
                  --allow-dirty-degraded to serve anyway",
-                absent.join(", ")
+                absent_or_re_added.join(", ")
             );
         }
         let control = match &self.control {
@@ -326,6 +350,27 @@ impl ServeArgs {
             None => None,
         };
         let member_paths = assembled.paths.clone();
+        // Slots and spares served by a stand-in (see ControlContext).
+        let detached_devices: Vec<usize> = assembled
+            .assembly
+            .slots
+            .iter()
+            .enumerate()
+            .filter(|(slot, state)| {
+                !matches!(state, SlotState::Present { .. })
+                    && !assembled.assembly.re_add.contains(slot)
+            })
+            .map(|(slot, _)| slot)
+            .chain(
+                assembled
+                    .assembly
+                    .spares
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, probe)| probe.is_none())
+                    .map(|(j, _)| geometry.member_count + j),
+            )
+            .collect();
         let handle = Arc::new(OnceLock::new());
         let export = ArrayExport {
             handle: Arc::clone(&handle),
@@ -392,6 +437,7 @@ impl ServeArgs {
             member_bytes_needed: crate::members::member_bytes_needed(&geometry),
             locks: Mutex::new(locks),
             grow_lock: Mutex::new(()),
+            detached_devices,
         });
         let control_thread = match control {
             Some(listener) => {

@@ -245,7 +245,9 @@ impl Array {
                 record.absent_unwritten_since_events = None;
                 record.failure = Some("missing when the array started during a growth".into());
             } else if record.state == MemberState::Rebuilding {
-                // Only partly rebuilt: nothing to keep current.
+                // Only partly rebuilt: nothing to keep current. (A member
+                // being re-added keeps its mark: what it lacks is still
+                // marked in the bitmap.)
                 record.state = MemberState::Faulty;
                 record.failure =
                     Some("missing or stale when the array started, mid-rebuild".into());
@@ -271,6 +273,7 @@ impl Array {
             assembly.bitmap_sequence,
             superblock.bitmap_stripes_per_region,
         );
+        let (re_add, bitmap_whole) = (assembly.re_add, assembly.bitmap_whole);
         let mut array = Array {
             geometry,
             layout,
@@ -313,7 +316,8 @@ impl Array {
             cache,
         };
         array.resume_reshape();
-        array.resume_rebuild();
+        array.resume_rebuild(bitmap_whole);
+        array.start_re_adds_at_open(&re_add);
         array.request_superblock_write();
         array.run_ready();
         array
@@ -419,6 +423,13 @@ impl Array {
     /// Marks a member failed: it is no longer read or written, and the
     /// superblocks on the others record it as faulty.
     fn fail_member(&mut self, member: usize, reason: String) {
+        self.fail_member_marked(member, reason, None);
+    }
+
+    /// `fail_member`, recording that it may come back by a re-add from
+    /// `re_add_from` events (None: an I/O failure, a write may be lost on
+    /// it, so only a full rebuild brings it back).
+    fn fail_member_marked(&mut self, member: usize, reason: String, re_add_from: Option<u64>) {
         if !self.present[member] {
             return;
         }
@@ -426,6 +437,7 @@ impl Array {
         let record = &mut self.superblock.members[member];
         record.state = MemberState::Faulty;
         record.failure = Some(crate::metadata::superblock::bounded_failure_reason(&reason));
+        record.re_add_from_events = re_add_from;
         if let Some(scrub) = &mut self.scrub {
             scrub.member_failed(member);
         }
@@ -455,9 +467,14 @@ impl Array {
         if self.absent_unrecorded.is_empty() {
             return None;
         }
+        let events = self.superblock.events;
         for slot in std::mem::take(&mut self.absent_unrecorded) {
             let record = &mut self.superblock.members[slot];
             record.state = MemberState::Faulty;
+            // Its copy is current up to when it went missing; what is
+            // written from now on is marked in the bitmap and kept.
+            record.re_add_from_events =
+                Some(record.absent_unwritten_since_events.unwrap_or(events));
             record.absent_unwritten_since_events = None;
             record.failure =
                 Some("missing when the array started; data was written without it".into());
@@ -517,7 +534,9 @@ impl Array {
                 // next cycle. (The metadata queue is FIFO, so a bitmap write
                 // clearing them could not overtake the failure's record
                 // anyway; this keeps the rule local.)
-                let candidates = if wait.member_failed {
+                // Likewise while a member that may be re-added is away: the
+                // marks are what it will copy.
+                let candidates = if wait.member_failed || self.keeps_bits_for_re_add() {
                     Vec::new()
                 } else {
                     candidates
@@ -536,13 +555,23 @@ impl Array {
                 }
             }
             FlushPurpose::Close => {
-                // Everything is durable: only regions never resynced stay set.
+                // Everything is durable: only regions never resynced stay
+                // set, and the marks a member that may be re-added needs.
+                let keep_marks = self.keeps_bits_for_re_add();
                 for region in 0..self.intent.desired.region_count() {
                     let keep = self.intent.pinned.contains(&region)
-                        || self.unresynced_regions.contains(&region);
+                        || self.unresynced_regions.contains(&region)
+                        || (keep_marks && self.intent.desired.get(region));
                     self.intent.desired.set(region, keep);
                 }
-                self.superblock.state = ArrayState::Clean;
+                // Clean means no region awaits a resync: marks on a clean
+                // array are only a re-add's.
+                self.superblock.state =
+                    if self.intent.pinned.is_empty() && self.unresynced_regions.is_empty() {
+                        ArrayState::Clean
+                    } else {
+                        ArrayState::Dirty
+                    };
                 // Every rebuilt stripe is durable now: record the position.
                 self.rebuild_note_durable_at_close();
                 self.request_bitmap_write(true);
@@ -784,7 +813,8 @@ impl Machine for Array {
         if self.rebuild.is_some() {
             self.ready.push(Ready::Rebuild);
         }
-        if self.phase == Phase::Running && !self.clean_cycle_active {
+        if self.phase == Phase::Running && !self.clean_cycle_active && !self.keeps_bits_for_re_add()
+        {
             let delay_ns = self.options.bitmap_clean_delay_ms * 1_000_000;
             let candidates = self.intent.clear_candidates(now, delay_ns);
             if !candidates.is_empty() {
@@ -832,6 +862,7 @@ impl Machine for Array {
             AdminCommand::TuneGrow(tuning) => self.tune_reshape(&tuning),
             AdminCommand::AddMember { member, spare } => self.add_member(member, spare),
             AdminCommand::FailMember { slot } => self.fail_member_by_operator(slot),
+            AdminCommand::ReAddMember { slot, copy } => self.re_add_member(slot, &copy),
             AdminCommand::RemoveMember { slot } => self.remove_member(slot),
             AdminCommand::PauseRebuild => self.hold_rebuild(),
             AdminCommand::ResumeRebuild => self.release_rebuild(),
@@ -865,7 +896,7 @@ impl Machine for Array {
         if self.phase != Phase::Running {
             return None;
         }
-        let clean = if self.clean_cycle_active {
+        let clean = if self.clean_cycle_active || self.keeps_bits_for_re_add() {
             None
         } else {
             self.intent

@@ -40,6 +40,13 @@ pub struct Assembly {
     /// Union of the in-sync members' bitmaps.
     pub bitmap: IntentBitmap,
     pub bitmap_sequence: u64,
+    /// Every in-sync member's bitmap could be read (a re-add may trust
+    /// the union).
+    pub bitmap_whole: bool,
+    /// Stale slots whose member may be re-added from the bitmap
+    /// (`readd::re_add_refusal`): the array brings them up to date by
+    /// copying only the marked regions. A driver serves their probes.
+    pub re_add: Vec<usize>,
     /// Human-readable lines: what was found and decided.
     pub report: Vec<String>,
     /// Failed members a forced assembly took back (`AssembleOptions::force`).
@@ -382,6 +389,7 @@ fn examine(probes: &[MemberProbe], tolerant: bool, force: bool) -> Result<Survey
         .div_ceil(newest.bitmap_stripes_per_region);
     let mut bitmap = IntentBitmap::new(region_count);
     let mut bitmap_sequence = 0;
+    let mut bitmap_whole = true;
     for (slot, state) in slots.iter().enumerate() {
         let SlotState::Present { probe } = state else {
             continue;
@@ -395,6 +403,7 @@ fn examine(probes: &[MemberProbe], tolerant: bool, force: bool) -> Result<Survey
             // Without a bitmap copy we cannot tell where writes were in flight:
             // treat every region as dirty if the array was not shut down cleanly.
             Err(e) => {
+                bitmap_whole = false;
                 report.push(format!("member {slot}: write-intent bitmap unreadable ({e}); assuming all regions dirty"));
                 if newest.state != super::superblock::ArrayState::Clean {
                     for region in 0..region_count {
@@ -410,6 +419,35 @@ fn examine(probes: &[MemberProbe], tolerant: bool, force: bool) -> Result<Survey
         newest.state = super::superblock::ArrayState::Dirty;
         for region in 0..region_count {
             bitmap.set(region, true);
+        }
+    }
+    let mut re_add = Vec::new();
+    if failed.is_none() {
+        for (slot, state) in slots.iter().enumerate() {
+            let SlotState::Stale { probe, .. } = *state else {
+                continue;
+            };
+            let copy = decoded[probe].as_ref().expect("a stale member decoded");
+            let refusal = super::readd::re_add_refusal(copy, &newest, slot).or_else(|| {
+                (!bitmap_whole).then(|| "a write-intent bitmap is unreadable".to_string())
+            });
+            match refusal {
+                None => {
+                    report.push(format!(
+                        "member {slot}: {} left without losing a write: re-added from the \
+                         write-intent bitmap (only the regions written since are copied)",
+                        probes[probe].path
+                    ));
+                    re_add.push(slot);
+                }
+                Some(why) => report.push(format!(
+                    "member {slot}: {} cannot be re-added from the bitmap: {why}",
+                    probes[probe].path
+                )),
+            }
+        }
+        if !forced.is_empty() {
+            re_add.clear();
         }
     }
     let dirty = bitmap.dirty_regions().count();
@@ -432,6 +470,8 @@ fn examine(probes: &[MemberProbe], tolerant: bool, force: bool) -> Result<Survey
             spares,
             bitmap,
             bitmap_sequence,
+            bitmap_whole,
+            re_add,
             report,
             forced,
             left_out: Vec::new(),

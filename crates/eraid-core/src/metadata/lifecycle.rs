@@ -142,6 +142,7 @@ mod tests {
         sb.members[target].state = MemberState::Rebuilding;
         sb.rebuild = Some(RebuildRecord {
             config: RebuildConfig::default(),
+            kind: Default::default(),
             targets: vec![target],
             checkpoint_stripe,
             total_stripes: sb.geometry.stripe_count(),
@@ -181,6 +182,7 @@ mod tests {
             path_hint: "d4".into(),
             failure: None,
             absent_unwritten_since_events: None,
+            re_add_from_events: None,
         });
         let back = round_trip(&sb, 4).expect("decodes");
         assert_eq!(back.this_member_uuid(), "s0");
@@ -244,6 +246,7 @@ mod tests {
             path_hint: "d1".into(),
             failure: None,
             absent_unwritten_since_events: None,
+            re_add_from_events: None,
         });
         refused(&sb, 0, "appears twice");
         sb.spares[0].uuid = "s".into();

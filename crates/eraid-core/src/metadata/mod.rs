@@ -10,6 +10,7 @@ pub mod bitmap;
 pub mod create;
 pub mod force;
 pub mod lifecycle;
+pub mod readd;
 pub mod record;
 pub mod superblock;
 pub mod text;

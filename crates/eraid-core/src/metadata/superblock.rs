@@ -61,6 +61,15 @@ pub struct MemberRecord {
     /// without it records it `Faulty` instead.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub absent_unwritten_since_events: Option<u64>,
+    /// The member left without losing a write (absent at a start, or
+    /// failed by the operator), when the array's events were this: its own
+    /// copy (events at least this, less one) holds current data except
+    /// where the write-intent bitmap marks writes made since, and those
+    /// marks are kept until it is back. It may be re-added by copying only
+    /// the marked regions. None after an I/O failure (a write may be lost
+    /// on it: it needs a full rebuild) and for active members.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub re_add_from_events: Option<u64>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -197,6 +206,7 @@ mod tests {
                     path_hint: format!("d{i}"),
                     failure: None,
                     absent_unwritten_since_events: None,
+                    re_add_from_events: None,
                 })
                 .collect(),
             bitmap_stripes_per_region: 512,
@@ -302,6 +312,7 @@ mod tests {
                     path_hint: format!("/{hostile}/d{i}"),
                     failure: Some(bounded_failure_reason(&hostile)),
                     absent_unwritten_since_events: Some(u64::MAX),
+                    re_add_from_events: Some(u64::MAX),
                 })
                 .collect(),
             bitmap_stripes_per_region: u64::MAX,
@@ -318,10 +329,12 @@ mod tests {
                     path_hint: format!("/{hostile}/s{i}"),
                     failure: Some(bounded_failure_reason(&hostile)),
                     absent_unwritten_since_events: Some(u64::MAX),
+                    re_add_from_events: Some(u64::MAX),
                 })
                 .collect(),
             rebuild: Some(crate::rebuild::record::RebuildRecord {
                 config: Default::default(),
+                kind: Default::default(),
                 targets: (0..MEMBER_COUNT_MAX).collect(),
                 checkpoint_stripe: u64::MAX,
                 total_stripes: u64::MAX,

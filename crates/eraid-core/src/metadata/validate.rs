@@ -7,7 +7,7 @@
 //! not refused but cut to its bound (it is for messages only).
 
 use super::bitmap::BITMAP_REGIONS_MAX;
-use super::superblock::{is_valid_uuid, Superblock};
+use super::superblock::{is_valid_uuid, MemberState, Superblock};
 use crate::geometry::{Geometry, Level};
 use crate::growth::config::{ReshapeConfig, ReshapeStrategy};
 use crate::growth::fastscale::GrowthStrategy;
@@ -57,6 +57,21 @@ pub fn superblock(sb: &mut Superblock) -> Result<(), String> {
                 "members {other} and {index} have the same uuid {}",
                 member.uuid
             ));
+        }
+        // Recorded when the member left, from the events then.
+        if let Some(since) = member.re_add_from_events {
+            if since > sb.events {
+                return Err(format!(
+                    "member {index} is recorded re-addable from events {since}, after this copy's {}",
+                    sb.events
+                ));
+            }
+            if !matches!(member.state, MemberState::Faulty | MemberState::Rebuilding) {
+                return Err(format!(
+                    "member {index} is recorded re-addable but is {:?}, neither failed nor rebuilding",
+                    member.state
+                ));
+            }
         }
         // Recorded at a start from the events then: never ahead of them.
         if let Some(since) = member.absent_unwritten_since_events {

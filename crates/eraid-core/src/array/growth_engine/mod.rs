@@ -325,6 +325,7 @@ impl Array {
                 path_hint: member.path_hint,
                 failure: None,
                 absent_unwritten_since_events: None,
+                re_add_from_events: None,
             });
             self.present.push(true);
             // The driver serves the new members as its next devices.

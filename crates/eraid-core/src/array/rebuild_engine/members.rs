@@ -84,6 +84,7 @@ impl Array {
             path_hint: member.path_hint,
             failure: None,
             absent_unwritten_since_events: None,
+            re_add_from_events: None,
         });
         self.spare_devices.push(Some(self.device_count));
         self.device_count += 1;
@@ -129,7 +130,9 @@ impl Array {
                 self.member_name(slot)
             ));
         }
-        self.fail_member(slot, "failed by the operator".into());
+        // Nothing is lost on it: it may come back by a re-add.
+        let re_add_from = self.re_add_mark_on_operator_fail(slot);
+        self.fail_member_marked(slot, "failed by the operator".into(), re_add_from);
         Ok(())
     }
 
@@ -291,6 +294,7 @@ impl Array {
             .rebuild
             .get_or_insert_with(|| crate::rebuild::record::RebuildRecord {
                 config: config.clone(),
+                kind: Default::default(),
                 targets: Vec::new(),
                 checkpoint_stripe: total,
                 total_stripes: total,

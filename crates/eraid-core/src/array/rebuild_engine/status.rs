@@ -1,7 +1,7 @@
 //! The rebuild part of the status JSON.
 
 use super::super::Array;
-use crate::rebuild::record::RebuildState;
+use crate::rebuild::record::{RebuildKind, RebuildState};
 use serde_json::json;
 
 impl Array {
@@ -15,12 +15,28 @@ impl Array {
             None if record.state == RebuildState::Done => (total_stripes, total_stripes),
             None => (record.checkpoint_stripe, recorded_stripes),
         };
-        let rebuilt_bytes = self.rebuilt_bytes_at(done_stripes);
+        let copied_bytes = self
+            .rebuild
+            .as_ref()
+            .map_or(record.counters.copied_bytes, |r| r.copied_bytes);
+        // A re-add counts only what it copies; a full rebuild, every
+        // rebuilt stripe.
+        let re_add = record.kind == RebuildKind::ReAdd;
+        let rebuilt_bytes = if re_add {
+            copied_bytes
+        } else {
+            self.rebuilt_bytes_at(done_stripes)
+        };
+        let checkpoint_bytes = if re_add {
+            record.counters.copied_bytes
+        } else {
+            self.rebuilt_bytes_at(recorded_stripes)
+        };
         let rate = self
             .rebuild
             .as_ref()
             .map_or(0.0, |r| r.pacing.rate_bytes_s(self.now, rebuilt_bytes));
-        let eta_s = (rate > 0.0 && record.state.unfinished())
+        let eta_s = (rate > 0.0 && record.state.unfinished() && !re_add)
             .then(|| total_bytes.saturating_sub(rebuilt_bytes) as f64 / rate);
         let progress = if total_stripes == 0 {
             1.0
@@ -46,17 +62,21 @@ impl Array {
             .collect();
         Some(json!({
             "strategy": record.config.strategy.name(),
+            "kind": record.kind.name(),
+            "copied_bytes": copied_bytes,
+            "marked_regions": self.rebuild.as_ref().and_then(|r| r.marked_regions),
             "state": record.state.name(),
             "held": record.held,
             "reason": record.reason,
             "progress": progress,
             "position_stripes": position,
             "rebuilt_stripes": done_stripes,
+            "inflight_stripes": self.rebuild.as_ref().map(|r| r.inflight.len()),
             "active_zone": active_zone,
             "hot_threads": hot_threads,
             "total_stripes": record.total_stripes,
             "rebuilt_bytes": rebuilt_bytes,
-            "checkpoint_bytes": self.rebuilt_bytes_at(recorded_stripes),
+            "checkpoint_bytes": checkpoint_bytes,
             "total_bytes": total_bytes,
             "rate_bytes_per_s": rate,
             "eta_s": eta_s,
