@@ -28,9 +28,13 @@
 //!   change the growth's `speed_min_kib_s`, `speed_max_kib_s`,
 //!   `latency_bound_ms`, `slack` or `valve_latency` (`"response"`,
 //!   `"processing"`, `"admission"`).
-//! - `{"command": "add", "path": "/abs/path", "spare": false}`: adds the
+//! - `{"command": "add", "path": "/abs/path", "spare": false, "strategy": "pro"}`
+//!   (strategy optional: pr, dor, pro or pro-dor, for the rebuild): adds the
 //!   file (checked as for grow) as a replacement of a failed member, which
-//!   is rebuilt at once, or with `"spare": true` as a hot spare.
+//!   is rebuilt at once, or with `"spare": true` as a hot spare. A failed
+//!   member the server still holds goes back into its slot (re-added from
+//!   the bitmap, or rebuilt in full); the answer then has `added_back`
+//!   (`slot`, `kind`).
 //! - `{"command": "fail", "member": "/abs/path"}`: fails a member (a spare
 //!   takes over if there is one); refused if the array would lose data.
 //! - `{"command": "remove", "member": "/abs/path"}`: forgets a failed
@@ -41,8 +45,10 @@
 //!   keeps serving (MD's `--replace`); when done the new file takes its
 //!   slot and the old member is retired (`rebuild.kind` is `replace`).
 //! - `{"command": "pause-rebuild"}`, `{"command": "resume-rebuild"}`,
-//!   `{"command": "tune-rebuild", "settings": {"speed_min_kib_s": 1000,
-//!   "speed_max_kib_s": 20000}}`: act on the rebuild.
+//!   `{"command": "tune-rebuild", "settings": {"strategy": "pro-dor",
+//!   "speed_min_kib_s": 1000, "speed_max_kib_s": 20000, "hot_zone_bytes": ...,
+//!   "time_slice_ms": ..., "popularity_half_life_ms": ...}}` (any of them):
+//!   act on the rebuild (a strategy changed mid-rebuild keeps what is rebuilt).
 //!
 //! A member is named by the path it is served from, or, for one not given
 //! at the start, by the path its superblock remembers (`path` in the
@@ -61,7 +67,8 @@
 //! checkpoint_bytes, moved_bytes, metadata_writes, redistribution_reads,
 //! redistribution_writes, backup_windows, pending_backup (a window a crash
 //! interrupted, rewritten from its backup first), rate_bytes_s, elapsed_s,
-//! blocked_requests, config}`, and `rebuild`: null or `{strategy ("pr"),
+//! blocked_requests, config}`, and `rebuild`: null or `{strategy (pr, dor,
+//! pro, pro-dor),
 //! state: running|paused|done|stopped, reason, progress, rebuilt_bytes,
 //! checkpoint_bytes (recorded, survives a crash), total_bytes,
 //! rate_bytes_per_s, eta_s, target {slot, path}, targets, config}`. The
@@ -110,6 +117,10 @@ pub struct ControlContext {
     /// One growth request at a time (the array would refuse the second,
     /// but its files would be opened and locked meanwhile).
     pub grow_lock: Mutex<()>,
+    /// Devices served by a stand-in that fails every I/O (slots missing
+    /// or stale at the start, spares not given): nothing can be added back
+    /// through them.
+    pub detached_devices: Vec<usize>,
 }
 
 impl ControlListener {
@@ -287,7 +298,10 @@ fn answer(request: &Value, context: &ControlContext) -> Value {
         Some("tune-rebuild") => match request.get("settings").map(|s| serde_json::from_value(s.clone())) {
             Some(Ok(tuning)) => run_admin(context, AdminCommand::TuneRebuild(tuning), ""),
             Some(Err(e)) => failure(format!("bad rebuild settings: {e}")),
-            None => failure("tune-rebuild needs \"settings\" (speed_min_kib_s, speed_max_kib_s)"),
+            None => failure(
+                "tune-rebuild needs \"settings\" (strategy, speed_min_kib_s, speed_max_kib_s, \
+                 hot_zone_bytes, time_slice_ms, popularity_half_life_ms)",
+            ),
         },
         Some(other) => failure(format!("unknown command {other:?}: expected {COMMANDS}")),
         None => failure(format!("the request has no \"command\" ({COMMANDS})")),
@@ -314,9 +328,21 @@ fn add_member(request: &Value, context: &ControlContext) -> Result<Value> {
         Some(Value::Bool(spare)) => *spare,
         Some(other) => bail!("\"spare\" must be true or false, found {other}"),
     };
+    // Checked before anything changes; applied once the member is in.
+    let strategy = match request.get("strategy") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(name)) => Some(
+            eraid_core::rebuild::config::RebuildStrategy::parse(name)
+                .map_err(|e| anyhow::anyhow!("{e}; nothing was added"))?,
+        ),
+        Some(other) => bail!("\"strategy\" must be a strategy name, found {other}"),
+    };
     // One change of the device list at a time (grow uses it too).
     let _one_at_a_time = lock(&context.grow_lock);
     let current = lock(&context.members).clone();
+    if let Some(status) = add_back_former_member(path, spare, &current, context)? {
+        return Ok(status);
+    }
     let added = check_added_members(
         &[PathBuf::from(path)],
         &current,
@@ -339,6 +365,22 @@ fn add_member(request: &Value, context: &ControlContext) -> Result<Value> {
         })?;
     lock(&context.locks).extend(locks);
     lock(&context.members).extend(paths);
+    if let Some(strategy) = strategy {
+        // The rebuild NEW started (or the next one, for a spare) switches
+        // to it; what is rebuilt already stays rebuilt.
+        let tuning = eraid_core::rebuild::config::RebuildTuning {
+            strategy: Some(strategy),
+            ..Default::default()
+        };
+        let answer = context
+            .handle
+            .admin(AdminCommand::TuneRebuild(tuning))
+            .map_err(|e| anyhow::anyhow!("the array is not running: {e}"))?;
+        if let Some(error) = answer.get("error") {
+            bail!("added {path}, but the strategy was refused: {error}");
+        }
+        status = answer;
+    }
     say!(
         "{} {path}",
         if spare {
@@ -379,6 +421,80 @@ fn replace_member(request: &Value, context: &ControlContext) -> Result<Value> {
     lock(&context.members).extend(paths);
     say!("replacing member {slot} by {with}");
     Ok(status)
+}
+
+/// `add` of a failed member the server still holds (failed by the
+/// operator, or stale at the start): it goes back into its slot, re-added
+/// from the write-intent bitmap when it left without losing a write (MD's
+/// `--re-add`), else rebuilt in full. None: `path` is no such member.
+fn add_back_former_member(
+    path: &str,
+    spare: bool,
+    devices: &[PathBuf],
+    context: &ControlContext,
+) -> Result<Option<Value>> {
+    use eraid_core::metadata::superblock::Superblock;
+    let Some(device) = devices
+        .iter()
+        .position(|p| crate::members::same_file(p, Path::new(path)))
+    else {
+        return Ok(None);
+    };
+    let status = context
+        .handle
+        .admin(AdminCommand::Status)
+        .map_err(|e| anyhow::anyhow!("the array is not running: {e}"))?;
+    let members = status["members"].as_array().cloned().unwrap_or_default();
+    let Some(slot) = members
+        .iter()
+        .find(|m| m["device"].as_u64() == Some(device as u64))
+        .and_then(|m| m["index"].as_u64())
+    else {
+        // A file the array no longer uses (a member a spare replaced).
+        return Ok(None);
+    };
+    if context.detached_devices.contains(&device) {
+        bail!(
+            "{path} is member {slot}, but this server does not serve its file (it was missing \
+             or stale when the server started); stop the server and serve again naming every \
+             member: a member that left without losing a write is re-added from the bitmap \
+             then, a stale one is replaced by a new member (eraid add NEW); nothing changed"
+        );
+    }
+    if spare {
+        bail!(
+            "{path} is member {slot} of this array; it goes back into its slot, not as a spare \
+             (eraid add {path} without --spare)"
+        );
+    }
+    let mut area = vec![0u8; eraid_core::geometry::METADATA_BYTES as usize];
+    std::fs::File::open(&devices[device])
+        .and_then(|mut file| file.read_exact(&mut area))
+        .with_context(|| format!("cannot read the metadata of {path}"))?;
+    let copy = Superblock::decode_newest(&area).map_err(|e| {
+        anyhow::anyhow!("{path} is member {slot} but its superblock is unusable: {e}")
+    })?;
+    let answer = context
+        .handle
+        .admin(AdminCommand::ReAddMember {
+            slot: slot as usize,
+            copy: Box::new(copy),
+        })
+        .map_err(|e| anyhow::anyhow!("the array is not running: {e}"))?;
+    if let Some(error) = answer.get("error") {
+        bail!(
+            "the array refused {path}: {}",
+            error.as_str().unwrap_or("unknown reason")
+        );
+    }
+    say!(
+        "added back {path} as member {slot} ({})",
+        answer["rebuild"]["kind"].as_str().unwrap_or("rebuild")
+    );
+    let mut answer = answer;
+    answer["warnings"] = json!([]);
+    answer["added_back"] = json!({"slot": slot, "kind": answer["rebuild"]["kind"].clone()});
+    Ok(Some(answer))
 }
 
 /// The member slot (or `member_count + j` for spare j) a request's

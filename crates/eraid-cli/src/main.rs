@@ -6,6 +6,7 @@ mod commands;
 mod control;
 mod export;
 mod growth_flags;
+mod level_args;
 mod locks;
 mod members;
 mod output;
@@ -46,6 +47,11 @@ enum Command {
         #[command(subcommand)]
         command: commands::experiment::ExperimentCommand,
     },
+    /// Cauchy Reed-Solomon tools (the EPU paper's scaling study).
+    Crs {
+        #[command(subcommand)]
+        command: commands::crs::CrsCommand,
+    },
     /// Disk-model tools (validate a model against a measured drive).
     Disk {
         #[command(subcommand)]
@@ -82,6 +88,7 @@ fn main() {
         Command::Demo(args) => args.run(),
         Command::Sim(args) => args.run(),
         Command::Experiment { command } => command.run(),
+        Command::Crs { command } => command.run(),
         Command::Disk { command } => command.run(),
     };
     match result {

@@ -69,6 +69,17 @@ impl DeviceOp {
     }
 }
 
+/// How urgently a driver should serve a device I/O.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum IoPriority {
+    /// Users' I/O and everything competing with it on equal terms.
+    #[default]
+    Normal,
+    /// Served only when no `Normal` I/O waits for the same device (DOR's
+    /// rebuild I/O, below users').
+    Low,
+}
+
 /// One I/O the core asks a driver to perform on one member.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DeviceIo {
@@ -77,6 +88,7 @@ pub struct DeviceIo {
     pub member: usize,
     pub op: DeviceOp,
     pub cause: IoCause,
+    pub priority: IoPriority,
 }
 
 /// The outcome of a device I/O, handed back with [`IoId`].
@@ -269,6 +281,18 @@ pub enum AdminCommand {
     ReplaceMember {
         slot: usize,
         member: crate::growth::config::NewMember,
+    },
+    /// A failed member whose device the driver still serves in `slot`
+    /// comes back (Linux MD's `--re-add`, or `--add` of a former member):
+    /// `copy` is the superblock read from it. If it left without losing a
+    /// write and the bitmap covers what it missed
+    /// (`metadata::readd::re_add_refusal`), only the marked regions are
+    /// copied onto it; otherwise it is rebuilt in full. Refused, changing
+    /// nothing, if it is not this array's member of that slot, is in use,
+    /// or a growth or another rebuild is under way.
+    ReAddMember {
+        slot: usize,
+        copy: Box<crate::metadata::superblock::Superblock>,
     },
     /// Forget a failed member (slot below the member count) or drop a
     /// spare (slot `member_count + j` for spare `j`, as in the status).

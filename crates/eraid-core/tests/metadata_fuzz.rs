@@ -18,7 +18,7 @@ mod common;
 use common::*;
 use eraid_core::geometry::{Geometry, Level, ParityLayout, METADATA_BYTES};
 use eraid_core::growth::config::ReshapeStrategy;
-use eraid_core::io::{AdminCommand, Machine, UserOp};
+use eraid_core::io::{AdminCommand, Machine, UserError, UserOp};
 use eraid_core::metadata::assemble::{
     assemble, assemble_with, AssembleOptions, Assembly, AssemblyError, MemberProbe, SlotState,
 };
@@ -123,6 +123,14 @@ fn base_spec() -> impl Strategy<Value = BaseSpec> {
         (3usize..6, 0usize..4).prop_map(|(n, l)| (Level::Raid5, parity_layout(l), n)),
         (4usize..6, 0usize..4).prop_map(|(n, l)| (Level::Raid6, parity_layout(l), n)),
         (2usize..5).prop_map(|n| (Level::Raid10, ParityLayout::Near2, n)),
+        // CRS: m of 1..=3 on 3 to 6 members, at Jerasure's default w.
+        (3usize..7, 1usize..4).prop_map(|(n, m)| {
+            let level = Level::Crs {
+                parity_members: m.min(n - 1),
+                w: eraid_core::geometry::crs_default_w(n).expect("small arrays fit"),
+            };
+            (level, ParityLayout::LeftSymmetric, n)
+        }),
     ];
     let kind = prop_oneof![
         1 => Just(BaseKind::Clean),
@@ -1000,6 +1008,9 @@ fn run_case(spec: &BaseSpec, mutations: &[Mutation]) {
             })
         })
         .collect();
+    let missing_slots: Vec<usize> = (0..assembly.slots.len())
+        .filter(|&slot| matches!(assembly.slots[slot], SlotState::Missing))
+        .collect();
     let (read, largest) = largest_allocation(|| {
         let mut array = Array::open(assembly, options(), h.now);
         h.run(&mut array);
@@ -1022,6 +1033,16 @@ fn run_case(spec: &BaseSpec, mutations: &[Mutation]) {
         "serving allocated {largest} bytes at once"
     );
     if benign {
+        // A crash mid-window plus the loss of the member holding that
+        // window's backup is a double fault: the read must refuse (never
+        // serve the half-overwritten old places), naming the member.
+        if let Err(UserError::Unavailable(why)) = &read {
+            let backup_missing = missing_slots
+                .iter()
+                .any(|slot| why.contains(&format!("the backup on member {slot}, is missing")));
+            assert!(backup_missing, "a benign member set reads: {why}");
+            return;
+        }
         let data = read.expect("a benign member set reads").expect("data");
         // A growth resumed at open may have finished: the capacity grew.
         assert!(
@@ -1052,4 +1073,23 @@ proptest! {
     ) {
         run_case(&spec, &mutations);
     }
+}
+
+/// Found by the fuzz: a growth crashed mid-window with its backup on the
+/// new member, then that member is left out. Reads of the window must be
+/// refused naming the backup's member; the rest of the case must hold.
+#[test]
+fn crashed_window_with_its_backup_member_missing_refuses_reads() {
+    let spec = BaseSpec {
+        level: Level::Raid5,
+        layout: ParityLayout::LeftAsymmetric,
+        members: 5,
+        member_chunks: 8,
+        kind: BaseKind::Growing {
+            steps: 120,
+            crash: true,
+        },
+        seed: 15115860468416781,
+    };
+    run_case(&spec, &[Mutation::DropProbe { member: 5 }]);
 }

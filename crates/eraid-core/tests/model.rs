@@ -30,11 +30,10 @@ fn run_model(seed: u64, level: Level, layout: eraid_core::geometry::ParityLayout
     let mut model = vec![0u8; capacity as usize];
     let mut next_id = 1u64;
     let mut failed_members = 0usize;
-    let tolerated = match level {
-        Level::Raid0 => 0,
-        Level::Raid5 | Level::Raid10 => 1,
-        Level::Raid6 => 2,
-    };
+    // RAID-10: one member (of a pair) in this test.
+    let tolerated = level.redundancy();
+    // Up to four failures, spread over the run (RAID-6: rounds 20 and 40).
+    let fail_rounds = [20, 40, 30, 50];
     for round in 0..60 {
         // A batch of concurrent requests: writes never overlap each other
         // or the batch's reads, so the expected result is well defined.
@@ -80,7 +79,9 @@ fn run_model(seed: u64, level: Level, layout: eraid_core::geometry::ParityLayout
             h.submit(&mut array, *id, op.clone());
         }
         // Fail a member while the batch is in flight, if the level allows.
-        if (round == 20 || (round == 40 && level == Level::Raid6)) && failed_members < tolerated {
+        if fail_rounds[..tolerated.min(fail_rounds.len())].contains(&round)
+            && failed_members < tolerated
+        {
             let victim = rng.gen_range(0..members);
             if let Some(m) = h.members[victim].as_mut() {
                 if !(m.failed || level == Level::Raid10 && failed_members > 0) {

@@ -21,15 +21,38 @@ use std::path::{Path, PathBuf};
 /// the members, and at least as large), recorded in the superblocks as
 /// `eraid add --spare` records them:
 ///   eraid create --level 5 --size 64M d0 d1 d2 d3 --spare d4
+///
+/// CRS (Cauchy Reed-Solomon): `--level crs --data K --parity M [--w W]`
+/// stores k data and m parity chunks per stripe on k + m members and
+/// survives any m missing members. Each chunk is cut into w packets and
+/// parity is computed by XORs over GF(2^w) with Jerasure's cauchy_good
+/// matrix; w defaults to the smallest with k + m <= 2^w (as Jerasure picks
+/// it: 2 for up to 4 members, 3 up to 8, 4 up to 16, ...). A CRS chunk is w
+/// packets of a power of two bytes (default w x 16K, e.g. 48K for w = 3).
+/// Writes smaller than a chunk read and rewrite whole parity chunks
+/// (read-modify-write over the chunk), since each parity packet depends on
+/// every packet of the data chunk. CRS arrays cannot be grown yet.
 #[derive(Args, Debug)]
 #[command(verbatim_doc_comment)]
 pub struct CreateArgs {
-    /// RAID level: 0 (striping), 5 (single parity), 6 (P+Q), 10 (mirrored pairs, near layout).
+    /// RAID level: 0 (striping), 5 (single parity), 6 (P+Q), 10 (mirrored
+    /// pairs, near layout), or crs (Cauchy Reed-Solomon, with --data and --parity).
     #[arg(long)]
     level: String,
-    /// Chunk size, a power of two from 4K to 4M.
-    #[arg(long, default_value = "64K")]
-    chunk: String,
+    /// CRS: data members per stripe (k).
+    #[arg(long, value_name = "K")]
+    data: Option<usize>,
+    /// CRS: parity members per stripe (m); any m members may be missing.
+    #[arg(long, value_name = "M")]
+    parity: Option<usize>,
+    /// CRS: packets per chunk, the field GF(2^w) (2 to 8; default the
+    /// smallest with k + m <= 2^w).
+    #[arg(long, value_name = "W")]
+    w: Option<usize>,
+    /// Chunk size, a power of two from 4K to 4M (default 64K); for CRS,
+    /// w packets of a power of two bytes (default w x 16K).
+    #[arg(long)]
+    chunk: Option<String>,
     /// Parity layout for RAID-5/6: left-symmetric (default, as Linux MD),
     /// left-asymmetric, right-asymmetric, right-symmetric.
     #[arg(long)]
@@ -53,14 +76,23 @@ pub struct CreateArgs {
 
 impl CreateArgs {
     pub fn run(self) -> Result<i32> {
-        let level = Level::parse(&self.level)?;
+        let level = crate::level_args::level_from_flags(
+            &self.level,
+            self.data,
+            self.parity,
+            self.w,
+            self.members.len(),
+        )?;
         let layout = match &self.layout {
             Some(name) => ParityLayout::parse(name)?,
             None => ParityLayout::default_for(level),
         };
-        let chunk_bytes = parse_size_bytes(&self.chunk)
-            .map_err(anyhow::Error::msg)
-            .context("--chunk")?;
+        let chunk_bytes = match &self.chunk {
+            Some(text) => parse_size_bytes(text)
+                .map_err(anyhow::Error::msg)
+                .context("--chunk")?,
+            None => crate::level_args::default_chunk_bytes(level),
+        };
         let size_bytes = match &self.size {
             Some(s) => Some(
                 parse_size_bytes(s)
@@ -74,8 +106,8 @@ impl CreateArgs {
         }
         if !self.spares.is_empty() && level.redundancy() == 0 {
             bail!(
-                "RAID-{} has no redundancy: nothing could be rebuilt onto a spare (--spare {})",
-                level.number(),
+                "{} has no redundancy: nothing could be rebuilt onto a spare (--spare {})",
+                level.name(),
                 self.spares[0].display()
             );
         }
@@ -127,11 +159,11 @@ impl CreateArgs {
             if let Ok(sb) = Superblock::decode_newest(&area) {
                 if !self.force {
                     bail!(
-                        "{} already belongs to array {} (member {} of a RAID-{}); use --force to overwrite it",
+                        "{} already belongs to array {} (member {} of a {}); use --force to overwrite it",
                         path.display(),
                         sb.array_uuid,
                         sb.this_member,
-                        sb.geometry.level.number()
+                        sb.geometry.level.name()
                     );
                 }
                 // Its array may be served through other paths.
@@ -231,6 +263,7 @@ impl CreateArgs {
                     .to_string(),
                 failure: None,
                 absent_unwritten_since_events: None,
+                re_add_from_events: None,
             })
             .collect();
         let files: Vec<MemberFile> = all
@@ -244,8 +277,8 @@ impl CreateArgs {
         created.keep();
         drop(locks);
         println!(
-            "created RAID-{} {} array {}: {} members, chunk {} KiB, capacity {} bytes ({:.1} MiB)",
-            level.number(),
+            "created {} {} array {}: {} members, chunk {} KiB, capacity {} bytes ({:.1} MiB)",
+            level.name(),
             layout.name(),
             array_uuid,
             geometry.member_count,

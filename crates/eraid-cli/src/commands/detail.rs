@@ -4,6 +4,7 @@
 use crate::control::ControlClient;
 use anyhow::Result;
 use clap::Args;
+use eraid_core::geometry::Level;
 use eraid_core::metadata::assemble::{
     survey, AssemblyError, MemberProbe, SlotState, UnusableMember,
 };
@@ -132,7 +133,13 @@ impl DetailArgs {
             "array {} (live)",
             status["array_uuid"].as_str().unwrap_or("?")
         );
-        println!("  level       RAID-{}", status["level"]);
+        match status["level"].as_u64() {
+            Some(number) => println!("  level       RAID-{number}"),
+            None => println!(
+                "  level       CRS (k = {}, m = {}, w = {})",
+                status["data_members"], status["parity_members"], status["w"]
+            ),
+        }
         println!("  layout      {}", status["layout"].as_str().unwrap_or("?"));
         println!(
             "  chunk       {} KiB",
@@ -245,6 +252,14 @@ impl DetailArgs {
                     (probes[*probe].path.clone(), "rebuilding", None)
                 }
                 SlotState::Present { probe } => (probes[*probe].path.clone(), "active", None),
+                SlotState::Stale { probe, .. } if assembly.re_add.contains(&index) => (
+                    probes[*probe].path.clone(),
+                    "re-addable",
+                    Some(
+                        "left without losing a write: `serve` re-adds it from the bitmap"
+                            .to_string(),
+                    ),
+                ),
                 SlotState::Stale { probe, .. } => (probes[*probe].path.clone(), "stale", None),
                 SlotState::Missing => {
                     let found = unmatched
@@ -319,9 +334,9 @@ impl DetailArgs {
         let capacity = crate::members::visible_capacity_bytes(sb);
         let reshape = reshape_json(sb);
         let rebuild = rebuild_json(sb);
-        let detail = json!({
+        let mut detail = json!({
             "array_uuid": sb.array_uuid,
-            "level": g.level.number(),
+            "level": g.level.json_value(),
             "layout": g.layout.name(),
             "chunk_bytes": g.chunk_bytes,
             "member_count": g.member_count,
@@ -343,12 +358,17 @@ impl DetailArgs {
             "reshape": reshape,
             "rebuild": rebuild,
         });
+        if let Level::Crs { parity_members, w } = g.level {
+            detail["data_members"] = g.data_per_stripe().into();
+            detail["parity_members"] = parity_members.into();
+            detail["w"] = w.into();
+        }
         if self.json {
             println!("{}", serde_json::to_string_pretty(&detail)?);
             return Ok(0);
         }
         println!("array {}", sb.array_uuid);
-        println!("  level       RAID-{}", g.level.number());
+        println!("  level       {}", g.level.name());
         println!("  layout      {}", g.layout.name());
         println!("  chunk       {} KiB", g.chunk_bytes >> 10);
         println!(
@@ -398,6 +418,8 @@ pub fn rebuild_json(sb: &Superblock) -> Value {
     } else {
         record.checkpoint_stripe
     };
+    // Stripes past the checkpoint stripe that the map records count too.
+    let recorded = record.recorded_stripes();
     let bytes = |stripes: u64| {
         (stripes as u128 * sb.geometry.member_data_bytes as u128 / total as u128) as u64
     };
@@ -438,11 +460,12 @@ pub fn rebuild_json(sb: &Superblock) -> Value {
         "state": record.state.name(),
         "held": record.held,
         "reason": record.reason,
-        "progress": position as f64 / total as f64,
+        "progress": recorded as f64 / total as f64,
         "position_stripes": position,
+        "rebuilt_stripes": recorded,
         "total_stripes": record.total_stripes,
-        "rebuilt_bytes": bytes(position),
-        "checkpoint_bytes": bytes(record.checkpoint_stripe.min(record.total_stripes)),
+        "rebuilt_bytes": bytes(recorded),
+        "checkpoint_bytes": bytes(recorded),
         "total_bytes": sb.geometry.member_data_bytes,
         "target": targets.first(),
         "targets": targets,

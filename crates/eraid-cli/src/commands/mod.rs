@@ -2,6 +2,8 @@
 pub mod add;
 pub mod check;
 pub mod create;
+pub mod crs;
+pub mod crs_study;
 pub mod demo;
 pub mod detail;
 pub mod disk;
@@ -13,4 +15,5 @@ pub mod rebuild;
 pub mod replace;
 pub mod reshape;
 pub mod serve;
+pub mod serve_tls;
 pub mod sim;

@@ -1,6 +1,7 @@
 //! `eraid serve`: run the array and export it over NBD until SIGINT/SIGTERM/SIGHUP,
 //! optionally with a control socket (see `crate::control` for its protocol).
 
+use crate::commands::serve_tls::{tls_policy, TlsMode};
 use crate::control::{ControlContext, ControlListener};
 use crate::export::ArrayExport;
 use crate::output::{say, say_out};
@@ -11,6 +12,7 @@ use eraid_core::geometry::Level;
 use eraid_core::growth::record::ReshapeState;
 use eraid_core::io::{AdminCommand, ArrayEvent};
 use eraid_core::metadata::assemble::SlotState;
+use eraid_core::metadata::superblock::ArrayState;
 use eraid_core::ArrayOptions;
 use eraid_nbd::{Listener, Server, ServerConfig};
 use std::net::SocketAddr;
@@ -23,8 +25,9 @@ use std::sync::{Arc, Mutex, OnceLock};
 /// Assembles the array from its members (one missing member is fine for
 /// RAID-5 and RAID-10, two for RAID-6), listens, and prints the NBD URI to
 /// connect to (e.g. with nbdcopy, qemu-img, nbdfuse or fio). On SIGINT,
-/// SIGTERM or SIGHUP it finishes in-flight requests, flushes every member, marks the
-/// members clean and exits 0. After an unclean stop, parity of the regions
+/// SIGTERM or SIGHUP it stops accepting, finishes in-flight requests (a client
+/// that does not take its replies is dropped), flushes every member, marks the
+/// members clean and exits 0, within --shutdown-timeout-s plus the flush. After an unclean stop, parity of the regions
 /// the write-intent bitmap marks dirty is resynced while serving. The
 /// members are locked: a second serve or check of them is refused.
 ///
@@ -85,13 +88,84 @@ pub struct ServeArgs {
     /// Implies --allow-dirty-degraded for this start.
     #[arg(long)]
     force: bool,
+    /// A client must finish the NBD handshake within this many seconds of
+    /// connecting, or it is disconnected.
+    #[arg(long, value_name = "SECONDS", default_value_t = 10,
+          value_parser = clap::value_parser!(u64).range(1..=3600))]
+    handshake_timeout_s: u64,
+    /// Clients served at once (in the transmission phase); more are refused
+    /// until one leaves.
+    #[arg(long, value_name = "N", default_value_t = 64,
+          value_parser = clap::value_parser!(u64).range(1..=65536))]
+    max_connections: u64,
+    /// Connections still in the handshake at once, apart from
+    /// --max-connections; when full, a new connection displaces the oldest
+    /// handshake, so silent clients cannot lock others out.
+    #[arg(long, value_name = "N", default_value_t = 16,
+          value_parser = clap::value_parser!(u64).range(1..=65536))]
+    handshake_reserve: u64,
+    /// Requests one connection may have in flight; it is not read further
+    /// until some are answered.
+    #[arg(long, value_name = "N", default_value_t = 64,
+          value_parser = clap::value_parser!(u64).range(1..=4096))]
+    max_in_flight_requests: u64,
+    /// Read and write bytes one connection may have in flight, in MiB (at
+    /// least 32, one maximal request).
+    #[arg(long, value_name = "MIB", default_value_t = 128,
+          value_parser = clap::value_parser!(u64).range(32..=65536))]
+    max_in_flight_mib: u64,
+    /// A reply must reach the client within this many seconds (the clock
+    /// does not restart on partial progress); a client that reads too
+    /// slowly, or not at all, is disconnected.
+    #[arg(long, value_name = "SECONDS", default_value_t = 30,
+          value_parser = clap::value_parser!(u64).range(1..=3600))]
+    send_timeout_s: u64,
+    /// On SIGINT/SIGTERM/SIGHUP, connections still open after this many
+    /// seconds are cut (requests already taken still complete in the
+    /// array); then the members are flushed and marked clean.
+    #[arg(long, value_name = "SECONDS", default_value_t = 10,
+          value_parser = clap::value_parser!(u64).range(1..=3600))]
+    shutdown_timeout_s: u64,
+    /// Serve NBD over TLS with the X.509 certificates in DIR, laid out as
+    /// for qemu: server-cert.pem (leaf first, then any intermediates) and
+    /// server-key.pem; ca-cert.pem is for the clients. Implies --tls require.
+    #[arg(long, value_name = "DIR")]
+    tls_cert: Option<PathBuf>,
+    /// require: plaintext clients are refused (NBD_REP_ERR_TLS_REQD);
+    /// allow: TLS and plaintext clients are both served; off: no TLS.
+    /// Default: require with --tls-cert, else off.
+    #[arg(long, value_name = "MODE")]
+    tls: Option<TlsMode>,
+    /// TLS with pre-shared keys (nbdkit's PSK file): not supported yet
+    /// (rustls has no TLS-PSK); refused with an error.
+    #[arg(long, value_name = "FILE")]
+    tls_psk: Option<PathBuf>,
     /// Member files or block devices of the array (any order).
     #[arg(required = true)]
     members: Vec<PathBuf>,
 }
 
 impl ServeArgs {
+    /// The NBD server's limits from the command line (clap bounds each).
+    fn server_config(&self) -> Result<ServerConfig> {
+        use std::time::Duration;
+        Ok(ServerConfig {
+            handshake_timeout: Duration::from_secs(self.handshake_timeout_s),
+            max_connections: self.max_connections as usize,
+            handshake_reserve: self.handshake_reserve as usize,
+            max_in_flight_requests: self.max_in_flight_requests as usize,
+            max_in_flight_bytes: self.max_in_flight_mib << 20,
+            send_timeout: Duration::from_secs(self.send_timeout_s),
+            shutdown_timeout: Duration::from_secs(self.shutdown_timeout_s),
+            tls: tls_policy(self.tls, self.tls_cert.as_deref(), self.tls_psk.as_deref())?,
+            ..ServerConfig::default()
+        })
+    }
+
     pub fn run(self) -> Result<i32> {
+        // TLS files are read first: a bad one stops serve before any member
+        // is opened.
+        let server_config = self.server_config()?;
         let stop = Arc::new(AtomicBool::new(false));
         // SIGHUP too (a closed terminal or ssh session): a daemon that dies
         // on it leaves its array dirty.
@@ -167,12 +241,15 @@ impl ServeArgs {
             .as_ref()
             .is_some_and(|r| r.state != ReshapeState::Done);
         let left_out = !assembled.assembly.left_out.is_empty();
+        let re_add = &assembled.assembly.re_add;
         let absent: Vec<String> = assembled
             .assembly
             .slots
             .iter()
             .enumerate()
-            .filter(|(_, slot)| !matches!(slot, SlotState::Present { .. }))
+            .filter(|(index, slot)| {
+                !matches!(slot, SlotState::Present { .. }) && !re_add.contains(index)
+            })
             .map(|(index, slot)| match slot {
                 // (Members given but unusable are named above, with why.)
                 SlotState::Stale { .. } => format!(
@@ -234,15 +311,38 @@ impl ServeArgs {
             say!("{warning}");
         }
         let dirty_regions = assembled.assembly.bitmap.dirty_regions().count();
-        let parity_level = matches!(geometry.level, Level::Raid5 | Level::Raid6);
+        let parity_level = matches!(
+            geometry.level,
+            Level::Raid5 | Level::Raid6 | Level::Crs { .. }
+        );
         let allow_dirty_degraded = self.allow_dirty_degraded || self.force;
-        if parity_level && dirty_regions > 0 && !absent.is_empty() && !allow_dirty_degraded {
+        // A clean array keeps marks only for a member that may be re-added
+        // (older versions also kept regions a resync had not finished).
+        let marks_for_re_add = superblock.state == ArrayState::Clean
+            && superblock
+                .members
+                .iter()
+                .any(|m| m.re_add_from_events.is_some());
+        // A member being re-added is reconstructed from that parity too.
+        let mut absent_or_re_added = absent.clone();
+        absent_or_re_added.extend(re_add.iter().map(|slot| {
+            format!(
+                "member {slot} ({}) is being re-added",
+                assembled.paths[*slot].display()
+            )
+        }));
+        if parity_level
+            && dirty_regions > 0
+            && !marks_for_re_add
+            && !absent_or_re_added.is_empty()
+            && !allow_dirty_degraded
+        {
             anyhow::bail!(
                 "the array was not shut down cleanly ({dirty_regions} bitmap regions await a \
                  resync, so their parity may not match their data) and {}: data rebuilt for \
                  it from that parity could be wrong. {remedy}, or pass \
                  --allow-dirty-degraded to serve anyway",
-                absent.join(", ")
+                absent_or_re_added.join(", ")
             );
         }
         let control = match &self.control {
@@ -250,19 +350,40 @@ impl ServeArgs {
             None => None,
         };
         let member_paths = assembled.paths.clone();
+        // Slots and spares served by a stand-in (see ControlContext).
+        let detached_devices: Vec<usize> = assembled
+            .assembly
+            .slots
+            .iter()
+            .enumerate()
+            .filter(|(slot, state)| {
+                !matches!(state, SlotState::Present { .. })
+                    && !assembled.assembly.re_add.contains(slot)
+            })
+            .map(|(slot, _)| slot)
+            .chain(
+                assembled
+                    .assembly
+                    .spares
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, probe)| probe.is_none())
+                    .map(|(j, _)| geometry.member_count + j),
+            )
+            .collect();
         let handle = Arc::new(OnceLock::new());
         let export = ArrayExport {
             handle: Arc::clone(&handle),
             size_bytes: Arc::clone(&size_bytes),
             preferred_block_bytes: geometry.stripe_data_bytes().min(32 << 20) as u32,
             description: format!(
-                "eraid RAID-{} on {} members",
-                geometry.level.number(),
+                "eraid {} on {} members",
+                geometry.level.name(),
                 geometry.member_count
             ),
         };
         // The error names the address and why (no context: it would repeat).
-        let server = Server::bind(listener, Arc::new(export), ServerConfig::default())?;
+        let server = Server::bind(listener, Arc::new(export), server_config)?;
         let running = crate::runtime::start_assembled(assembled, ArrayOptions::default())?;
         for line in &running.report {
             say!("{line}");
@@ -316,6 +437,7 @@ impl ServeArgs {
             member_bytes_needed: crate::members::member_bytes_needed(&geometry),
             locks: Mutex::new(locks),
             grow_lock: Mutex::new(()),
+            detached_devices,
         });
         let control_thread = match control {
             Some(listener) => {

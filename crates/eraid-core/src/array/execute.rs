@@ -9,7 +9,7 @@ use eraid_codes::xor_into;
 use std::ops::Range;
 
 /// What a shard write carries.
-enum Payload {
+pub(super) enum Payload {
     Bytes(Vec<u8>),
     /// Zeroes over the range: no buffer, a zero-range device op.
     Zeroes,
@@ -35,6 +35,7 @@ impl Array {
                 }
             }
             Parent::Rebuild { .. } => IoCause::Rebuild,
+            Parent::Destage => IoCause::Destage,
         }
     }
 
@@ -104,6 +105,10 @@ impl Array {
                 .map(|p| self.shard_readable(p.member, op.stripe))
                 .collect()
         };
+        if self.ops[&op_id].kind == OpKind::Destage {
+            self.destage_op_start(op_id, &present);
+            return;
+        }
         // A replace copies the source's shard alone (a rebuild op planned
         // again after the source failed is an ordinary rebuild).
         let copy_plan = match self.ops[&op_id].kind {
@@ -165,6 +170,7 @@ impl Array {
                 let (shard, _) = copy_plan.expect("checked");
                 Some(vec![(shard, op.row.clone())])
             }
+            OpKind::Destage => unreachable!("planned by the destage engine"),
             // Every readable shard over the whole chunk: the targets are
             // reconstructed from them (and suspect parity checked).
             OpKind::Rebuild => (present.iter().filter(|&&p| p).count() >= k).then(|| {
@@ -218,6 +224,14 @@ impl Array {
     ) {
         // A failure was already charged to its device by `handle_completion`.
         let failed = match completion {
+            IoCompletion::Read(bytes) if is_read && self.ops[&op_id].destage.is_some() => {
+                let op = self.ops.get_mut(&op_id).expect("op");
+                op.destage
+                    .as_mut()
+                    .expect("destage")
+                    .read_done(shard, bytes);
+                false
+            }
             IoCompletion::Read(bytes) if is_read => {
                 let op = self.ops.get_mut(&op_id).expect("op");
                 let slot = op.reads[shard].as_mut().expect("read was planned");
@@ -254,6 +268,10 @@ impl Array {
 
     /// All reads are in: compute, then write (or finish a read).
     pub(super) fn op_compute(&mut self, op_id: u64) {
+        if self.ops[&op_id].kind == OpKind::Destage {
+            self.destage_op_compute(op_id);
+            return;
+        }
         let mut op = self.ops.remove(&op_id).expect("op");
         let k = op.map.data.len();
         let m = op.map.parity.len();
@@ -264,7 +282,7 @@ impl Array {
         // `overwritten` marks data shards the write replaces entirely: their
         // old bytes are not needed (reconstruct-write never reads them).
         let rebuild_row = |op: &super::op::StripeOp,
-                           code: Option<&eraid_codes::MatrixCode>,
+                           code: Option<&crate::stripe_code::StripeCode>,
                            overwritten: &[bool]|
          -> Result<Vec<Vec<u8>>, String> {
             let mut shards: Vec<Vec<u8>> = vec![vec![0u8; row_len]; k + m];
@@ -293,8 +311,8 @@ impl Array {
             OpKind::Read => {
                 let parent = match op.parent {
                     Parent::User(id) => id,
-                    Parent::Scrub | Parent::Rebuild { .. } => {
-                        unreachable!("scrub and rebuild ops are not reads")
+                    Parent::Scrub | Parent::Rebuild { .. } | Parent::Destage => {
+                        unreachable!("scrub, rebuild and destage ops are not reads")
                     }
                 };
                 let direct = op
@@ -324,6 +342,18 @@ impl Array {
             }
             OpKind::Write => {
                 let method = op.method.expect("write planned");
+                // Rebuild targets' shards of a stripe the rebuild has not
+                // reached: a write over whole chunks rewrites them too (and
+                // the stripe is then rebuilt).
+                let unrebuilt_targets: Vec<bool> = op
+                    .map
+                    .shards()
+                    .map(|p| {
+                        self.is_rebuild_target(p.member)
+                            && !self.shard_readable(p.member, op.stripe)
+                    })
+                    .collect();
+                let whole_row = row == (0..self.geometry.chunk_bytes);
                 let place_present: Vec<bool> =
                     op.map.shards().map(|p| self.present[p.member]).collect();
                 // Zeroes over every data shard of the row, nothing read: the
@@ -356,11 +386,13 @@ impl Array {
                                 .1
                                 .clone();
                             xor_into(&mut delta, &s.write_bytes());
-                            let window = sub(&s.intra, &row);
-                            let mut refs: Vec<&mut [u8]> =
-                                parity.iter_mut().map(|p| &mut p[window.clone()]).collect();
-                            code.apply_delta(s.data_index, &delta, &mut refs)
-                                .expect("shapes match");
+                            code.apply_delta_window(
+                                s.data_index,
+                                &delta,
+                                sub(&s.intra, &row),
+                                &mut parity,
+                            )
+                            .expect("shapes match");
                         }
                         for (i, bytes) in parity.into_iter().enumerate() {
                             writes.push((k + i, row.clone(), Payload::Bytes(bytes)));
@@ -395,6 +427,19 @@ impl Array {
                                         Payload::Bytes(bytes.clone()),
                                     ));
                                 }
+                                // Data shards of targets no segment writes:
+                                // reconstructed above, written whole.
+                                for (i, shard) in data.iter().enumerate() {
+                                    let segment_writes_it =
+                                        op.segments.iter().any(|s| s.data_index == i);
+                                    if whole_row && unrebuilt_targets[i] && !segment_writes_it {
+                                        writes.push((
+                                            i,
+                                            row.clone(),
+                                            Payload::Bytes(shard.clone()),
+                                        ));
+                                    }
+                                }
                             }
                             Err(reason) => error = Some(UserError::Unavailable(reason)),
                         }
@@ -413,6 +458,18 @@ impl Array {
                     }
                 }
                 writes.retain(|(shard, _, _)| place_present[*shard]);
+                let targets_whole = unrebuilt_targets
+                    .iter()
+                    .enumerate()
+                    .all(|(i, &t)| !t || writes.iter().any(|(w, r, _)| *w == i && *r == row));
+                if error.is_none()
+                    && whole_row
+                    && unrebuilt_targets.contains(&true)
+                    && targets_whole
+                    && self.reshape.is_none()
+                {
+                    op.completes_rebuild = self.rebuild_pass_needing(op.stripe);
+                }
             }
             OpKind::Rebuild if op.copy_to.is_some() => {
                 // A replace's copy: the source's shard, as read.
@@ -462,6 +519,7 @@ impl Array {
                     op.map.shards().map(|p| self.present[p.member]).collect();
                 writes.retain(|(shard, _, _)| place_present[*shard]);
             }
+            OpKind::Destage => unreachable!("computed by the destage engine"),
             OpKind::Scrub { repair } => {
                 if op.reads.iter().all(|r| r.is_some()) {
                     let data: Vec<&[u8]> = (0..k)
@@ -491,6 +549,22 @@ impl Array {
                 }
             }
         }
+        self.op_issue_writes(op_id, op, writes, error);
+    }
+
+    /// Issues an op's computed writes (or finishes it if there are none).
+    pub(super) fn op_issue_writes(
+        &mut self,
+        op_id: u64,
+        mut op: super::op::StripeOp,
+        writes: Vec<(usize, Range<u64>, Payload)>,
+        error: Option<UserError>,
+    ) {
+        let place_present: Vec<bool> = op.map.shards().map(|p| self.present[p.member]).collect();
+        let writes: Vec<_> = writes
+            .into_iter()
+            .filter(|(shard, _, _)| place_present[*shard])
+            .collect();
         op.reads.iter_mut().for_each(|r| *r = None);
         let places: Vec<_> = op.map.shards().collect();
         // Each write's devices: a copy goes to the new member only; any
@@ -583,10 +657,14 @@ impl Array {
     pub(super) fn op_finish(&mut self, op_id: u64, error: Option<UserError>) {
         let op = self.ops.remove(&op_id).expect("op");
         let error = error.or_else(|| {
-            (op.kind == OpKind::Write && !self.survivable()).then(|| self.unavailable())
+            (matches!(op.kind, OpKind::Write | OpKind::Destage) && !self.survivable())
+                .then(|| self.unavailable())
         });
         if op.intent_taken {
             self.intent.end_write(op.region);
+        }
+        if op.kind == OpKind::Write {
+            self.forget_clean_copies(&op);
         }
         for granted in self.locks.release(op.lock_key, op.lock) {
             self.ready.push(Ready::OpLocked(granted));
@@ -594,7 +672,15 @@ impl Array {
         match op.parent {
             Parent::Scrub => self.scrub_op_done(op.stripe),
             Parent::Rebuild { pass } => self.rebuild_op_done(pass, op.stripe, error),
+            Parent::Destage => {
+                let work = op.destage.expect("destage work");
+                self.destage_op_done(work, error)
+            }
             Parent::User(id) => {
+                if let (Some(pass), None, false) = (op.completes_rebuild, &error, op.member_failed)
+                {
+                    self.rebuild_stripe_written_by_user(pass, op.stripe);
+                }
                 let pending = self.requests.get_mut(&id).expect("parent request");
                 pending.remaining_ops -= 1;
                 if error.is_some() && pending.error.is_none() {
@@ -608,10 +694,18 @@ impl Array {
                             result: Err(error),
                         }),
                         None if pending.fua => self.flush_members(FlushPurpose::Reply(id)),
-                        None => self.outbox_reply.push_back(UserReply {
-                            id,
-                            result: Ok(pending.read_buf),
-                        }),
+                        None => {
+                            let mut read_buf = pending.read_buf;
+                            if let Some(buf) = &mut read_buf {
+                                for (at, bytes) in &pending.overlay {
+                                    buf[*at..*at + bytes.len()].copy_from_slice(bytes);
+                                }
+                            }
+                            self.outbox_reply.push_back(UserReply {
+                                id,
+                                result: Ok(read_buf),
+                            })
+                        }
                     }
                 }
             }

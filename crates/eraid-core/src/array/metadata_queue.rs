@@ -331,7 +331,10 @@ impl Array {
             }
             self.request_bitmap_write(false);
         } else if !dirty.is_empty() && self.options.resync_on_open {
-            if self.is_degraded() {
+            if !self.opened_unclean && self.keeps_bits_for_re_add() {
+                // Shut down cleanly, parity matches: the marks only say
+                // what a member being re-added (or away) has to copy.
+            } else if self.is_degraded() {
                 // Parity cannot be made consistent without all members; the
                 // regions stay marked until a rebuild resyncs them.
                 self.unresynced_regions = dirty;

@@ -84,10 +84,10 @@ impl Array {
             Phase::Closing(_) => "closing",
             Phase::Closed => "closed",
         };
-        json!({
+        let mut status = json!({
             "phase": phase,
             "array_uuid": self.superblock.array_uuid,
-            "level": self.geometry.level.number(),
+            "level": self.geometry.level.json_value(),
             "layout": self.geometry.layout.name(),
             "chunk_bytes": self.geometry.chunk_bytes,
             "member_count": self.geometry.member_count,
@@ -104,6 +104,13 @@ impl Array {
             "activity": activity,
             "reshape": self.reshape_status_json(),
             "rebuild": self.rebuild_status_json(),
-        })
+            "cache": self.cache.as_ref().map(|c| c.status_json()),
+        });
+        if let crate::geometry::Level::Crs { parity_members, w } = self.geometry.level {
+            status["data_members"] = self.geometry.data_per_stripe().into();
+            status["parity_members"] = parity_members.into();
+            status["w"] = w.into();
+        }
+        status
     }
 }

@@ -40,6 +40,13 @@ pub struct Assembly {
     /// Union of the in-sync members' bitmaps.
     pub bitmap: IntentBitmap,
     pub bitmap_sequence: u64,
+    /// Every in-sync member's bitmap could be read (a re-add may trust
+    /// the union).
+    pub bitmap_whole: bool,
+    /// Stale slots whose member may be re-added from the bitmap
+    /// (`readd::re_add_refusal`): the array brings them up to date by
+    /// copying only the marked regions. A driver serves their probes.
+    pub re_add: Vec<usize>,
     /// Human-readable lines: what was found and decided.
     pub report: Vec<String>,
     /// Failed members a forced assembly took back (`AssembleOptions::force`).
@@ -125,16 +132,18 @@ pub enum AssemblyError {
         size_bytes: u64,
         needed_bytes: u64,
     },
-    #[error("RAID-{level} cannot run without member {slot} (last seen at {path_hint}); {detail}")]
+    #[error("{level} cannot run without member {slot} (last seen at {path_hint}); {detail}")]
     MissingMember {
-        level: u32,
+        level: String,
         slot: usize,
         path_hint: String,
         detail: String,
     },
-    #[error("RAID-{level} has {missing} members missing or stale; it survives at most {tolerated}: {names}")]
+    #[error(
+        "{level} has {missing} members missing or stale; it survives at most {tolerated}: {names}"
+    )]
     TooManyMissing {
-        level: u32,
+        level: String,
         missing: usize,
         tolerated: usize,
         names: String,
@@ -264,9 +273,9 @@ fn examine(probes: &[MemberProbe], tolerant: bool, force: bool) -> Result<Survey
     };
     let mut newest = decoded[newest_index].clone().expect("usable");
     let mut report = vec![format!(
-        "array {}: RAID-{} {} chunk {} KiB, {} members, events {} (newest copy on {})",
+        "array {}: {} {} chunk {} KiB, {} members, events {} (newest copy on {})",
         newest.array_uuid,
-        newest.geometry.level.number(),
+        newest.geometry.level.name(),
         newest.geometry.layout.name(),
         newest.geometry.chunk_bytes >> 10,
         newest.geometry.member_count,
@@ -406,6 +415,7 @@ fn examine(probes: &[MemberProbe], tolerant: bool, force: bool) -> Result<Survey
         .div_ceil(newest.bitmap_stripes_per_region);
     let mut bitmap = IntentBitmap::new(region_count);
     let mut bitmap_sequence = 0;
+    let mut bitmap_whole = true;
     for (slot, state) in slots.iter().enumerate() {
         let SlotState::Present { probe } = state else {
             continue;
@@ -419,6 +429,7 @@ fn examine(probes: &[MemberProbe], tolerant: bool, force: bool) -> Result<Survey
             // Without a bitmap copy we cannot tell where writes were in flight:
             // treat every region as dirty if the array was not shut down cleanly.
             Err(e) => {
+                bitmap_whole = false;
                 report.push(format!("member {slot}: write-intent bitmap unreadable ({e}); assuming all regions dirty"));
                 if newest.state != super::superblock::ArrayState::Clean {
                     for region in 0..region_count {
@@ -434,6 +445,35 @@ fn examine(probes: &[MemberProbe], tolerant: bool, force: bool) -> Result<Survey
         newest.state = super::superblock::ArrayState::Dirty;
         for region in 0..region_count {
             bitmap.set(region, true);
+        }
+    }
+    let mut re_add = Vec::new();
+    if failed.is_none() {
+        for (slot, state) in slots.iter().enumerate() {
+            let SlotState::Stale { probe, .. } = *state else {
+                continue;
+            };
+            let copy = decoded[probe].as_ref().expect("a stale member decoded");
+            let refusal = super::readd::re_add_refusal(copy, &newest, slot).or_else(|| {
+                (!bitmap_whole).then(|| "a write-intent bitmap is unreadable".to_string())
+            });
+            match refusal {
+                None => {
+                    report.push(format!(
+                        "member {slot}: {} left without losing a write: re-added from the \
+                         write-intent bitmap (only the regions written since are copied)",
+                        probes[probe].path
+                    ));
+                    re_add.push(slot);
+                }
+                Some(why) => report.push(format!(
+                    "member {slot}: {} cannot be re-added from the bitmap: {why}",
+                    probes[probe].path
+                )),
+            }
+        }
+        if !forced.is_empty() {
+            re_add.clear();
         }
     }
     let dirty = bitmap.dirty_regions().count();
@@ -456,6 +496,8 @@ fn examine(probes: &[MemberProbe], tolerant: bool, force: bool) -> Result<Survey
             spares,
             bitmap,
             bitmap_sequence,
+            bitmap_whole,
+            re_add,
             report,
             forced,
             left_out: Vec::new(),
@@ -496,7 +538,7 @@ pub(super) fn check_survivable(
                     _ => "it is missing".to_string(),
                 };
                 return Err(AssemblyError::MissingMember {
-                    level: 0,
+                    level: Level::Raid0.name(),
                     slot,
                     path_hint: superblock.members[slot].path_hint.clone(),
                     detail: format!("{detail}; RAID-0 has no redundancy"),
@@ -513,10 +555,10 @@ pub(super) fn check_survivable(
                 }
             }
         }
-        Level::Raid5 | Level::Raid6 => {
+        Level::Raid5 | Level::Raid6 | Level::Crs { .. } => {
             if absent.len() > level.redundancy() {
                 return Err(AssemblyError::TooManyMissing {
-                    level: level.number(),
+                    level: level.name(),
                     missing: absent.len(),
                     tolerated: level.redundancy(),
                     names: absent

@@ -71,6 +71,9 @@ pub fn check_lifecycle_fields(sb: &Superblock) -> Result<(), String> {
             rebuild.total_stripes
         ));
     }
+    if let Some(map) = &rebuild.rebuilt_units {
+        map.decode(stripes)?;
+    }
     if let Some(replace) = &rebuild.replace {
         return check_replace(sb, replace, &rebuild.targets, &rebuilding);
     }
@@ -79,9 +82,9 @@ pub fn check_lifecycle_fields(sb: &Superblock) -> Result<(), String> {
     }
     if rebuild.targets.len() > sb.geometry.level.redundancy() {
         return Err(format!(
-            "the rebuild has {} targets; RAID-{} can rebuild at most {}",
+            "the rebuild has {} targets; {} can rebuild at most {}",
             rebuild.targets.len(),
-            sb.geometry.level.number(),
+            sb.geometry.level.name(),
             sb.geometry.level.redundancy()
         ));
     }
@@ -175,6 +178,7 @@ mod tests {
         sb.members[target].state = MemberState::Rebuilding;
         sb.rebuild = Some(RebuildRecord {
             config: RebuildConfig::default(),
+            kind: Default::default(),
             targets: vec![target],
             checkpoint_stripe,
             total_stripes: sb.geometry.stripe_count(),
@@ -183,6 +187,7 @@ mod tests {
             reason: None,
             counters: RebuildCounters::default(),
             replace: None,
+            rebuilt_units: None,
         });
         sb
     }
@@ -214,6 +219,7 @@ mod tests {
             path_hint: "d4".into(),
             failure: None,
             absent_unwritten_since_events: None,
+            re_add_from_events: None,
         });
         let back = round_trip(&sb, 4).expect("decodes");
         assert_eq!(back.this_member_uuid(), "s0");
@@ -235,9 +241,11 @@ mod tests {
             path_hint: "d4".into(),
             failure: None,
             absent_unwritten_since_events: None,
+            re_add_from_events: None,
         });
         sb.rebuild = Some(RebuildRecord {
             config: RebuildConfig::default(),
+            kind: crate::rebuild::record::RebuildKind::Full,
             targets: Vec::new(),
             checkpoint_stripe: 3,
             total_stripes: sb.geometry.stripe_count(),
@@ -245,6 +253,7 @@ mod tests {
             held: false,
             reason: None,
             counters: RebuildCounters::default(),
+            rebuilt_units: None,
             replace: Some(crate::rebuild::record::ReplaceRecord {
                 source: 1,
                 source_uuid: "m1".into(),
@@ -323,6 +332,26 @@ mod tests {
         let mut sb = rebuilding(1, 0);
         sb.rebuild.as_mut().unwrap().config.window_stripes = 0;
         refused(&sb, 0, "window_stripes");
+        let mut sb = rebuilding(1, 0);
+        sb.rebuild.as_mut().unwrap().config.hot_zone_bytes = 0;
+        refused(&sb, 0, "hot_zone_bytes");
+        // The rebuilt-units map: the right size decodes, a damaged one not.
+        let units = total.div_ceil(crate::rebuild::record::recorded_unit_stripes(total));
+        let mut sb = rebuilding(1, 0);
+        let good = crate::rebuild::record::RebuiltUnits::encode(
+            total,
+            &vec![0x0f; units.div_ceil(8) as usize],
+        );
+        sb.rebuild.as_mut().unwrap().rebuilt_units = Some(good.clone());
+        assert!(round_trip(&sb, 0).is_ok());
+        let mut short = good.clone();
+        short.bits_hex.truncate(2);
+        sb.rebuild.as_mut().unwrap().rebuilt_units = Some(short);
+        refused(&sb, 0, "hex digits");
+        let mut coarse = good;
+        coarse.unit_stripes += 1;
+        sb.rebuild.as_mut().unwrap().rebuilt_units = Some(coarse);
+        refused(&sb, 0, "units of");
         // A copy claiming to be a spare that is not recorded.
         refused(&raid5(), 5, "this member is 5");
         let mut sb = raid5();
@@ -332,6 +361,7 @@ mod tests {
             path_hint: "d1".into(),
             failure: None,
             absent_unwritten_since_events: None,
+            re_add_from_events: None,
         });
         refused(&sb, 0, "appears twice");
         sb.spares[0].uuid = "s".into();

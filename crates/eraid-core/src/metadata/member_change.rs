@@ -9,7 +9,7 @@ use super::SPARES_MAX;
 use crate::geometry::Level;
 use crate::growth::config::NewMember;
 use crate::growth::record::ReshapeState;
-use crate::rebuild::record::{RebuildCounters, RebuildRecord, RebuildState};
+use crate::rebuild::record::{RebuildCounters, RebuildKind, RebuildRecord, RebuildState};
 
 #[derive(Clone, Debug)]
 pub enum MemberChange {
@@ -87,7 +87,7 @@ pub fn apply(assembly: &Assembly, change: MemberChange) -> Result<ChangedSuperbl
                     .map(|m| name(&sb, m))
                     .collect();
                 let why = if others.is_empty() {
-                    format!("RAID-{} has no redundancy", sb.geometry.level.number())
+                    format!("{} has no redundancy", sb.geometry.level.name())
                 } else {
                     format!(
                         "{} already failed, missing or rebuilding",
@@ -156,9 +156,9 @@ pub fn apply(assembly: &Assembly, change: MemberChange) -> Result<ChangedSuperbl
             let level = sb.geometry.level;
             if level.redundancy() == 0 {
                 return Err(format!(
-                    "RAID-{} has no redundancy: nothing can be rebuilt onto {} and a spare would \
+                    "{} has no redundancy: nothing can be rebuilt onto {} and a spare would \
                      never be used",
-                    level.number(),
+                    level.name(),
                     member.path_hint
                 ));
             }
@@ -205,6 +205,7 @@ pub fn apply(assembly: &Assembly, change: MemberChange) -> Result<ChangedSuperbl
                 path_hint: member.path_hint,
                 failure: None,
                 absent_unwritten_since_events: None,
+                re_add_from_events: None,
             };
             if spare || rebuild_unfinished {
                 // A replacement waits as a spare for the unfinished
@@ -226,6 +227,7 @@ pub fn apply(assembly: &Assembly, change: MemberChange) -> Result<ChangedSuperbl
                 let total = sb.geometry.stripe_count();
                 sb.rebuild = Some(RebuildRecord {
                     config,
+                    kind: RebuildKind::Full,
                     targets: vec![slot],
                     checkpoint_stripe: 0,
                     total_stripes: total,
@@ -233,6 +235,7 @@ pub fn apply(assembly: &Assembly, change: MemberChange) -> Result<ChangedSuperbl
                     held: false,
                     reason: None,
                     counters: RebuildCounters::default(),
+                    rebuilt_units: None,
                     replace: None,
                 });
                 added_at = Some(slot);

@@ -11,6 +11,7 @@ pub mod create;
 pub mod force;
 pub mod lifecycle;
 pub mod member_change;
+pub mod readd;
 pub mod record;
 pub mod superblock;
 pub mod text;

@@ -23,7 +23,32 @@ pub fn shapes() -> Vec<(Level, ParityLayout, usize)> {
         shapes.push((Level::Raid5, layout, 4));
         shapes.push((Level::Raid6, layout, 5));
     }
+    shapes.extend(crs_shapes());
     shapes
+}
+
+fn crs(parity_members: usize, w: usize) -> Level {
+    Level::Crs { parity_members, w }
+}
+
+/// CRS shapes: (4, 2) at Jerasure's default w = 3, three parity members,
+/// a w = 4 chunk on 8 members (default would be 3), and m = 1 at w = 2.
+pub fn crs_shapes() -> Vec<(Level, ParityLayout, usize)> {
+    vec![
+        (crs(2, 3), ParityLayout::LeftSymmetric, 6),
+        (crs(3, 3), ParityLayout::LeftSymmetric, 7),
+        (crs(3, 4), ParityLayout::LeftSymmetric, 8),
+        (crs(1, 2), ParityLayout::LeftSymmetric, 3),
+    ]
+}
+
+/// The tests' chunk: 4 KiB, or for CRS w packets of 2 KiB (a CRS chunk
+/// is w packets of a power of two bytes).
+pub fn chunk_bytes(level: Level) -> u64 {
+    match level {
+        Level::Crs { w, .. } => w as u64 * 2048,
+        _ => CHUNK,
+    }
 }
 
 pub fn geometry(
@@ -32,12 +57,13 @@ pub fn geometry(
     members: usize,
     member_chunks: u64,
 ) -> Geometry {
+    let chunk = chunk_bytes(level);
     Geometry::new(
         level,
         layout,
         members,
-        CHUNK,
-        METADATA_BYTES + member_chunks * CHUNK,
+        chunk,
+        METADATA_BYTES + member_chunks * chunk,
     )
     .unwrap()
 }

@@ -40,8 +40,8 @@ impl Array {
         let level = self.geometry.level;
         if level.redundancy() == 0 {
             return Err(format!(
-                "RAID-{} has no redundancy: nothing can be rebuilt onto {} and a spare would never be used",
-                level.number(),
+                "{} has no redundancy: nothing can be rebuilt onto {} and a spare would never be used",
+                level.name(),
                 member.path_hint
             ));
         }
@@ -61,6 +61,7 @@ impl Array {
             path_hint: member.path_hint,
             failure: None,
             absent_unwritten_since_events: None,
+            re_add_from_events: None,
         });
         self.spare_devices.push(Some(self.device_count));
         self.device_count += 1;
@@ -127,7 +128,7 @@ impl Array {
                 .map(|m| self.member_name(m))
                 .collect();
             let why = if others.is_empty() {
-                format!("RAID-{} has no redundancy", self.geometry.level.number())
+                format!("{} has no redundancy", self.geometry.level.name())
             } else {
                 format!(
                     "{} already failed, missing or rebuilding",
@@ -139,7 +140,9 @@ impl Array {
                 self.member_name(slot)
             ));
         }
-        self.fail_member(slot, "failed by the operator".into());
+        // Nothing is lost on it: it may come back by a re-add.
+        let re_add_from = self.re_add_mark_on_operator_fail(slot);
+        self.fail_member_marked(slot, "failed by the operator".into(), re_add_from);
         Ok(())
     }
 
@@ -228,7 +231,7 @@ impl Array {
             let finishing = self
                 .rebuild_record()
                 .is_some_and(|r| r.state == RebuildState::Done);
-            if finishing || rebuild.position.saturating_mul(JOIN_FRACTION_MAX) >= total {
+            if finishing || rebuild.done_stripes().saturating_mul(JOIN_FRACTION_MAX) >= total {
                 return;
             }
         }
@@ -296,7 +299,11 @@ impl Array {
 
     pub(in crate::array) fn tune_rebuild(&mut self, tuning: &RebuildTuning) -> Result<(), String> {
         if tuning.is_empty() {
-            return Err("no setting to change (speed_min_kib_s, speed_max_kib_s)".into());
+            return Err(
+                "no setting to change (strategy, speed_min_kib_s, speed_max_kib_s, \
+                 hot_zone_bytes, time_slice_ms, popularity_half_life_ms)"
+                    .into(),
+            );
         }
         let config = self
             .rebuild_record()
@@ -308,6 +315,7 @@ impl Array {
             .rebuild
             .get_or_insert_with(|| crate::rebuild::record::RebuildRecord {
                 config: config.clone(),
+                kind: Default::default(),
                 targets: Vec::new(),
                 checkpoint_stripe: total,
                 total_stripes: total,
@@ -316,8 +324,10 @@ impl Array {
                 reason: None,
                 counters: Default::default(),
                 replace: None,
+                rebuilt_units: None,
             })
-            .config = tuned;
+            .config = tuned.clone();
+        self.rebuild_config_changed(&tuned);
         self.request_superblock_write();
         self.ready.push(Ready::Rebuild);
         Ok(())

@@ -6,21 +6,25 @@
 //! The pass walks stripes in address order like a rebuild; each copy op
 //! reads the source's shard and writes it to the new member's device. User
 //! writes to the source's shards go to both devices (and flushes flush both),
-//! so everything below the position is current on the new member. The
-//! position is checkpointed like a rebuild's (flush, then record), so a
-//! crash resumes from the record. If the source fails meanwhile, the replace
-//! becomes an ordinary rebuild of that slot onto the new member from the
-//! position reached (what is below it is already copied). If the new member
+//! so every stripe the rebuilt-units map holds is current on the new
+//! member. The map is checkpointed like a rebuild's (flush, then record),
+//! so a crash resumes from the record (less the regions the write-intent
+//! bitmap marks). If the source fails meanwhile, the replace becomes an
+//! ordinary rebuild of that slot onto the new member, keeping the map (what
+//! it holds is already copied). If the new member
 //! fails, the replace stops and the source goes on serving. When the last
 //! stripe is recorded, the new member takes the slot, and the source gets a
 //! superblock copy marked retired, so it is never assembled again.
 
 use super::super::{Array, Ready};
-use super::Rebuild;
+use super::rebuilt_map::RebuiltMap;
 use crate::growth::config::NewMember;
 use crate::io::ArrayEvent;
 use crate::metadata::superblock::{MemberRecord, MemberState, Retirement, Superblock};
-use crate::rebuild::record::{RebuildCounters, RebuildRecord, RebuildState, ReplaceRecord};
+use crate::rebuild::record::{
+    RebuildCounters, RebuildKind, RebuildRecord, RebuildState, ReplaceRecord,
+};
+use std::collections::BTreeSet;
 
 /// The runtime part of a replace.
 #[derive(Clone, Copy, Debug)]
@@ -101,9 +105,9 @@ impl Array {
         let level = self.geometry.level;
         if level.redundancy() == 0 {
             return Err(format!(
-                "RAID-{} has no redundancy: a replace needs the other members to cover the \
+                "{} has no redundancy: a replace needs the other members to cover the \
                  source if it fails during the copy (Linux MD refuses it too)",
-                level.number()
+                level.name()
             ));
         }
         self.check_new_member(&member)?;
@@ -133,6 +137,7 @@ impl Array {
             path_hint: member.path_hint,
             failure: None,
             absent_unwritten_since_events: None,
+            re_add_from_events: None,
         });
         let device = self.device_count;
         self.spare_devices.push(Some(device));
@@ -144,22 +149,25 @@ impl Array {
             .map_or_else(|| self.options.rebuild.clone(), |r| r.config);
         let total = self.geometry.stripe_count();
         self.superblock.rebuild = Some(RebuildRecord {
-            config,
+            config: config.clone(),
             targets: Vec::new(),
             checkpoint_stripe: 0,
             total_stripes: total,
+            kind: RebuildKind::Full,
             state: RebuildState::Running,
             held: false,
             reason: None,
             counters: RebuildCounters::default(),
+            rebuilt_units: None,
             replace: Some(ReplaceRecord {
                 source: slot,
                 source_uuid,
                 replacement,
             }),
         });
-        let pass = self.next_rebuild_pass();
-        let mut rebuild = Rebuild::new(pass, Vec::new(), 0, self.now);
+        // Copied in its settings' order (address order for PR, the
+        // default); the map keeps any order safe.
+        let mut rebuild = self.new_rebuild(Vec::new(), RebuiltMap::new(total), &config);
         rebuild.replace = Some(ReplaceRun {
             source: slot,
             device,
@@ -180,7 +188,6 @@ impl Array {
     pub(super) fn resume_replace(&mut self) {
         let record = self.superblock.rebuild.as_ref().expect("rebuild record");
         let replace = record.replace.clone().expect("replace record");
-        let checkpoint = record.checkpoint_stripe;
         let spare = self
             .superblock
             .spares
@@ -197,29 +204,14 @@ impl Array {
             return;
         };
         let held = record.held;
-        // After a crash, a write in flight may have reached the source and
-        // not the new member (or the reverse): regions the bitmap marks
-        // are copied again (all of them without a bitmap).
-        let mut position = checkpoint;
-        if self.opened_unclean {
-            let first_marked = if self.options.write_intent_bitmap {
-                self.intent
-                    .desired
-                    .dirty_regions()
-                    .next()
-                    .map(|region| region.saturating_mul(self.intent.stripes_per_region))
-            } else {
-                Some(0)
-            };
-            position = position.min(first_marked.unwrap_or(position));
-        }
-        self.superblock
-            .rebuild
-            .as_mut()
-            .expect("record")
-            .checkpoint_stripe = position;
-        let pass = self.next_rebuild_pass();
-        let mut rebuild = Rebuild::new(pass, Vec::new(), position, self.now);
+        let map = self.replace_resume_map();
+        let record = self.superblock.rebuild.as_mut().expect("record");
+        // The record must not claim more than the map holds: a second
+        // crash before the next checkpoint resumes from it.
+        record.checkpoint_stripe = map.prefix();
+        record.rebuilt_units = map.recorded();
+        let config = record.config.clone();
+        let mut rebuild = self.new_rebuild(Vec::new(), map, &config);
         rebuild.replace = Some(ReplaceRun {
             source: replace.source,
             device,
@@ -234,7 +226,7 @@ impl Array {
     }
 
     /// The source failed (or is missing at a start): the new member takes
-    /// the slot as a rebuild target, everything below the position being
+    /// the slot as a rebuild target, the stripes the map holds being
     /// copied already, and the rest is rebuilt from the others.
     pub(super) fn replace_source_failed(&mut self, slot: usize) {
         let run = self.replace_run().expect("a replace runs with this source");
@@ -277,6 +269,37 @@ impl Array {
             .push_back(ArrayEvent::RebuildStopped { reason });
         // A spare that waited for the replace may take a failed slot now.
         self.ready.push(Ready::Rebuild);
+    }
+
+    /// The map of a recorded replace at open: the stripes recorded copied,
+    /// except, after an unclean stop, those in regions the write-intent
+    /// bitmap marks (a write in flight at the crash may have reached only
+    /// one of the source and the new member); without a bitmap nothing is
+    /// known current then, so the copy starts over.
+    fn replace_resume_map(&self) -> RebuiltMap {
+        let record = self.rebuild_record().expect("rebuild record");
+        let stripes = self.geometry.stripe_count();
+        // Checked at decode; a map that no longer decodes only costs redoing.
+        let bits = record
+            .rebuilt_units
+            .as_ref()
+            .and_then(|m| m.decode(stripes).ok());
+        let recorded = RebuiltMap::from_record(stripes, record.checkpoint_stripe, bits.as_deref());
+        if !self.opened_unclean {
+            return recorded;
+        }
+        let mut map = RebuiltMap::new(stripes);
+        if !self.options.write_intent_bitmap {
+            return map;
+        }
+        let per_region = self.intent.stripes_per_region.max(1);
+        let marked: BTreeSet<u64> = self.intent.desired.dirty_regions().collect();
+        for stripe in 0..stripes {
+            if recorded.is_rebuilt(stripe) && !marked.contains(&(stripe / per_region)) {
+                map.mark(stripe);
+            }
+        }
+        map
     }
 
     /// The last stripe is copied and durable: the new member takes the

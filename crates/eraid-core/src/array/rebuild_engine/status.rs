@@ -1,30 +1,55 @@
 //! The rebuild part of the status JSON.
 
 use super::super::Array;
-use crate::rebuild::record::RebuildState;
+use crate::rebuild::record::{RebuildKind, RebuildState};
 use serde_json::json;
 
 impl Array {
     pub(in crate::array) fn rebuild_status_json(&self) -> Option<serde_json::Value> {
         let record = self.rebuild_record()?;
         let total_bytes = self.geometry.member_data_bytes;
-        let position = match &self.rebuild {
-            Some(r) => r.position,
-            None if record.state == RebuildState::Done => record.total_stripes,
-            None => record.checkpoint_stripe,
+        let total_stripes = record.total_stripes;
+        let recorded_stripes = record.recorded_stripes();
+        let (position, done_stripes) = match &self.rebuild {
+            Some(r) => (r.position(), r.done_stripes()),
+            None if record.state == RebuildState::Done => (total_stripes, total_stripes),
+            None => (record.checkpoint_stripe, recorded_stripes),
         };
-        let rebuilt_bytes = self.rebuilt_bytes_at(position);
+        let copied_bytes = self
+            .rebuild
+            .as_ref()
+            .map_or(record.counters.copied_bytes, |r| r.copied_bytes);
+        // A re-add counts only what it copies; a full rebuild, every
+        // rebuilt stripe.
+        let re_add = record.kind == RebuildKind::ReAdd;
+        let rebuilt_bytes = if re_add {
+            copied_bytes
+        } else {
+            self.rebuilt_bytes_at(done_stripes)
+        };
+        let checkpoint_bytes = if re_add {
+            record.counters.copied_bytes
+        } else {
+            self.rebuilt_bytes_at(recorded_stripes)
+        };
         let rate = self
             .rebuild
             .as_ref()
             .map_or(0.0, |r| r.pacing.rate_bytes_s(self.now, rebuilt_bytes));
-        let eta_s = (rate > 0.0 && record.state.unfinished())
+        let eta_s = (rate > 0.0 && record.state.unfinished() && !re_add)
             .then(|| total_bytes.saturating_sub(rebuilt_bytes) as f64 / rate);
-        let progress = if record.total_stripes == 0 {
+        let progress = if total_stripes == 0 {
             1.0
         } else {
-            position as f64 / record.total_stripes as f64
+            done_stripes as f64 / total_stripes as f64
         };
+        let zones = self.rebuild.as_ref().and_then(|r| r.order.zones_ref());
+        let active_zone = zones.and_then(|z| match z.active() {
+            Some(super::zone_scheduler::Thread::Zone(zone)) => Some(json!(zone)),
+            Some(super::zone_scheduler::Thread::Cold) => Some(json!("cold")),
+            None => None,
+        });
+        let hot_threads = zones.map(|z| z.hot_threads());
         let targets: Vec<serde_json::Value> = record
             .targets
             .iter()
@@ -40,20 +65,26 @@ impl Array {
                 let (source, target) = self.replace_status_members(replace);
                 ("replace", source, vec![target])
             }
-            None => ("rebuild", serde_json::Value::Null, targets),
+            None => (record.kind.name(), serde_json::Value::Null, targets),
         };
         Some(json!({
             "kind": kind,
             "source": source,
             "strategy": record.config.strategy.name(),
+            "copied_bytes": copied_bytes,
+            "marked_regions": self.rebuild.as_ref().and_then(|r| r.marked_regions),
             "state": record.state.name(),
             "held": record.held,
             "reason": record.reason,
             "progress": progress,
             "position_stripes": position,
+            "rebuilt_stripes": done_stripes,
+            "inflight_stripes": self.rebuild.as_ref().map(|r| r.inflight.len()),
+            "active_zone": active_zone,
+            "hot_threads": hot_threads,
             "total_stripes": record.total_stripes,
             "rebuilt_bytes": rebuilt_bytes,
-            "checkpoint_bytes": self.rebuilt_bytes_at(record.checkpoint_stripe),
+            "checkpoint_bytes": checkpoint_bytes,
             "total_bytes": total_bytes,
             "rate_bytes_per_s": rate,
             "eta_s": eta_s,
