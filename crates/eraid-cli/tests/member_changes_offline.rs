@@ -198,6 +198,13 @@ fn offline_fail_add_and_remove_change_the_superblocks_by_the_online_rules() {
         &["d2", "would lose data"],
     );
 
+    // A rebuild strategy cannot be chosen offline (it would be ignored).
+    rejected(
+        dir,
+        &["add", "--strategy", "dor", "d4", "d0", "d2", "d3"],
+        &["--strategy dor", "--control"],
+    );
+
     // Add a replacement offline: recorded as the rebuild target of slot 1.
     let out = eraid(dir, &["add", "d4", "d0", "d2", "d3"]).expect_ok();
     assert!(out.stdout.contains("replaces member 1"), "{test}: {out}");
