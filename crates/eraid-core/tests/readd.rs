@@ -296,6 +296,9 @@ fn depending_on(level: Level, members: usize, slot: usize) -> Vec<usize> {
         Level::Raid6 => vec![(slot + 1) % members, (slot + 2) % members],
         // Near-2 with 4 members: slots pair as (0,1) and (2,3).
         Level::Raid10 => vec![slot ^ 1],
+        Level::Crs { parity_members, .. } => {
+            (1..=parity_members).map(|d| (slot + d) % members).collect()
+        }
         Level::Raid0 => unreachable!(),
     }
 }

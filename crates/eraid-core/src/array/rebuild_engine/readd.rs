@@ -129,8 +129,8 @@ impl Array {
         }
         if self.geometry.level.redundancy() == 0 {
             return Err(format!(
-                "RAID-{} has no redundancy: nothing can be rebuilt",
-                self.geometry.level.number()
+                "{} has no redundancy: nothing can be rebuilt",
+                self.geometry.level.name()
             ));
         }
         let record = &self.superblock.members[slot];
