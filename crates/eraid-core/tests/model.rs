@@ -4,22 +4,11 @@
 
 mod common;
 use common::*;
-use eraid_core::geometry::{Level, SECTOR_BYTES};
+use eraid_core::geometry::Level;
 use eraid_core::io::UserOp;
 use eraid_core::testing::MemHarness;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-
-fn random_range(rng: &mut ChaCha8Rng, capacity: u64, max_bytes: u64) -> (u64, u64) {
-    let sectors = capacity / SECTOR_BYTES;
-    let len = rng.gen_range(1..=(max_bytes / SECTOR_BYTES).min(sectors));
-    let start = rng.gen_range(0..=sectors - len);
-    (start * SECTOR_BYTES, len * SECTOR_BYTES)
-}
-
-fn overlaps(a: (u64, u64), b: (u64, u64)) -> bool {
-    a.0 < b.0 + b.1 && b.0 < a.0 + a.1
-}
 
 fn run_model(seed: u64, level: Level, layout: eraid_core::geometry::ParityLayout, members: usize) {
     let g = geometry(level, layout, members, 24);

@@ -81,49 +81,6 @@ fn rebuild_status(array: &Array) -> Value {
     array.status_json()["rebuild"].clone()
 }
 
-fn random_range(rng: &mut ChaCha8Rng, capacity: u64, max_bytes: u64) -> (u64, u64) {
-    let sectors = capacity / SECTOR_BYTES;
-    let len = rng.gen_range(1..=(max_bytes / SECTOR_BYTES).min(sectors));
-    let start = rng.gen_range(0..=sectors - len);
-    (start * SECTOR_BYTES, len * SECTOR_BYTES)
-}
-
-fn overlaps(a: (u64, u64), b: (u64, u64)) -> bool {
-    a.0 < b.0 + b.1 && b.0 < a.0 + a.1
-}
-
-fn read_all(h: &mut MemHarness, array: &mut Array, id: u64) -> Vec<u8> {
-    let len_bytes = array.capacity_bytes() as usize;
-    call(
-        h,
-        array,
-        id,
-        UserOp::Read {
-            offset_bytes: 0,
-            len_bytes,
-        },
-    )
-    .expect("read ok")
-    .expect("read data")
-}
-
-fn fill(h: &mut MemHarness, array: &mut Array, rng: &mut ChaCha8Rng) -> Vec<u8> {
-    let capacity = array.capacity_bytes();
-    let model: Vec<u8> = (0..capacity).map(|_| rng.gen()).collect();
-    call(
-        h,
-        array,
-        1,
-        UserOp::Write {
-            offset_bytes: 0,
-            data: model.clone(),
-            fua: true,
-        },
-    )
-    .expect("fill");
-    model
-}
-
 /// Concurrent reads and writes that never overlap a write of the same
 /// batch, stepped (copy I/O completing among them) until all answered;
 /// reads are checked against the model, writes applied to it.
