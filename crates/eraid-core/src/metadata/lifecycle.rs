@@ -177,6 +177,7 @@ mod tests {
         let mut sb = raid5();
         sb.members[target].state = MemberState::Rebuilding;
         sb.rebuild = Some(RebuildRecord {
+            growth_checkpoint_chunk: None,
             config: RebuildConfig::default(),
             kind: Default::default(),
             targets: vec![target],
@@ -244,6 +245,7 @@ mod tests {
             re_add_from_events: None,
         });
         sb.rebuild = Some(RebuildRecord {
+            growth_checkpoint_chunk: None,
             config: RebuildConfig::default(),
             kind: crate::rebuild::record::RebuildKind::Full,
             targets: Vec::new(),
