@@ -436,7 +436,7 @@ fn verify_end_with(g: Growing, failed: usize, what: &str, events: bool) {
         .map(|m| m["state"].as_str().unwrap())
         .collect();
     assert!(states.iter().all(|&s| s == "active"), "{what}: {states:?}");
-    assert_same(&read_all(&mut h, &mut array, 9_999), &model, &what);
+    assert_same(&read_all(&mut h, &mut array, 9_999), &model, what);
     assert_eq!(check(&mut h, &mut array, false), (0, 0), "{what}: check");
     close(&mut h, &mut array);
     drop(array);
