@@ -777,3 +777,64 @@ fn a_crash_during_the_rebuild_beside_a_paused_growth_resumes_and_the_growth_fini
     );
     eprintln!("{resumed_midway} of {runs} crashes resumed a rebuild past row 0");
 }
+
+/// The operator's hand beside it: a spare cannot be added while the growth
+/// runs (only once it is paused); a growth the operator pauses during the
+/// rebuild stays paused after it, saying so, until resumed; then it
+/// finishes.
+#[test]
+fn an_operator_pause_during_the_rebuild_holds_the_growth_after_it() {
+    let what = "operator pause beside the rebuild";
+    let mut g = growing_raid5(
+        3,
+        ParityLayout::LeftSymmetric,
+        3,
+        1,
+        ReshapeStrategy::Alv,
+        RebuildStrategy::Pr,
+        Replacement::AddedAfter,
+    );
+    let mut next_id = 10;
+    grow_until(&mut g, 0.3, &mut next_id, what);
+    assert_eq!(reshape_of(&g.array)["state"], "running", "{what}");
+    let member = blank_member(&mut g.h);
+    let refused = g.array.handle_admin(
+        g.h.now,
+        AdminCommand::AddMember {
+            member,
+            spare: true,
+        },
+    );
+    g.h.collect(&mut g.array);
+    assert!(
+        refused["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("a growth is running")),
+        "{what}: {refused}"
+    );
+    // The refused file is no device of the array: the harness forgets it.
+    g.h.members.pop();
+    let failed = fail_mid_growth(
+        &mut g,
+        3,
+        1,
+        Victim::Old,
+        Replacement::AddedAfter,
+        &mut next_id,
+        what,
+    );
+    assert_eq!(rebuild_of(&g.array)["state"], "running", "{what}");
+    admin_ok(&mut g.h, &mut g.array, AdminCommand::PauseGrow);
+    g.h.run(&mut g.array);
+    let reshape = reshape_of(&g.array);
+    assert_eq!(rebuild_of(&g.array)["state"], "done", "{what}");
+    assert_eq!(reshape["state"], "paused", "{what}: {reshape}");
+    assert_eq!(reshape["held"], true, "{what}: {reshape}");
+    assert_eq!(
+        reshape["pause_reason"], "paused by the operator",
+        "{what}: {reshape}"
+    );
+    admin_ok(&mut g.h, &mut g.array, AdminCommand::ResumeGrow);
+    users_until_growth_done_seeing(&mut g, &mut next_id, what, false);
+    verify_end(g, failed, what);
+}
