@@ -260,16 +260,12 @@ impl Array {
                 Some("its replacement was missing or stale when the array started".into());
             return;
         }
-        if growth_backup_pending {
-            // Not made by this engine (a rebuild waits for a restored
-            // window); the window's rewrite would move the rows' cut.
-            record.state = RebuildState::Stopped;
-            record.reason = Some(
-                "a growth window was being restored from its backup; add the replacement again"
-                    .into(),
-            );
-            return;
-        }
+        // Refused at decode (`check_lifecycle_fields`): a window's rewrite
+        // from its backup would move the rows' cut under the rebuild.
+        assert!(
+            !growth_backup_pending,
+            "an unfinished rebuild beside a growth window awaiting its backup"
+        );
         if !record.held {
             record.state = RebuildState::Running;
         }
