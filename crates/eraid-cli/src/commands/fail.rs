@@ -86,8 +86,18 @@ impl FailArgs {
             .with_context(|| format!("cannot fail {}", self.member.display()))?;
         println!("{} failed", self.member.display());
         let rebuild = &status["rebuild"];
+        let spare_here = status["members"]
+            .as_array()
+            .is_some_and(|m| m.iter().any(|m| m["state"] == "spare"));
         if rebuild["state"] == "running" {
             println!("a spare took over: {}", rebuild_line(rebuild));
+        } else if spare_here && status["reshape"]["state"] == "paused" {
+            // The growth first records what it copied (its position is
+            // where the rebuild cuts its rows), then the spare takes over.
+            println!(
+                "the growth is paused; a spare takes over once its position is recorded, \
+                 and the growth goes on by itself after the rebuild"
+            );
         } else {
             println!(
                 "the array is degraded; add a replacement: eraid add NEW --control {}",
