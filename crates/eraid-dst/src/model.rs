@@ -227,10 +227,16 @@ impl Model {
     /// These sectors' content is lost (a member failed while their stripe's
     /// parity was still inconsistent from a crash): any value is admissible
     /// until a write lands.
+    /// Writes already acknowledged are lost too (a read-modify-write kept
+    /// the stripe's parity wrong), and so may be those in flight.
     pub fn forget(&mut self, lost: &[bool]) {
         for (s, _) in self.sectors.iter_mut().zip(lost).filter(|(_, l)| **l) {
             s.current = vec![ANY];
             s.after_crash = vec![ANY];
+            s.history.retain(|w| w.acked.is_none());
+            for w in &mut s.history {
+                w.tag = ANY;
+            }
         }
     }
 

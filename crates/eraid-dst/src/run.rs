@@ -5,10 +5,11 @@
 use crate::model::{admits, Model, Seq};
 use crate::pattern::{identify, payload, Tag, ZERO_TAG};
 use crate::scenario::{failures_tolerated, Activity, Scenario};
-use eraid_core::geometry::{Level, SECTOR_BYTES};
+use eraid_core::geometry::{Level, METADATA_BYTES, SECTOR_BYTES};
 use eraid_core::growth::config::NewMember;
 use eraid_core::io::{AdminCommand, Machine, UserOp, UserReply};
 use eraid_core::metadata::assemble::Assembly;
+use eraid_core::metadata::superblock::Superblock;
 use eraid_core::testing::{
     test_array_options, test_growth_config, test_rebuild_config, MemHarness,
 };
@@ -72,6 +73,8 @@ struct Sim {
     /// (the write hole, the other way round).
     unsettled_by_crash: Option<Vec<bool>>,
     coverage: Coverage,
+    /// ERAID_DST_TRACE=1: print every request, reply and fault (replays).
+    trace: bool,
 }
 
 type Outcome<T> = Result<T, String>;
@@ -113,6 +116,7 @@ impl Sim {
             flush_replied: false,
             unsettled_by_crash: None,
             coverage: Coverage::default(),
+            trace: std::env::var("ERAID_DST_TRACE").is_ok_and(|v| v == "1"),
         };
         sim.finish_opening()?;
         Ok(sim)
@@ -186,6 +190,9 @@ impl Sim {
                 && s["degraded"] == false
                 && s["phase"] == "running"
             {
+                if self.trace {
+                    eprintln!("resync after the crash over: {}", s["activity"]);
+                }
                 self.unsettled_by_crash = None;
             }
         }
@@ -290,6 +297,17 @@ impl Sim {
             }
             _ => (UserOp::Flush, Pending::Flush { submitted: at }),
         };
+        if self.trace {
+            let what = match &op {
+                UserOp::Read { .. } => "read",
+                UserOp::Write { fua: true, .. } => "write fua",
+                UserOp::Write { .. } => "write",
+                UserOp::WriteZeroes { .. } => "zeroes",
+                UserOp::Trim { .. } => "trim",
+                UserOp::Flush => "flush",
+            };
+            eprintln!("[{at}] submit {id}: {what} sectors {first}+{count}");
+        }
         self.pending.insert(id, pending);
         self.coverage.requests += 1;
         self.h.submit(&mut self.array, id, op);
@@ -316,6 +334,9 @@ impl Sim {
             .result
             .map_err(|e| format!("request {id} failed though redundancy allows it: {e}"))?;
         let at = self.model.tick();
+        if self.trace {
+            eprintln!("[{at}] reply {id}");
+        }
         match pending {
             Pending::Read { first, count, from } => {
                 let data = result.ok_or_else(|| format!("read {id} returned no data"))?;
@@ -368,6 +389,9 @@ impl Sim {
         // The device now serving the slot (after a reopen, slot i is device i).
         if let Some(Some(m)) = self.h.members.get_mut(slot) {
             if !m.failed {
+                if self.trace {
+                    eprintln!("member {slot} fails");
+                }
                 m.failed = true;
                 self.coverage.member_failures += 1;
                 if let Some(lost) = self.unsettled_by_crash.take() {
@@ -483,6 +507,9 @@ impl Sim {
 
     fn crash_and_reopen(&mut self) -> Outcome<()> {
         self.take_replies()?;
+        if self.trace {
+            eprintln!("crash (status {})", self.status());
+        }
         let mut unsettled = self.uncertain_parity_stripes();
         if let Some(earlier) = self.unsettled_by_crash.take() {
             for (now, before) in unsettled.iter_mut().zip(earlier) {
@@ -491,7 +518,10 @@ impl Sim {
         }
         // Degraded, those stripes are the write hole that eraid documents
         // (the write-back journal closes it); whole, the resync fixes them.
-        let hole = if self.status()["degraded"] == true {
+        // A failed device the array has not noticed yet counts: it is gone
+        // at the restart.
+        let failed_device = self.h.members.iter().flatten().any(|m| m.failed);
+        let hole = if failed_device || self.status()["degraded"] == true {
             unsettled.clone()
         } else {
             vec![false; unsettled.len()]
@@ -516,11 +546,14 @@ impl Sim {
         match self.h.arrange_for_assembly() {
             Ok(a) => Ok(a),
             Err(first) => {
-                // A device the array never recorded (a growth's new member or
-                // a spare whose superblock write the crash dropped) is blank.
+                // A device whose own superblock never became durable (a
+                // growth's new member, a spare or a replacement the crash
+                // caught early) is no member: a driver would not be given it.
                 let blank = |m: &Option<eraid_core::testing::MemMember>| {
-                    m.as_ref()
-                        .is_some_and(|m| m.durable[..4096].iter().all(|&b| b == 0))
+                    m.as_ref().is_some_and(|m| {
+                        let area = &m.durable[..METADATA_BYTES as usize];
+                        Superblock::decode_newest(area).is_err()
+                    })
                 };
                 let before = self.h.members.len();
                 self.h.members.retain(|m| !blank(m));
@@ -612,10 +645,13 @@ impl Sim {
     fn activities_done(&self) -> bool {
         let s = self.status();
         let finished = |v: &serde_json::Value| v.is_null() || v["state"] == "done";
+        // A rebuild or replace whose new member a crash lost stops for good
+        // (the array serves on without it): that is an end too.
+        let rebuild_over = finished(&s["rebuild"]) || s["rebuild"]["state"] == "stopped";
         // A resync needs redundancy: on a degraded array it waits for the
         // rebuild that `restore_redundancy` starts.
         let resynced = s["unresynced_regions"] == 0 || s["degraded"] == true;
-        finished(&s["reshape"]) && finished(&s["rebuild"]) && finished(&s["activity"]) && resynced
+        finished(&s["reshape"]) && rebuild_over && finished(&s["activity"]) && resynced
     }
 
     /// Liveness: idle until every growth, rebuild, resync and check is done.
