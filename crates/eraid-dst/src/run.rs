@@ -560,10 +560,26 @@ impl Sim {
                 if self.h.members.len() == before {
                     return Err(format!("reassembly after a crash failed: {first}"));
                 }
-                self.members_before_growth = None;
-                self.h.arrange_for_assembly().map_err(|e| {
-                    format!("reassembly after a crash failed: {first}; without blank devices: {e}")
-                })
+                let second = match self.h.arrange_for_assembly() {
+                    Ok(a) => return Ok(a),
+                    Err(e) => e,
+                };
+                // A growth whose new members got their superblocks only in
+                // part (the old members never recorded it): the operator
+                // starts the old members alone, as growth_crash.rs does. The
+                // newest superblock, a new member's, would otherwise name a
+                // member that is not there (reported: assembly trusts it).
+                match self.members_before_growth.take() {
+                    Some(old) if self.h.members.len() > old => {
+                        self.h.members.truncate(old);
+                        self.h.arrange_for_assembly().map_err(|e| {
+                            format!("reassembly after a crash failed: {first}; without blank devices: {second}; with the old members only: {e}")
+                        })
+                    }
+                    _ => Err(format!(
+                        "reassembly after a crash failed: {first}; without blank devices: {second}"
+                    )),
+                }
             }
         }
     }
