@@ -543,6 +543,17 @@ impl Sim {
     }
 
     fn reassemble(&mut self) -> Outcome<Assembly> {
+        if self.trace {
+            for (i, m) in self.h.members.iter().enumerate() {
+                let superblock = m.as_ref().map(|m| {
+                    Superblock::decode_newest(&m.durable[..METADATA_BYTES as usize])
+                        .map(|s| (s.events, s.this_member, s.geometry.member_count))
+                });
+                eprintln!(
+                    "device {i} at restart: superblock (events, member, count) {superblock:?}"
+                );
+            }
+        }
         match self.h.arrange_for_assembly() {
             Ok(a) => Ok(a),
             Err(first) => {
