@@ -14,7 +14,7 @@ use eraid_core::growth::config::NewMember;
 use eraid_core::io::{AdminCommand, ArrayEvent, Machine, UserOp};
 use eraid_core::metadata::assemble::SlotState;
 use eraid_core::metadata::superblock::MemberState;
-use eraid_core::rebuild::config::{RebuildConfig, RebuildStrategy};
+use eraid_core::rebuild::config::RebuildStrategy;
 use eraid_core::testing::MemHarness;
 use eraid_core::{Array, ArrayOptions};
 use rand::{Rng, SeedableRng};

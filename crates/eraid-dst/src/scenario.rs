@@ -105,7 +105,7 @@ fn draw_geometry(rng: &mut ChaCha8Rng) -> Geometry {
         };
         let chunk_bytes = match level {
             // A CRS chunk is w packets of a power of two bytes.
-            Level::Crs { w, .. } => w as u64 * 1024 << rng.gen_range(0..=2),
+            Level::Crs { w, .. } => (w as u64 * 1024) << rng.gen_range(0..=2),
             _ => 4096 << rng.gen_range(0..=2),
         };
         let member_chunks = rng.gen_range(8..=40);
