@@ -394,8 +394,11 @@ impl Sim {
                 }
                 m.failed = true;
                 self.coverage.member_failures += 1;
-                if let Some(lost) = self.unsettled_by_crash.take() {
-                    self.model.forget(&lost);
+                // Those stripes stay inconsistent until resynced (a write
+                // there by read-modify-write keeps them so): every failure
+                // meanwhile may lose what they hold.
+                if let Some(lost) = &self.unsettled_by_crash {
+                    self.model.forget(lost);
                 }
             }
         }
