@@ -25,6 +25,8 @@ pub mod client;
 mod config;
 mod connection;
 mod export;
+#[doc(hidden)]
+pub mod fuzzing;
 mod handshake;
 mod in_flight;
 pub mod mem_export;

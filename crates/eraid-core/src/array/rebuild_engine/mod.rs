@@ -591,10 +591,22 @@ impl Array {
         }
         // A rebuilt stripe's parity agrees with its data (suspect parity
         // was rewritten on the way), so regions a resync had to skip for
-        // want of these members are consistent now.
+        // want of these members are consistent now. Not so for mirrors: the
+        // rebuild copied only the replaced member's chunks, and copies on
+        // two surviving members that a crash left different still differ,
+        // so those regions are resynced now (still pinned until done).
         if !self.is_degraded() {
-            for region in std::mem::take(&mut self.unresynced_regions) {
-                self.intent.pinned.remove(&region);
+            let regions = std::mem::take(&mut self.unresynced_regions);
+            let mirrored = self.geometry.level == crate::geometry::Level::Raid10;
+            if mirrored && !regions.is_empty() && !self.scrub_running() {
+                self.start_resync(regions);
+            } else if mirrored && !regions.is_empty() {
+                // A check runs: the resync waits for it (`pump_scrub`).
+                self.unresynced_regions = regions;
+            } else {
+                for region in regions {
+                    self.intent.pinned.remove(&region);
+                }
             }
         }
         self.resume_growth_after_rebuild();
