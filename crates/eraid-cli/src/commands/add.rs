@@ -73,7 +73,7 @@ impl AddArgs {
         };
         let mut client = ControlClient::connect(&control)?;
         // The server resolves paths against its own directory.
-        let path = std::path::absolute(&self.new).unwrap_or_else(|_| self.new.clone());
+        let path = crate::member_name::absolute(&self.new);
         let status = client
             .call(&json!({
                 "command": "add",

@@ -280,12 +280,7 @@ impl GrowArgs {
         let add: Vec<String> = self
             .add
             .iter()
-            .map(|p| {
-                std::path::absolute(p)
-                    .unwrap_or_else(|_| p.clone())
-                    .display()
-                    .to_string()
-            })
+            .map(|p| crate::member_name::absolute(p).display().to_string())
             .collect();
         let started = client
             .call(&json!({"command": "grow", "add": add, "config": config}))

@@ -50,8 +50,7 @@ pub struct ReplaceArgs {
 }
 
 fn absolute(path: &Path) -> String {
-    std::path::absolute(path)
-        .unwrap_or_else(|_| path.to_path_buf())
+    crate::member_name::absolute(path)
         .display()
         .to_string()
 }
