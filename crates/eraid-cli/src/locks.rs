@@ -144,9 +144,11 @@ fn lock_export(path: &Path) -> Result<MemberLocks> {
     }
     // FNV-1a of the export's identity: any text, made a short file name.
     let identity = uri.to_string();
-    let hash = identity.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| {
-        (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3)
-    });
+    let hash = identity
+        .bytes()
+        .fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| {
+            (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3)
+        });
     let key = KeyLock::acquire(&format!("nbd-{hash:016x}"), path)?;
     Ok(MemberLocks {
         members: vec![HeldMember {

@@ -86,7 +86,9 @@ impl MemberIo for NbdMember {
     /// asked of the server.
     fn read_at(&self, offset_bytes: u64, len_bytes: usize) -> io::Result<Vec<u8>> {
         let size_bytes = self.client.size_bytes();
-        let inside_bytes = size_bytes.saturating_sub(offset_bytes).min(len_bytes as u64) as usize;
+        let inside_bytes = size_bytes
+            .saturating_sub(offset_bytes)
+            .min(len_bytes as u64) as usize;
         let mut data = if inside_bytes == 0 {
             Vec::new()
         } else {

@@ -3,9 +3,9 @@
 
 use std::io;
 
-use crate::member_io::MemberIo;
 #[cfg(test)]
 use crate::member::MemberFile;
+use crate::member_io::MemberIo;
 
 /// Reads the first `len_bytes` of `member` (its metadata area) for the core
 /// to decode. A member shorter than that reads as zeroes past its end, which

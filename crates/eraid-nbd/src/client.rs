@@ -359,7 +359,10 @@ pub(crate) fn send_option(stream: &mut Stream, option: u32, data: &[u8]) -> io::
     stream.flush()
 }
 
-pub(crate) fn receive_option_reply(stream: &mut Stream, option: u32) -> Result<(u32, Vec<u8>), ClientError> {
+pub(crate) fn receive_option_reply(
+    stream: &mut Stream,
+    option: u32,
+) -> Result<(u32, Vec<u8>), ClientError> {
     let mut header = [0u8; 20];
     stream.read_exact(&mut header)?;
     if be_u64(&header[0..8]) != p::OPTION_REPLY_MAGIC || be_u32(&header[8..12]) != option {

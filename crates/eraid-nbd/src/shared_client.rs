@@ -106,7 +106,9 @@ struct Sent {
 
 impl ConnectionState {
     fn lock(&self) -> MutexGuard<'_, Waiting> {
-        self.inner.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.inner
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// Marks the connection dead (the first reason stays), fails every
@@ -164,9 +166,8 @@ impl SharedClient {
             .and_then(|()| stream.set_write_timeout(Some(timeout)))
             .map_err(|e| unreachable(e.to_string()))?;
         let mut stream = stream;
-        let export = handshake(&mut stream, uri, deadline).map_err(|error| {
-            describe_handshake_error(&label, &uri.export_name, timeout, error)
-        })?;
+        let export = handshake(&mut stream, uri, deadline)
+            .map_err(|error| describe_handshake_error(&label, &uri.export_name, timeout, error))?;
         // Replies are read without a socket timeout (a request's own
         // deadline ends a wait); a send that stalls fails the connection.
         stream
@@ -298,11 +299,7 @@ impl SharedClient {
     pub fn write_zeroes(&self, offset_bytes: u64, len_bytes: u64) -> io::Result<()> {
         self.check_range(offset_bytes, len_bytes, "zeroing")?;
         let mut sent = Vec::new();
-        for (at, piece) in pieces(
-            offset_bytes,
-            len_bytes,
-            ZEROES_BYTES_PER_REQUEST_MAX as u32,
-        ) {
+        for (at, piece) in pieces(offset_bytes, len_bytes, ZEROES_BYTES_PER_REQUEST_MAX as u32) {
             sent.push(self.send(p::CMD_WRITE_ZEROES, 0, at, piece, &[])?);
         }
         for request in sent {
@@ -424,12 +421,11 @@ impl SharedClient {
                 self.state.die(reason.clone());
                 Err(io::Error::new(io::ErrorKind::TimedOut, reason))
             }
-            Err(RecvTimeoutError::Disconnected) => Err(dead_error(
-                &self
-                    .state
-                    .dead_reason()
-                    .unwrap_or_else(|| format!("{}: the reader stopped", self.label)),
-            )),
+            Err(RecvTimeoutError::Disconnected) => {
+                Err(dead_error(&self.state.dead_reason().unwrap_or_else(|| {
+                    format!("{}: the reader stopped", self.label)
+                })))
+            }
         }
     }
 }
@@ -445,7 +441,10 @@ impl Drop for SharedClient {
             .writer
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        self.state.lock().dead.get_or_insert_with(|| format!("{}: closed", self.label));
+        self.state
+            .lock()
+            .dead
+            .get_or_insert_with(|| format!("{}: closed", self.label));
         if was_alive {
             let header = RequestHeader {
                 flags: 0,
@@ -521,7 +520,11 @@ fn connect_tcp(host: &str, port: u16, timeout: Duration) -> Result<TcpStream, St
     Err(last_error)
 }
 
-fn handshake(stream: &mut Stream, uri: &NbdUri, deadline: Instant) -> Result<ExportInfo, ClientError> {
+fn handshake(
+    stream: &mut Stream,
+    uri: &NbdUri,
+    deadline: Instant,
+) -> Result<ExportInfo, ClientError> {
     client::greet(stream)?;
     if uri.tls {
         crate::tls_client::start_tls(stream, uri, deadline)?;

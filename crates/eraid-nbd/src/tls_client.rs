@@ -79,12 +79,15 @@ pub(crate) fn start_tls(
 
 fn client_config(dir: &Path) -> Result<Arc<rustls::ClientConfig>, ClientError> {
     let path = dir.join(CA_CERT_FILE);
-    let pem = std::fs::read(&path)
-        .map_err(|e| ClientError::Uri(format!("{}: {e}", path.display())))?;
+    let pem =
+        std::fs::read(&path).map_err(|e| ClientError::Uri(format!("{}: {e}", path.display())))?;
     let mut roots = rustls::RootCertStore::empty();
     for cert in CertificateDer::pem_slice_iter(&pem) {
         let cert = cert.map_err(|e| {
-            ClientError::Uri(format!("{}: not a PEM certificate file: {e}", path.display()))
+            ClientError::Uri(format!(
+                "{}: not a PEM certificate file: {e}",
+                path.display()
+            ))
         })?;
         roots.add(cert).map_err(|e| {
             ClientError::Uri(format!("{}: unusable CA certificate: {e}", path.display()))

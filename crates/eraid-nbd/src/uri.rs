@@ -98,8 +98,12 @@ impl NbdUri {
             match key {
                 "socket" if unix => socket = Some(PathBuf::from(value)),
                 "tls-certificates" if tls => tls_certificates = Some(PathBuf::from(value)),
-                "connect-timeout-s" => connect_timeout = parse_timeout(key, &value).map_err(fail)?,
-                "request-timeout-s" => request_timeout = parse_timeout(key, &value).map_err(fail)?,
+                "connect-timeout-s" => {
+                    connect_timeout = parse_timeout(key, &value).map_err(fail)?
+                }
+                "request-timeout-s" => {
+                    request_timeout = parse_timeout(key, &value).map_err(fail)?
+                }
                 _ => {
                     return Err(fail(format!(
                         "unknown query parameter {key:?} for {scheme}:// (known: {})",
@@ -114,9 +118,9 @@ impl NbdUri {
                     "{scheme}:// takes no host ({authority:?}); write {scheme}:///EXPORT?socket=PATH"
                 )));
             }
-            let socket = socket.filter(|s| !s.as_os_str().is_empty()).ok_or_else(|| {
-                fail(format!("{scheme}:// needs ?socket=PATH"))
-            })?;
+            let socket = socket
+                .filter(|s| !s.as_os_str().is_empty())
+                .ok_or_else(|| fail(format!("{scheme}:// needs ?socket=PATH")))?;
             Endpoint::Unix { socket }
         } else {
             let (host, port) = split_host_port(authority).map_err(fail)?;
@@ -141,7 +145,9 @@ impl fmt::Display for NbdUri {
             Endpoint::Tcp { host, port } if host.contains(':') => {
                 write!(f, "nbd{s}://[{host}]:{port}/{}", self.export_name)
             }
-            Endpoint::Tcp { host, port } => write!(f, "nbd{s}://{host}:{port}/{}", self.export_name),
+            Endpoint::Tcp { host, port } => {
+                write!(f, "nbd{s}://{host}:{port}/{}", self.export_name)
+            }
             Endpoint::Unix { socket } => write!(
                 f,
                 "nbd{s}+unix:///{}?socket={}",
@@ -249,7 +255,10 @@ mod tests {
         assert_eq!(uri.export_name, "disk 1");
         assert!(!uri.tls);
         assert_eq!(uri.request_timeout, DEFAULT_REQUEST_TIMEOUT);
-        assert_eq!(NbdUri::parse("nbd://host").unwrap().endpoint, tcp("host", DEFAULT_PORT));
+        assert_eq!(
+            NbdUri::parse("nbd://host").unwrap().endpoint,
+            tcp("host", DEFAULT_PORT)
+        );
         assert_eq!(NbdUri::parse("nbd://host/").unwrap().export_name, "");
         let v6 = NbdUri::parse("nbd://[::1]:99/x").unwrap();
         assert_eq!(v6.endpoint, tcp("::1", 99));
@@ -258,8 +267,8 @@ mod tests {
 
     #[test]
     fn unix_and_tls_forms_and_bounds() {
-        let uri = NbdUri::parse("nbd+unix:///e?socket=/tmp/a%20b.sock&request-timeout-s=5")
-            .unwrap();
+        let uri =
+            NbdUri::parse("nbd+unix:///e?socket=/tmp/a%20b.sock&request-timeout-s=5").unwrap();
         assert_eq!(
             uri.endpoint,
             Endpoint::Unix {
@@ -285,9 +294,18 @@ mod tests {
             ("nbd://host:ab/x", "port \"ab\""),
             ("nbd+unix:///x", "needs ?socket=PATH"),
             ("nbd+unix://host/x?socket=/s", "takes no host"),
-            ("nbd://host/x?socket=/s", "unknown query parameter \"socket\""),
-            ("nbd://host/x?tls-certificates=/d", "unknown query parameter"),
-            ("nbd://host/x?request-timeout-s=0", "request-timeout-s=\"0\""),
+            (
+                "nbd://host/x?socket=/s",
+                "unknown query parameter \"socket\"",
+            ),
+            (
+                "nbd://host/x?tls-certificates=/d",
+                "unknown query parameter",
+            ),
+            (
+                "nbd://host/x?request-timeout-s=0",
+                "request-timeout-s=\"0\"",
+            ),
             ("nbd://host/x?request-timeout-s=soon", "whole seconds"),
             ("nbd://host/%zz", "bad %-escape"),
             ("nbd://[::1/x", "unclosed ["),
@@ -301,7 +319,13 @@ mod tests {
 
     #[test]
     fn what_counts_as_a_uri() {
-        for uri in ["nbd://h/x", "nbds://h", "nbd+unix:///x?socket=s", "nbd:x", "nbdq://h"] {
+        for uri in [
+            "nbd://h/x",
+            "nbds://h",
+            "nbd+unix:///x?socket=s",
+            "nbd:x",
+            "nbdq://h",
+        ] {
             assert!(looks_like_nbd_uri(uri), "{uri}");
         }
         for path in ["/dev/sdb", "d0", "./nbd/x", "http://h/x", "nbdfile"] {

@@ -62,7 +62,10 @@ fn reads_and_writes_from_many_threads_at_once_match_the_export() {
     for band in 0..8u64 {
         let expected = random_bytes(1 << 20, band + 1);
         let held = export.contents();
-        assert_eq!(&held[(band << 20) as usize..((band + 1) << 20) as usize], &expected[..]);
+        assert_eq!(
+            &held[(band << 20) as usize..((band + 1) << 20) as usize],
+            &expected[..]
+        );
     }
     // Zeroing through NBD_CMD_WRITE_ZEROES.
     assert!(client.can_write_zeroes());
@@ -154,7 +157,10 @@ fn handshake(stream: &mut UnixStream, export: &str) -> Option<()> {
     stream.read_exact(&mut client_flags).ok()?;
     let mut header = [0u8; 16];
     stream.read_exact(&mut header).ok()?;
-    assert_eq!(u32::from_be_bytes(header[8..12].try_into().unwrap()), p::OPT_GO);
+    assert_eq!(
+        u32::from_be_bytes(header[8..12].try_into().unwrap()),
+        p::OPT_GO
+    );
     let len = u32::from_be_bytes(header[12..16].try_into().unwrap()) as usize;
     let mut data = vec![0u8; len];
     stream.read_exact(&mut data).ok()?;
@@ -208,9 +214,10 @@ fn transmission(stream: &mut UnixStream, script: Script, log: &Mutex<Vec<(u64, u
                 for request in batch.drain(..).rev() {
                     let mut reply = p::encode_simple_reply(0, request.handle).to_vec();
                     if request.command == p::CMD_READ {
-                        reply.extend((0..request.len_bytes as u64).map(|i| {
-                            ((request.offset_bytes + i) as u8).wrapping_add(1)
-                        }));
+                        reply.extend(
+                            (0..request.len_bytes as u64)
+                                .map(|i| ((request.offset_bytes + i) as u8).wrapping_add(1)),
+                        );
                     }
                     if stream.write_all(&reply).is_err() {
                         return;
@@ -270,7 +277,10 @@ fn an_unanswered_request_fails_within_the_request_timeout_and_so_does_the_connec
     assert!(waited < Duration::from_secs(5), "{waited:?}");
     assert_eq!(error.kind(), std::io::ErrorKind::TimedOut);
     let message = error.to_string();
-    assert!(message.contains("no reply to the read of 4096 bytes at 0 within 1 s"), "{message}");
+    assert!(
+        message.contains("no reply to the read of 4096 bytes at 0 within 1 s"),
+        "{message}"
+    );
     assert!(message.contains("nbd+unix:///"), "{message}");
     // The connection is given up: the next request fails at once.
     let started = Instant::now();
@@ -287,19 +297,31 @@ fn a_server_that_hangs_up_fails_the_request_in_flight_and_every_later_one() {
     let started = Instant::now();
     let error = client.flush().unwrap_err();
     assert!(started.elapsed() < Duration::from_secs(5));
-    assert!(error.to_string().contains("closed the connection"), "{error}");
+    assert!(
+        error.to_string().contains("closed the connection"),
+        "{error}"
+    );
     let again = client.read(0, 512).unwrap_err();
-    assert!(again.to_string().contains("closed the connection"), "{again}");
+    assert!(
+        again.to_string().contains("closed the connection"),
+        "{again}"
+    );
 }
 
 #[test]
 fn a_refused_export_name_is_named_in_the_error() {
     let server = ScriptedServer::start("disk0", true, Script::Silent);
     let error = SharedClient::connect(&server.uri("disk9", "")).unwrap_err();
-    assert!(matches!(error, ConnectError::NoSuchExport { .. }), "{error:?}");
+    assert!(
+        matches!(error, ConnectError::NoSuchExport { .. }),
+        "{error:?}"
+    );
     let message = error.to_string();
     assert!(message.contains("no export named \"disk9\""), "{message}");
-    assert!(message.contains(&server.socket.display().to_string()), "{message}");
+    assert!(
+        message.contains(&server.socket.display().to_string()),
+        "{message}"
+    );
 }
 
 #[test]
@@ -317,7 +339,10 @@ fn an_unreachable_server_is_named() {
     let dir = tempfile::tempdir().unwrap();
     let missing = dir.path().join("nobody.sock");
     let error = SharedClient::connect(&unix_uri(&missing, "", "")).unwrap_err();
-    assert!(matches!(error, ConnectError::Unreachable { .. }), "{error:?}");
+    assert!(
+        matches!(error, ConnectError::Unreachable { .. }),
+        "{error:?}"
+    );
     assert!(error.to_string().contains("nobody.sock"), "{error}");
     // A TCP port nobody listens on (bound, then closed, so it is free).
     let port = std::net::TcpListener::bind("127.0.0.1:0")
@@ -326,6 +351,12 @@ fn an_unreachable_server_is_named() {
         .unwrap()
         .port();
     let error = SharedClient::connect(&uri(&format!("nbd://127.0.0.1:{port}/x"))).unwrap_err();
-    assert!(matches!(error, ConnectError::Unreachable { .. }), "{error:?}");
-    assert!(error.to_string().contains(&format!("127.0.0.1:{port}")), "{error}");
+    assert!(
+        matches!(error, ConnectError::Unreachable { .. }),
+        "{error:?}"
+    );
+    assert!(
+        error.to_string().contains(&format!("127.0.0.1:{port}")),
+        "{error}"
+    );
 }

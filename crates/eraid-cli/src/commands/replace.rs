@@ -50,9 +50,7 @@ pub struct ReplaceArgs {
 }
 
 fn absolute(path: &Path) -> String {
-    crate::member_name::absolute(path)
-        .display()
-        .to_string()
+    crate::member_name::absolute(path).display().to_string()
 }
 
 /// What the end of the wait means, in words.
