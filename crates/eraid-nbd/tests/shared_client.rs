@@ -360,3 +360,83 @@ fn an_unreachable_server_is_named() {
         "{error}"
     );
 }
+
+fn tls_served(pki: &std::path::Path, export: &Arc<MemExport>) -> Served {
+    let config = eraid_nbd::ServerConfig {
+        tls: Some(eraid_nbd::TlsPolicy {
+            server_config: eraid_nbd::load_cert_dir(pki).expect("load the test certificates"),
+            required: true,
+        }),
+        ..eraid_nbd::ServerConfig::default()
+    };
+    serve(Arc::clone(export) as Arc<dyn eraid_nbd::Export>, config)
+}
+
+#[test]
+fn nbds_verifies_the_server_with_the_given_ca_and_works_inside_tls() {
+    if !have_tool("openssl") {
+        panic!("openssl is needed to make the test certificates (scripts/setup.sh installs it)");
+    }
+    let pki = tempfile::tempdir().unwrap();
+    make_pki(pki.path());
+    let export = Arc::new(MemExport::new("", 4 << 20));
+    let served = tls_served(pki.path(), &export);
+    let socket = served.socket_path.display().to_string();
+    let tls_uri = uri(&format!(
+        "nbds+unix:///?socket={socket}&tls-certificates={}",
+        pki.path().display()
+    ));
+    let client = Arc::new(SharedClient::connect(&tls_uri).expect("TLS connect"));
+    // Two threads at once: the reader and the writers share one session.
+    let threads: Vec<_> = (0..2u64)
+        .map(|i| {
+            let client = Arc::clone(&client);
+            std::thread::spawn(move || {
+                let data = random_bytes(1 << 20, i + 7);
+                client.write(i << 20, &data, true).unwrap();
+                assert_eq!(client.read(i << 20, 1 << 20).unwrap(), data);
+            })
+        })
+        .collect();
+    for thread in threads {
+        thread.join().expect("a TLS client thread panicked");
+    }
+    assert_eq!(&export.contents()[..1 << 20], &random_bytes(1 << 20, 7)[..]);
+
+    // Plaintext to a server that requires TLS: told to use nbds.
+    let error = SharedClient::connect(&unix_uri(&served.socket_path, "", "")).unwrap_err();
+    assert!(error.to_string().contains("requires TLS"), "{error}");
+    // nbds without a CA to verify with.
+    let error = SharedClient::connect(&uri(&format!("nbds+unix:///?socket={socket}"))).unwrap_err();
+    assert!(
+        error.to_string().contains("tls-certificates=DIR"),
+        "{error}"
+    );
+    // A CA that did not sign the server's certificate.
+    let other = tempfile::tempdir().unwrap();
+    make_pki(other.path());
+    let error = SharedClient::connect(&uri(&format!(
+        "nbds+unix:///?socket={socket}&tls-certificates={}",
+        other.path().display()
+    )))
+    .unwrap_err();
+    assert!(error.to_string().contains("TLS handshake"), "{error}");
+}
+
+#[test]
+fn nbds_to_a_server_without_tls_is_refused_not_downgraded() {
+    if !have_tool("openssl") {
+        panic!("openssl is needed to make the test certificates (scripts/setup.sh installs it)");
+    }
+    let pki = tempfile::tempdir().unwrap();
+    make_pki(pki.path());
+    let export = Arc::new(MemExport::new("", 1 << 20));
+    let served = serve_mem(&export);
+    let error = SharedClient::connect(&uri(&format!(
+        "nbds+unix:///?socket={}&tls-certificates={}",
+        served.socket_path.display(),
+        pki.path().display()
+    )))
+    .unwrap_err();
+    assert!(error.to_string().contains("offers no TLS"), "{error}");
+}
