@@ -205,15 +205,39 @@ fn raid5_on_four_nbdkit_exports_serves_checks_and_survives_a_stopped_member() {
     write_random(&more, capacity, 21);
     nbdcopy(dir, &more.display().to_string(), &server.uri);
     read_back_equal(dir, &server, &more, capacity, "written degraded");
-    server.stop();
 
-    // Offline, the missing export is shown with why it cannot be opened.
+    // `detail` on the members shows the stopped export with why it cannot
+    // be opened.
     let detail = detail_json(dir, &members);
     let missing = &detail["members"][2];
     assert_eq!(missing["path"], uris[2], "{detail}");
     assert_ne!(missing["state"], "active", "{detail}");
     let reason = missing["reason"].as_str().unwrap_or_default();
     assert!(reason.contains("cannot reach"), "{detail}");
+
+    // A new export replaces it: rebuilt while served, then checked clean.
+    blank(dir, "m4", MEMBER_BYTES);
+    let replacement = Nbdkit::start(dir, "m4", &[], &[]);
+    let new_uri = replacement.uri("");
+    eraid(dir, &["add", "--wait", &new_uri, "--control", &control]).expect_ok();
+    let status = live(dir, &control);
+    assert_eq!(status["members"][2]["path"], new_uri, "{status}");
+    assert_eq!(status["members"][2]["state"], "active", "{status}");
+    assert_eq!(status["degraded"], false, "{status}");
+    read_back_equal(
+        dir,
+        &server,
+        &more,
+        capacity,
+        "after the rebuild onto a new export",
+    );
+    server.stop();
+    let mut now: Vec<&str> = members.clone();
+    now[2] = &new_uri;
+    let mut args = vec!["check"];
+    args.extend(&now);
+    let check = eraid(dir, &args);
+    assert_eq!(check.code(), Some(0), "check after the rebuild: {check}");
 }
 
 #[test]
@@ -291,6 +315,19 @@ fn bad_member_uris_are_refused_naming_the_member_and_change_nothing() {
     eraid(dir, &strs(&args)).expect_ok();
     let mut members = good.clone();
     members.push(named.uri("good"));
+
+    // An export added offline as a hot spare is recorded by its URI.
+    blank(dir, "spare", MEMBER_BYTES);
+    let spare = Nbdkit::start(dir, "spare", &[], &[]);
+    let mut add: Vec<String> = vec!["add".into(), "--spare".into(), spare.uri("")];
+    add.extend(members.iter().cloned());
+    eraid(dir, &strs(&add)).expect_ok();
+    let mut with_spare = members.clone();
+    with_spare.push(spare.uri(""));
+    let detail = detail_json(dir, &strs(&with_spare));
+    let recorded = &detail["members"][4];
+    assert_eq!(recorded["path"], spare.uri(""), "{detail}");
+    assert_eq!(recorded["state"], "spare", "{detail}");
 
     // Growing or serving with a bad export changes nothing either.
     let mut grow: Vec<String> = vec!["grow".into()];
