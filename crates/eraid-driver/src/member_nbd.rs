@@ -115,3 +115,82 @@ impl MemberIo for NbdMember {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::member_device::MemberDevice;
+    use eraid_nbd::{Export, Listener, MemExport, RunningServer, Server, ServerConfig};
+    use std::sync::Arc;
+
+    /// Serves `export` on a Unix socket in `dir`; returns the server and
+    /// the member URI naming it.
+    fn serve(dir: &std::path::Path, export: MemExport) -> (RunningServer, Arc<MemExport>, String) {
+        let export = Arc::new(export);
+        let socket = dir.join("member.sock");
+        let server = Server::bind(
+            Listener::Unix(socket.clone()),
+            Arc::clone(&export) as Arc<dyn Export>,
+            ServerConfig::default(),
+        )
+        .unwrap()
+        .start()
+        .unwrap();
+        let uri = format!("nbd+unix:///?socket={}", socket.display());
+        (server, export, uri)
+    }
+
+    #[test]
+    fn an_export_is_a_member_reads_past_its_end_are_zeroes_and_flush_reaches_the_server() {
+        let dir = tempfile::tempdir().unwrap();
+        let (server, export, uri) = serve(dir.path(), MemExport::new("", 64 << 10));
+        let member = MemberDevice::open(&uri).unwrap();
+        assert!(member.is_nbd());
+        assert_eq!(member.path(), std::path::Path::new(&uri));
+        assert_eq!(member.size_bytes(), 64 << 10);
+        assert!(!member.direct());
+        member.write_at(4096, &[7; 8192]).unwrap();
+        member.sync_data().unwrap();
+        assert!(export.flush_count() >= 1);
+        assert_eq!(&export.contents()[4096..12288], &[7; 8192][..]);
+        // A metadata read larger than the export: the rest is zeroes.
+        let area = member.read_at(0, 1 << 20).unwrap();
+        assert_eq!(area.len(), 1 << 20);
+        assert_eq!(&area[4096..12288], &[7; 8192][..]);
+        assert!(area[64 << 10..].iter().all(|&b| b == 0));
+        member.write_zeroes(4096, 4096).unwrap();
+        assert_eq!(member.read_at(4096, 8192).unwrap()[..4096], [0; 4096]);
+        // Writing past the end is an error naming the member.
+        let error = member.write_at(60 << 10, &[1; 8192]).unwrap_err();
+        assert!(error.to_string().contains(&uri), "{error}");
+        drop(member);
+        server.stop().unwrap();
+    }
+
+    #[test]
+    fn a_read_only_export_is_refused_as_a_writable_member_but_read_for_detail() {
+        let dir = tempfile::tempdir().unwrap();
+        let export = MemExport::new("", 64 << 10).with_read_only(true);
+        let (server, _export, uri) = serve(dir.path(), export);
+        let error = MemberDevice::open(&uri).unwrap_err();
+        assert_eq!(error.kind(), io::ErrorKind::PermissionDenied);
+        assert!(error.to_string().contains("read-only"), "{error}");
+        assert!(error.to_string().contains(&uri), "{error}");
+        let read_only = MemberOptions {
+            writable: false,
+            ..MemberOptions::default()
+        };
+        MemberDevice::open_with(&uri, read_only).unwrap();
+        server.stop().unwrap();
+    }
+
+    #[test]
+    fn a_malformed_uri_is_refused_as_such_never_opened_as_a_file() {
+        for text in ["nbd:/x", "nbdq://h/x", "nbd://h:0/"] {
+            let error = MemberDevice::open(text).unwrap_err();
+            assert_eq!(error.kind(), io::ErrorKind::InvalidInput, "{text}");
+            assert!(error.to_string().contains("bad NBD URI"), "{text}: {error}");
+        }
+        assert!(!crate::is_nbd_uri(std::path::Path::new("./d0")));
+    }
+}
