@@ -69,6 +69,10 @@ impl Nbdkit {
         panic!("nbdkit did not start on a free port (5 tries)");
     }
 
+    fn child(&self) -> &Child {
+        self.child.as_ref().expect("nbdkit running")
+    }
+
     fn uri(&self, export: &str) -> String {
         format!("nbd://127.0.0.1:{}/{export}", self.port)
     }
@@ -88,6 +92,8 @@ impl Nbdkit {
 impl Drop for Nbdkit {
     fn drop(&mut self) {
         if let Some(mut child) = self.child.take() {
+            // A stopped (SIGSTOP) server must be able to die.
+            signal(&child, SIGCONT);
             let _ = child.kill();
             let _ = child.wait();
         }
@@ -238,6 +244,60 @@ fn raid5_on_four_nbdkit_exports_serves_checks_and_survives_a_stopped_member() {
     args.extend(&now);
     let check = eraid(dir, &args);
     assert_eq!(check.code(), Some(0), "check after the rebuild: {check}");
+}
+
+const SIGSTOP: i32 = 19;
+const SIGCONT: i32 = 18;
+
+#[test]
+fn a_member_whose_server_stops_answering_is_failed_at_its_request_timeout() {
+    let test = "a_member_whose_server_stops_answering_is_failed_at_its_request_timeout";
+    if !require_tools(test, &["nbdkit", "nbdcopy"]) {
+        return;
+    }
+    let scratch = scratch();
+    let dir = scratch.path();
+    let exports: Vec<Nbdkit> = (0..4)
+        .map(|i| {
+            let name = format!("m{i}");
+            blank(dir, &name, 8 * MIB);
+            Nbdkit::start(dir, &name, &[], &[])
+        })
+        .collect();
+    // Member 3 gives its server 2 s per request.
+    let mut uris: Vec<String> = exports.iter().map(|e| e.uri("")).collect();
+    uris[3] = format!("{}?request-timeout-s=2", uris[3]);
+    let members = strs(&uris);
+    let mut args = vec!["create", "--level", "5"];
+    args.extend(&members);
+    eraid(dir, &args).expect_ok();
+    let capacity = detail_json(dir, &members)["capacity_bytes"]
+        .as_u64()
+        .unwrap();
+    let data = dir.join("data.bin");
+    write_random(&data, capacity, 30);
+    let mut server = Server::start(dir, &members);
+    nbdcopy(dir, &data.display().to_string(), &server.uri);
+    // The server hangs (its host froze, say): connected, never answering.
+    signal(exports[3].child(), SIGSTOP);
+    let started = Instant::now();
+    read_back_equal(
+        dir,
+        &server,
+        &data,
+        capacity,
+        "with member 3's server frozen",
+    );
+    nbdcopy(dir, &data.display().to_string(), &server.uri);
+    let waited = started.elapsed();
+    server.wait_for_log("MemberFailed { member: 3", Duration::from_secs(30));
+    let log = server.log_text();
+    assert!(log.contains("no reply to the"), "{log}");
+    assert!(log.contains("within 2 s (request-timeout-s)"), "{log}");
+    // One timeout, not one per request: the member is failed at the first.
+    assert!(waited < Duration::from_secs(30), "took {waited:?}\n{log}");
+    read_back_equal(dir, &server, &data, capacity, "degraded after the timeout");
+    server.stop();
 }
 
 #[test]
