@@ -505,6 +505,8 @@ fn pieces(offset_bytes: u64, len_bytes: u64, max_bytes: u32) -> Vec<(u64, u32)> 
 }
 
 /// Connects to the first address of `host` that answers within `timeout`.
+/// The name lookup itself is the system resolver's, bounded by its own
+/// timeouts (resolv.conf), not by `timeout`.
 fn connect_tcp(host: &str, port: u16, timeout: Duration) -> Result<TcpStream, String> {
     let addresses: Vec<_> = (host, port)
         .to_socket_addrs()
