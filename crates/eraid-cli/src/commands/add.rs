@@ -59,7 +59,7 @@ pub struct AddArgs {
     /// The control socket of a running `eraid serve --control PATH`.
     #[arg(long, value_name = "PATH", conflicts_with = "members")]
     control: Option<PathBuf>,
-    /// The file or block device to add.
+    /// The file, block device or NBD export (nbd://HOST:PORT/EXPORT) to add.
     new: PathBuf,
     /// The array's members, when no server runs it (offline).
     #[arg(required_unless_present = "control")]

@@ -69,7 +69,9 @@ pub struct CreateArgs {
     /// Put the members first, or end the --spare list with `--`.
     #[arg(long = "spare", value_name = "NEW", num_args = 1..)]
     spares: Vec<PathBuf>,
-    /// Member files or block devices, in slot order.
+    /// Member files, block devices or NBD exports (nbd://HOST:PORT/EXPORT,
+    /// nbd+unix:///EXPORT?socket=PATH, nbds://...?tls-certificates=DIR),
+    /// in slot order. Exports must exist: only files are created.
     #[arg(required = true)]
     members: Vec<PathBuf>,
 }

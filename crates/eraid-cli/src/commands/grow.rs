@@ -64,7 +64,8 @@ use std::time::{Duration, Instant};
 #[derive(Args, Debug)]
 #[command(verbatim_doc_comment)]
 pub struct GrowArgs {
-    /// Files or block devices to add (same size as the members or larger).
+    /// Files, block devices or NBD exports to add (same size as the
+    /// members or larger).
     #[arg(long = "add", value_name = "MEMBER", num_args = 1.., required = true)]
     add: Vec<PathBuf>,
     /// round-robin, semi-rr or fastscale (RAID-0); md-reshape or alv (RAID-5).
