@@ -59,10 +59,7 @@ pub struct RemoveArgs {
 /// The member's path as the server should read it (it resolves relative
 /// paths against its own directory).
 fn absolute(path: &std::path::Path) -> String {
-    std::path::absolute(path)
-        .unwrap_or_else(|_| path.to_path_buf())
-        .display()
-        .to_string()
+    crate::member_name::absolute(path).display().to_string()
 }
 
 impl FailArgs {

@@ -66,7 +66,8 @@ use std::time::{Duration, Instant};
 #[derive(Args, Debug)]
 #[command(verbatim_doc_comment)]
 pub struct GrowArgs {
-    /// Files or block devices to add (same size as the members or larger).
+    /// Files, block devices or NBD exports to add (same size as the
+    /// members or larger).
     #[arg(long = "add", value_name = "MEMBER", num_args = 1.., required = true)]
     add: Vec<PathBuf>,
     /// round-robin, semi-rr or fastscale (RAID-0); md-reshape or alv (RAID-5).
@@ -282,12 +283,7 @@ impl GrowArgs {
         let add: Vec<String> = self
             .add
             .iter()
-            .map(|p| {
-                std::path::absolute(p)
-                    .unwrap_or_else(|_| p.clone())
-                    .display()
-                    .to_string()
-            })
+            .map(|p| crate::member_name::absolute(p).display().to_string())
             .collect();
         let started = client
             .call(&json!({"command": "grow", "add": add, "config": config}))
