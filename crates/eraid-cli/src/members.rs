@@ -364,7 +364,7 @@ fn with_force_hint(
     options: AssembleOptions,
 ) -> anyhow::Error {
     let too_few = matches!(
-        error,
+        error.cause(),
         AssemblyError::TooManyMissing { .. }
             | AssemblyError::MissingMember { .. }
             | AssemblyError::MirrorLost { .. }
