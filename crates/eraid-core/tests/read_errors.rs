@@ -370,3 +370,43 @@ fn a_slow_member_is_reported_not_failed() {
     );
     close(&mut h, &mut array);
 }
+
+/// Two members' I/Os overdue at once: the one waited for longest is
+/// failed and the other gets a fresh timeout (its I/Os may only have
+/// queued behind the hung member's in the driver); answering within it,
+/// it stays. Failing both would lose a RAID-5.
+#[test]
+fn only_the_longest_overdue_member_is_failed_the_others_get_a_fresh_timeout() {
+    let g = geometry(Level::Raid5, ParityLayout::LeftSymmetric, 4, MEMBER_CHUNKS);
+    let mut h = MemHarness::create(g, 13);
+    let mut array = open_with(&mut h, timeout_options());
+    let capacity = array.capacity_bytes() as usize;
+    let data = vec![0x7e; capacity];
+    h.submit(
+        &mut array,
+        1,
+        UserOp::Write {
+            offset_bytes: 0,
+            data: data.clone(),
+            fua: false,
+        },
+    );
+    while h.step_where(&mut array, |io| io.member != 1 && io.member != 2) {}
+    let deadline = array.poll_timeout().expect("a member deadline");
+    h.now = deadline;
+    array.handle_tick(h.now);
+    let states: Vec<String> = (0..4)
+        .map(|m| member(&array, m)["state"].as_str().unwrap().to_string())
+        .collect();
+    let failed: Vec<usize> = (0..4).filter(|&m| states[m] == "faulty").collect();
+    assert_eq!(failed.len(), 1, "{states:?}");
+    let survivor = if failed[0] == 1 { 2 } else { 1 };
+    // The survivor answers half a timeout later: in time.
+    h.now = h.now.plus_ms(500);
+    array.handle_tick(h.now);
+    h.run(&mut array);
+    assert_eq!(member(&array, survivor)["state"], "active");
+    assert!(h.take_reply(1).expect("answered").result.is_ok());
+    assert_eq!(read_all(&mut h, &mut array, 2), data);
+    close(&mut h, &mut array);
+}

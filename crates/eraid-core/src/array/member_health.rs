@@ -62,6 +62,9 @@ impl DeviceHealth {
 struct InFlight {
     device: usize,
     issued: TimeNs,
+    /// Where its timeout is counted from: the issue, or the moment another
+    /// device was failed for a timeout (see `restart_clocks`).
+    clock_from: TimeNs,
     what: &'static str,
 }
 
@@ -108,6 +111,7 @@ impl Health {
             InFlight {
                 device,
                 issued: now,
+                clock_from: now,
                 what,
             },
         );
@@ -123,7 +127,7 @@ impl Health {
         let Some(flight) = self.in_flight.remove(&io) else {
             return true;
         };
-        self.by_age.remove(&(flight.issued, io));
+        self.by_age.remove(&(flight.clock_from, io));
         let latency_ns = now.0.saturating_sub(flight.issued.0);
         let device = self.device_mut(flight.device);
         device.completed_ios += 1;
@@ -156,13 +160,13 @@ impl Health {
         self.by_age
             .iter()
             .take_while(|(issued, _)| issued.0.saturating_add(timeout_ns) <= now.0)
-            .map(|&(issued, io)| {
+            .map(|&(_, io)| {
                 let flight = self.in_flight[&io];
                 Expired {
                     io,
                     device: flight.device,
                     what: flight.what,
-                    waited_ns: now.0 - issued.0,
+                    waited_ns: now.0.saturating_sub(flight.issued.0),
                 }
             })
             .collect()
@@ -185,8 +189,20 @@ impl Health {
     /// completion, if it ever comes, is dropped.
     pub fn abandon(&mut self, io: IoId) {
         if let Some(flight) = self.in_flight.remove(&io) {
-            self.by_age.remove(&(flight.issued, io));
+            self.by_age.remove(&(flight.clock_from, io));
             self.abandoned.insert(io);
+        }
+    }
+
+    /// Every I/O in flight gets a fresh timeout from `now`. After a device
+    /// is failed for a timeout: the others' I/Os may have waited behind
+    /// its stuck ones in the driver's queue, which is not their fault; a
+    /// device really hung too is failed one timeout later.
+    pub fn restart_clocks(&mut self, now: TimeNs) {
+        self.by_age.clear();
+        for (&io, flight) in self.in_flight.iter_mut() {
+            flight.clock_from = flight.clock_from.max(now);
+            self.by_age.insert((flight.clock_from, io));
         }
     }
 }

@@ -853,23 +853,24 @@ impl Array {
             return;
         };
         let timeout_ns = timeout_ms.saturating_mul(1_000_000);
-        for expired in self.health.expired(self.now, timeout_ns) {
-            if !self.io_owner.contains_key(&expired.io) {
-                continue; // given up with an earlier one of its device
-            }
-            let reason = format!(
-                "{} did not complete a {} within {} s (member timeout; waited {:.1} s)",
-                self.device_name(expired.device),
-                expired.what,
-                timeout_ms as f64 / 1000.0,
-                expired.waited_ns as f64 / 1e9
-            );
-            self.device_failed(expired.device, reason.clone());
-            for io in self.health.in_flight_on(expired.device) {
-                self.health.abandon(io);
-                self.complete_io(io, IoCompletion::Failed(reason.clone()));
-            }
+        // One device per pass, the one waited for longest: the others may
+        // only have queued behind it (see `Health::restart_clocks`).
+        let Some(expired) = self.health.expired(self.now, timeout_ns).into_iter().next() else {
+            return;
+        };
+        let reason = format!(
+            "{} did not complete a {} within {} s (member timeout; waited {:.1} s)",
+            self.device_name(expired.device),
+            expired.what,
+            timeout_ms as f64 / 1000.0,
+            expired.waited_ns as f64 / 1e9
+        );
+        self.device_failed(expired.device, reason.clone());
+        for io in self.health.in_flight_on(expired.device) {
+            self.health.abandon(io);
+            self.complete_io(io, IoCompletion::Failed(reason.clone()));
         }
+        self.health.restart_clocks(self.now);
     }
 
     /// How a device is named in messages: the member or spare it serves.
