@@ -160,6 +160,7 @@ EOF
   "$eraid" create --level 5 --chunk 64K --size 64M d0 d1 d2 m/d3 >create.log
   serve d0 d1 d2 m/d3
   copy_in data
+  activity_settled # the first start's resync, so that the user's read meets the bad range
   stop_serve
   # Remount (no page cache of d3 left), then the range goes bad.
   stop_member
