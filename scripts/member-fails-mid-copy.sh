@@ -7,6 +7,10 @@
 # fourth member fail.
 #
 # MODE is what runs when the member fails:
+#   plain   nothing but the copy (fresh members; issue 19's acceptance 2)
+#   spare   nothing but the copy, with a hot spare d4 recorded: it takes
+#           the failed member's slot, is rebuilt, and `check` then finds 0
+#           mismatches (the restart step is skipped)
 #   resync  the first start's resync (members held data before `create`)
 #   alv     an online growth by ALV onto the fourth member
 #   check   `eraid check --repair`
@@ -18,9 +22,9 @@
 #
 # usage: scripts/member-fails-mid-copy.sh MODE [RUNS]   (needs root for FUSE)
 set -euo pipefail
-mode=${1:?usage: $0 resync|alv|check [RUNS]}
+mode=${1:?usage: $0 plain|spare|resync|alv|check [RUNS]}
 runs=${2:-1}
-case "$mode" in resync | alv | check) ;; *) echo "unknown mode $mode" >&2; exit 2 ;; esac
+case "$mode" in plain | spare | resync | alv | check) ;; *) echo "unknown mode $mode" >&2; exit 2 ;; esac
 here=$(cd "$(dirname "$0")/.." && pwd)
 eraid=${ERAID:-$here/target/release/eraid}
 for tool in nbdkit nbdfuse nbdcopy jq fusermount3; do
@@ -95,6 +99,7 @@ for run in $(seq "$runs"); do
   cd "$dir"
   head -c 100M /dev/urandom >data
   truncate -s 256M d3.img
+  [ "$mode" = spare ] && truncate -s 256M d4
   if [ "$mode" = resync ]; then
     # Members that held data: the first start resyncs the whole array.
     for i in 0 1 2; do head -c 8M /dev/urandom >d$i; truncate -s 256M d$i; done
@@ -106,6 +111,12 @@ for run in $(seq "$runs"); do
     "$eraid" create --level 5 --chunk 64K --size 256M d0 d1 d2 >create.log
     serve d0 d1 d2
     "$eraid" grow --add m/d3 --strategy alv --no-wait --control "$dir/ctl.sock" >grow.log
+  elif [ "$mode" = plain ]; then
+    "$eraid" create --level 5 --chunk 64K --size 256M d0 d1 d2 m/d3 >create.log
+    serve d0 d1 d2 m/d3
+  elif [ "$mode" = spare ]; then
+    "$eraid" create --level 5 --chunk 64K --size 256M d0 d1 d2 m/d3 --spare d4 >create.log
+    serve d0 d1 d2 m/d3 d4
   else
     "$eraid" create --level 5 --chunk 64K --size 256M --force d0 d1 d2 m/d3 >create.log
     serve d0 d1 d2 m/d3
@@ -126,6 +137,7 @@ for run in $(seq "$runs"); do
   wait "$trigger_pid"
   # The activity must have been running when the member failed.
   case "$mode" in
+    plain | spare) ;;
     resync | check) want=$([ "$mode" = resync ] && echo resync || echo check)
       [ "$(jq -r .activity.kind before.json)/$(jq -r .activity.state before.json)" = "$want/running" ] ||
         fail "the $want was not running at the trigger: $(jq -c .activity before.json)" ;;
@@ -137,11 +149,31 @@ for run in $(seq "$runs"); do
   wait_for 120 bash -c "'$eraid' detail --json --control '$dir/ctl.sock' | jq -e '.activity == null or .activity.state == \"done\"' >/dev/null" ||
     fail "the activity did not finish"
   status >after.json
+  if [ "$mode" = spare ]; then
+    # The spare took slot 3 over and was rebuilt from the others.
+    wait_for 300 bash -c "'$eraid' detail --json --control '$dir/ctl.sock' | jq -e '.rebuild.state == \"done\"' >/dev/null" ||
+      fail "the rebuild onto the spare did not finish: $(status | jq -c .rebuild)"
+    status >after.json
+    jq -e '.members[3].state == "active" and (.members[3].path | endswith("d4"))' after.json >/dev/null ||
+      fail "the spare d4 does not serve slot 3: $(jq -c '.members' after.json)"
+    "$eraid" check --control "$dir/ctl.sock" >check.log 2>&1 || fail "check after the rebuild: $(cat check.log)"
+    grep -q "0 mismatches" check.log || fail "check after the rebuild: $(cat check.log)"
+    read_back_equal "after the rebuild onto the spare"
+    stop_serve
+    stop_member
+    echo "run $run ($mode): copy complete, member 3 failed, spare d4 rebuilt in its place, check 0 mismatches, 100 MiB equal"
+    cd /
+    rm -rf "$dir"
+    dir=
+    continue
+  fi
   state=$(jq -r '.members[3].state' after.json)
   [ "$state" != active ] || fail "member 3 is still active: $(jq -c .members after.json)"
   jq -e '.members[3].failure | test("Input/output error")' after.json >/dev/null ||
     fail "member 3's failure does not name the error: $(jq -c '.members[3]' after.json)"
-  if [ "$mode" = alv ]; then
+  if [ "$mode" = plain ]; then
+    said="no activity"
+  elif [ "$mode" = alv ]; then
     said=$(jq -r '.reshape.pause_reason // ""' after.json)
   else
     said=$(jq -r '.activity.on_member_failure // ""' after.json)

@@ -377,7 +377,7 @@ fn with_force_hint(
     options: AssembleOptions,
 ) -> anyhow::Error {
     let too_few = matches!(
-        error,
+        error.cause(),
         AssemblyError::TooManyMissing { .. }
             | AssemblyError::MissingMember { .. }
             | AssemblyError::MirrorLost { .. }

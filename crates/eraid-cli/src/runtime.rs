@@ -30,6 +30,18 @@ impl Running {
     }
 }
 
+/// Default member timeout: a device I/O not done within it fails the member.
+pub const DEFAULT_MEMBER_TIMEOUT_S: u64 = 30;
+
+/// The engine's options for real members when no flag says otherwise:
+/// the core's defaults plus the member timeout (real devices can hang).
+pub fn real_member_options() -> ArrayOptions {
+    ArrayOptions {
+        member_timeout_ms: Some(DEFAULT_MEMBER_TIMEOUT_S * 1000),
+        ..ArrayOptions::default()
+    }
+}
+
 /// Starts the engine on members already assembled (which wrote nothing):
 /// from here on the array marks its members dirty.
 pub fn start_assembled(assembled: Assembled, options: ArrayOptions) -> Result<Running> {
@@ -47,6 +59,7 @@ pub fn start_assembled(assembled: Assembled, options: ArrayOptions) -> Result<Ru
         );
     }
     let report = assembly.report.clone();
+    let member_timeout_ms = options.member_timeout_ms;
     let array = Array::open(assembly, options, eraid_core::io::TimeNs(0));
     let (sender, events) = crossbeam_channel::unbounded();
     let engine = Engine::start_with_devices(
@@ -55,6 +68,7 @@ pub fn start_assembled(assembled: Assembled, options: ArrayOptions) -> Result<Ru
         EngineConfig {
             io_threads: None,
             event_sink: Some(sender),
+            member_timeout: member_timeout_ms.map(std::time::Duration::from_millis),
         },
     )
     .context("cannot start the array engine")?;

@@ -413,9 +413,22 @@ fn member_of_a_different_array_mixed_in() {
                 "the error must name the stray member r, not one of the majority: {out}"
             );
         }
-        let mut args = vec!["serve", "--socket", "s.sock"];
-        args.extend_from_slice(&members);
-        rejected(d, &args, &["r", "another array"]);
+        // serve leaves the stray member out, naming it, and runs degraded
+        // (its own slot, c, is missing); r is not touched.
+        let r_before = file_hash(&d.join("r"));
+        let mut server = Server::start(d, &members);
+        server.wait_for_log("left out", std::time::Duration::from_secs(10));
+        let log = server.log_text();
+        assert!(
+            log.contains("left out r") && log.contains("another array"),
+            "{log}"
+        );
+        server.stop();
+        assert_eq!(
+            file_hash(&d.join("r")),
+            r_before,
+            "the stray member was written"
+        );
     }
     // All four of one array plus... a full array with a stranger.
     rejected(d, &["detail", "a", "b", "c", "p"], &["p", "another array"]);
@@ -488,11 +501,33 @@ fn member_truncated_below_the_array_size() {
         .set_len(4 * MIB)
         .unwrap();
     rejected(d, &["detail", "a", "b", "c"], &["b", "smaller"]);
+    // serve runs degraded without it (RAID-5 survives one), naming it and
+    // why, and leaves it as it is.
+    let b_before = file_hash(&d.join("b"));
+    let mut server = Server::start(d, &["a", "b", "c"]);
+    server.wait_for_log("left out", std::time::Duration::from_secs(10));
+    let log = server.log_text();
+    assert!(
+        log.contains("left out b") && log.contains("smaller"),
+        "{log}"
+    );
+    server.stop();
+    assert_eq!(
+        file_hash(&d.join("b")),
+        b_before,
+        "the truncated member was written"
+    );
+    // With a second member unusable too, serve refuses, naming both, and
+    // writes nothing.
+    flip_bytes(&d.join("c"), 100, 16);
+    flip_bytes(&d.join("c"), (64 << 10) + 100, 16);
+    let before = snapshot(d);
     rejected(
         d,
         &["serve", "--socket", "s.sock", "a", "b", "c"],
-        &["b", "smaller"],
+        &["left out", "b", "smaller", "c", "not an eraid member"],
     );
+    assert_eq!(snapshot(d), before, "a refused serve changed a file");
 }
 
 /// Superblock slots are at 0 and 64 KiB of each member; after one serve the

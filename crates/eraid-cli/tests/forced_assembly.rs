@@ -109,6 +109,12 @@ fn serve_force_takes_back_the_most_recent_failed_member() {
     server.terminate();
     let log = server.log_text();
     assert!(log.contains("No space left"), "{log}");
+    // The failure names the full filesystem (issue 19).
+    let fs2_mount = fs2.at.display().to_string();
+    assert!(
+        log.contains(&format!("the filesystem {fs2_mount} (tmpfs")) && log.contains("is full"),
+        "the ENOSPC failure does not name the filesystem {fs2_mount}: {log}"
+    );
     drop(server);
 
     // Space is freed; a plain serve refuses, naming what --force would do.

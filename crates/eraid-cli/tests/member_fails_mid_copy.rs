@@ -60,3 +60,17 @@ fn a_member_failing_mid_copy_during_an_alv_growth() {
 fn a_member_failing_mid_copy_during_check_repair() {
     run_scenario("check");
 }
+
+/// Issue 19's acceptance 2: nothing else running, the copy completes, the
+/// member is failed, the data reads back equal.
+#[test]
+fn a_member_failing_writes_mid_copy() {
+    run_scenario("plain");
+}
+
+/// With a hot spare: it takes the failed member's slot, is rebuilt, and
+/// `check` finds 0 mismatches.
+#[test]
+fn a_member_failing_writes_mid_copy_is_replaced_by_a_spare() {
+    run_scenario("spare");
+}

@@ -100,6 +100,13 @@ pub enum IoCompletion {
     Done,
     /// The device failed this I/O; the core treats the member as failed.
     Failed(String),
+    /// A read could not return this range (EIO, EILSEQ, a short read) but
+    /// the device may still work: a latent sector error. The core
+    /// reconstructs the range from the other members, rewrites it and reads
+    /// it back (Linux MD's read-error correction), failing the member only
+    /// if that does not work or it has had too many read errors. A driver
+    /// reports this only for reads; on another I/O it means `Failed`.
+    ReadError(String),
 }
 
 /// What a user asks of the array. Offsets and lengths in bytes.

@@ -30,6 +30,35 @@ impl MemMember {
     }
 }
 
+/// What a latent sector error does when the array writes over it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BadSectorKind {
+    /// The write succeeds and the range reads again (a disk remapping the
+    /// sector on write).
+    HealsOnWrite,
+    /// The write fails (the device cannot remap it).
+    WriteFails,
+    /// The write succeeds but reads still fail.
+    Persists,
+}
+
+/// A range of a device whose reads return `IoCompletion::ReadError`.
+#[derive(Clone, Debug)]
+pub struct BadSectors {
+    pub device: usize,
+    pub offset_bytes: u64,
+    pub len_bytes: u64,
+    pub kind: BadSectorKind,
+}
+
+impl BadSectors {
+    fn overlaps(&self, device: usize, offset_bytes: u64, len_bytes: u64) -> bool {
+        self.device == device
+            && offset_bytes < self.offset_bytes + self.len_bytes
+            && self.offset_bytes < offset_bytes + len_bytes
+    }
+}
+
 pub struct MemHarness {
     /// None: the member is absent (not given to assembly).
     pub members: Vec<Option<MemMember>>,
@@ -39,6 +68,8 @@ pub struct MemHarness {
     pub replies: Vec<UserReply>,
     pub events: Vec<ArrayEvent>,
     pub ios_by_cause: std::collections::HashMap<IoCause, u64>,
+    /// Latent sector errors injected into the members.
+    pub bad_sectors: Vec<BadSectors>,
 }
 
 impl MemHarness {
@@ -74,6 +105,7 @@ impl MemHarness {
             replies: Vec::new(),
             events: Vec::new(),
             ios_by_cause: Default::default(),
+            bad_sectors: Vec::new(),
         };
         let sb = new_superblock(
             geometry,
@@ -263,6 +295,9 @@ impl MemHarness {
     }
 
     fn perform(&mut self, io: &DeviceIo) -> IoCompletion {
+        if let Some(completion) = self.bad_sector_outcome(io) {
+            return completion;
+        }
         let Some(member) = self.members.get_mut(io.member).and_then(|m| m.as_mut()) else {
             return IoCompletion::Failed(format!("member {} is absent", io.member));
         };
@@ -302,6 +337,46 @@ impl MemHarness {
                 member.unflushed.clear();
                 IoCompletion::Done
             }
+        }
+    }
+
+    /// What a latent sector error makes of `io`, if it touches one: a
+    /// read fails with a read error; a write heals it, fails, or lands
+    /// without healing it, as its kind says.
+    fn bad_sector_outcome(&mut self, io: &DeviceIo) -> Option<IoCompletion> {
+        let (offset_bytes, len_bytes, is_read) = match &io.op {
+            DeviceOp::Read {
+                offset_bytes,
+                len_bytes,
+            } => (*offset_bytes, *len_bytes as u64, true),
+            DeviceOp::Write { offset_bytes, data } => (*offset_bytes, data.len() as u64, false),
+            DeviceOp::WriteZeroes {
+                offset_bytes,
+                len_bytes,
+            } => (*offset_bytes, *len_bytes, false),
+            DeviceOp::Flush => return None,
+        };
+        let hit = self
+            .bad_sectors
+            .iter()
+            .position(|b| b.overlaps(io.member, offset_bytes, len_bytes))?;
+        let kind = self.bad_sectors[hit].kind;
+        if is_read {
+            return Some(IoCompletion::ReadError(format!(
+                "member {}: read at {offset_bytes} hit a bad sector (injected)",
+                io.member
+            )));
+        }
+        match kind {
+            BadSectorKind::HealsOnWrite => {
+                self.bad_sectors.remove(hit);
+                None
+            }
+            BadSectorKind::Persists => None,
+            BadSectorKind::WriteFails => Some(IoCompletion::Failed(format!(
+                "member {}: write at {offset_bytes} hit a bad sector (injected)",
+                io.member
+            ))),
         }
     }
 

@@ -832,6 +832,14 @@ fn check_error(error: &AssemblyError, probes: &[MemberProbe]) {
         AssemblyError::MissingMember { .. }
         | AssemblyError::TooManyMissing { .. }
         | AssemblyError::MirrorLost { .. } => {}
+        // Names every member it left out, each by its own error.
+        AssemblyError::FailedWithLeftOut { failed, left_out } => {
+            check_error(failed, probes);
+            assert!(
+                probes.iter().any(|p| left_out.contains(&p.path)),
+                "{message} names no probe left out"
+            );
+        }
     }
 }
 

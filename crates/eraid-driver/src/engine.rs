@@ -39,6 +39,12 @@ pub struct EngineConfig {
     /// Receives a copy of every [`ArrayEvent`]. Use an unbounded channel: the
     /// engine never blocks on it and drops events a full channel refuses.
     pub event_sink: Option<Sender<ArrayEvent>>,
+    /// The member timeout the machine enforces (it fails the member): the
+    /// I/O pool starts a new worker for one stuck in a device call for
+    /// half of it, and after all of it treats the device as hung (its
+    /// queued I/Os fail at once), so a hung member never holds the others
+    /// up. None: workers are never replaced.
+    pub member_timeout: Option<Duration>,
 }
 
 /// A running engine: the owner of its thread. Dropping it closes the array
@@ -92,6 +98,7 @@ impl Engine {
             event_sink: config.event_sink,
             shared: Arc::clone(&shared),
             io_threads_fixed: config.io_threads.is_some(),
+            member_timeout: config.member_timeout,
         };
         let thread_shared = Arc::clone(&shared);
         let thread = std::thread::Builder::new()
@@ -196,6 +203,7 @@ struct Runner {
     shared: Arc<Shared>,
     /// The caller chose the worker count; a growth does not add workers.
     io_threads_fixed: bool,
+    member_timeout: Option<Duration>,
 }
 
 impl Runner {
@@ -219,6 +227,7 @@ impl Runner {
                 tracing::warn!("the machine went idle after close without emitting Closed");
                 return CloseOutcome::Idle;
             }
+            self.watch_stuck_workers();
             let now = self.now();
             let timeout = match self.machine.poll_timeout() {
                 Some(deadline) if deadline <= now => {
@@ -227,6 +236,14 @@ impl Runner {
                 }
                 Some(deadline) => Some(Duration::from_nanos(deadline.0 - now.0)),
                 None => None,
+            };
+            // While I/O is in flight, look at the workers now and then.
+            let timeout = match (self.member_timeout, self.in_flight.is_empty()) {
+                (Some(member_timeout), false) => {
+                    let look = (member_timeout / 4).max(Duration::from_millis(10));
+                    Some(timeout.map_or(look, |t| t.min(look)))
+                }
+                _ => timeout,
             };
             match self.wait(timeout) {
                 Input::Command(Command::Submit { op, sink }) => self.submit(op, sink),
@@ -301,6 +318,13 @@ impl Runner {
                 Ok(command) => Input::Command(command),
                 Err(_) => Input::CommandsClosed,
             }
+        }
+    }
+
+    /// Keeps the pool serving around workers stuck on a hung device.
+    fn watch_stuck_workers(&mut self) {
+        if let (Some(timeout), Some(pool)) = (self.member_timeout, self.pool.as_mut()) {
+            pool.replace_stuck_workers(timeout / 2, timeout);
         }
     }
 
@@ -526,7 +550,7 @@ impl Runner {
             return;
         };
         self.account(&io, &completion);
-        if let IoCompletion::Failed(message) = &completion {
+        if let IoCompletion::Failed(message) | IoCompletion::ReadError(message) = &completion {
             tracing::warn!(member = io.member, cause = ?io.cause, "{message}");
         }
         let now = self.now();
@@ -536,7 +560,7 @@ impl Runner {
     fn account(&self, io: &InFlight, completion: &IoCompletion) {
         let mut delta = IoCounters::default();
         match (completion, io.kind) {
-            (IoCompletion::Failed(_), _) => delta.failures = 1,
+            (IoCompletion::Failed(_) | IoCompletion::ReadError(_), _) => delta.failures = 1,
             (_, IoKind::Read) => {
                 delta.reads = 1;
                 delta.read_bytes = io.len_bytes;
@@ -653,7 +677,9 @@ impl Runner {
     fn finish(mut self, outcome: CloseOutcome) {
         self.shared.stopping.store(true, Ordering::Release);
         // Joins the workers after they finish queued I/O (only possible if
-        // the machine emitted Closed with I/O still in flight).
+        // the machine emitted Closed with I/O still in flight); workers
+        // stuck on a hung device are not waited for.
+        self.watch_stuck_workers();
         drop(self.pool.take());
         let unanswered = self.pending.len() as u64;
         // Dropping a sink answers `ShuttingDown`.

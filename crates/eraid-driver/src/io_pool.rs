@@ -14,10 +14,20 @@
 //! Priority: a worker takes a `Normal` I/O whenever one is queued and a
 //! `Low` one (DOR's rebuild) only when none is; a low I/O already running
 //! is not interrupted.
+//!
+//! Hung devices: a `pwrite` on a hung member can block its thread for
+//! ever. `replace_stuck_workers` starts a new worker for every one busy
+//! too long (the stuck one exits when its call returns, if ever), and
+//! marks a device busy past the member timeout as hung: I/Os queued for
+//! it then fail at once instead of taking more threads. The core decides
+//! what a timeout means (it fails the member); the pool only keeps the
+//! other members served.
 
+use std::collections::HashSet;
 use std::panic::{self, AssertUnwindSafe};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender};
 use eraid_core::io::{DeviceIo, DeviceOp, IoCompletion, IoId, IoPriority};
@@ -44,6 +54,31 @@ pub type FinishedIo = (IoId, IoCompletion);
 /// per I/O instead of holding a fixed list.
 type MemberTable = Arc<RwLock<Vec<Arc<dyn MemberIo>>>>;
 
+/// What one worker is doing.
+#[derive(Default)]
+struct WorkerState {
+    /// The device and since when, while an I/O runs.
+    busy: Option<(usize, Instant)>,
+    /// Another worker was started in its place: it exits after this I/O.
+    replaced: bool,
+}
+
+/// Worker states and hung devices, shared by the pool and its workers.
+#[derive(Default)]
+struct Watch {
+    workers: Vec<WorkerState>,
+    /// Devices with an I/O stuck past the member timeout: since when.
+    hung: HashSet<usize>,
+}
+
+type SharedWatch = Arc<Mutex<Watch>>;
+
+fn lock_watch(watch: &SharedWatch) -> std::sync::MutexGuard<'_, Watch> {
+    watch
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 pub struct IoPool {
     /// Unbounded on purpose: the core bounds what it has in flight, and the
     /// engine thread must never block here, or workers blocked on sending
@@ -56,7 +91,9 @@ pub struct IoPool {
     low_rx: Receiver<DeviceIo>,
     done_tx: Sender<FinishedIo>,
     members: MemberTable,
-    workers: Vec<JoinHandle<()>>,
+    /// Every worker started, by index (as in `watch.workers`).
+    workers: Vec<Option<JoinHandle<()>>>,
+    watch: SharedWatch,
 }
 
 impl IoPool {
@@ -77,6 +114,7 @@ impl IoPool {
             done_tx,
             members: Arc::new(RwLock::new(members.to_vec())),
             workers: Vec::new(),
+            watch: SharedWatch::default(),
         };
         // On a spawn error `pool` is dropped, which stops the workers
         // already started.
@@ -84,24 +122,84 @@ impl IoPool {
         Ok(pool)
     }
 
+    /// Workers serving the queues (not counting stuck ones replaced).
     pub fn threads(&self) -> usize {
-        self.workers.len()
+        lock_watch(&self.watch)
+            .workers
+            .iter()
+            .filter(|w| !w.replaced)
+            .count()
     }
 
-    /// Starts workers until there are at least `threads`.
+    /// Starts workers until at least `threads` are not replaced.
     pub fn ensure_threads(&mut self, threads: usize) -> std::io::Result<()> {
-        while self.workers.len() < threads {
-            let index = self.workers.len();
-            let members = Arc::clone(&self.members);
-            let job_rx = self.job_rx.clone();
-            let low_rx = self.low_rx.clone();
-            let done_tx = self.done_tx.clone();
-            let worker = std::thread::Builder::new()
-                .name(format!("eraid-io-{index}"))
-                .spawn(move || worker_loop(&members, &job_rx, &low_rx, &done_tx))?;
-            self.workers.push(worker);
+        while self.threads() < threads {
+            self.start_worker()?;
         }
         Ok(())
+    }
+
+    fn start_worker(&mut self) -> std::io::Result<()> {
+        let index = self.workers.len();
+        let members = Arc::clone(&self.members);
+        let job_rx = self.job_rx.clone();
+        let low_rx = self.low_rx.clone();
+        let done_tx = self.done_tx.clone();
+        let watch = Arc::clone(&self.watch);
+        lock_watch(&self.watch).workers.push(WorkerState::default());
+        let spawned = std::thread::Builder::new()
+            .name(format!("eraid-io-{index}"))
+            .spawn(move || worker_loop(index, &members, &job_rx, &low_rx, &done_tx, &watch));
+        match spawned {
+            Ok(worker) => {
+                self.workers.push(Some(worker));
+                Ok(())
+            }
+            Err(error) => {
+                lock_watch(&self.watch).workers.pop();
+                Err(error)
+            }
+        }
+    }
+
+    /// Starts a new worker in place of each one whose I/O has run longer
+    /// than `stuck_after`, and marks a device whose I/O has run longer
+    /// than `hung_after` as hung (its queued I/Os fail at once until the
+    /// stuck one returns). Returns how many workers were replaced.
+    pub fn replace_stuck_workers(&mut self, stuck_after: Duration, hung_after: Duration) -> usize {
+        let now = Instant::now();
+        let mut replaced = 0;
+        {
+            let mut watch = lock_watch(&self.watch);
+            let mut hung = Vec::new();
+            for worker in &mut watch.workers {
+                let Some((device, since)) = worker.busy else {
+                    continue;
+                };
+                let busy_for = now.saturating_duration_since(since);
+                if busy_for >= stuck_after && !worker.replaced {
+                    worker.replaced = true;
+                    replaced += 1;
+                }
+                if busy_for >= hung_after {
+                    hung.push(device);
+                }
+            }
+            for device in hung {
+                if watch.hung.insert(device) {
+                    tracing::error!(
+                        device,
+                        "an I/O has not returned within the member timeout: device treated as hung"
+                    );
+                }
+            }
+        }
+        for _ in 0..replaced {
+            if let Err(error) = self.start_worker() {
+                tracing::error!("cannot start a worker in place of a stuck one: {error}");
+            }
+        }
+        replaced
     }
 
     /// How many member slots I/Os can address.
@@ -161,11 +259,24 @@ impl IoPool {
 }
 
 impl Drop for IoPool {
-    /// Lets the workers finish the queued jobs, then joins them.
+    /// Lets the workers finish the queued jobs, then joins them; a worker
+    /// replaced because it is stuck is left to exit on its own.
     fn drop(&mut self) {
         self.job_tx = None;
         self.low_tx = None;
-        for worker in self.workers.drain(..) {
+        let replaced: Vec<bool> = lock_watch(&self.watch)
+            .workers
+            .iter()
+            .map(|w| w.replaced)
+            .collect();
+        for (index, worker) in self.workers.iter_mut().enumerate() {
+            let Some(worker) = worker.take() else {
+                continue;
+            };
+            if replaced.get(index).copied().unwrap_or(false) {
+                tracing::warn!("I/O worker {index} is stuck in a device call; not waiting for it");
+                continue;
+            }
             if worker.join().is_err() {
                 tracing::error!("an I/O worker panicked");
             }
@@ -192,26 +303,59 @@ fn next_job(job_rx: &Receiver<DeviceIo>, low_rx: &Receiver<DeviceIo>) -> Option<
 }
 
 fn worker_loop(
+    index: usize,
     members: &MemberTable,
     job_rx: &Receiver<DeviceIo>,
     low_rx: &Receiver<DeviceIo>,
     done_tx: &Sender<FinishedIo>,
+    watch: &SharedWatch,
 ) {
     while let Some(io) = next_job(job_rx, low_rx) {
         let id = io.id;
+        let device = io.member;
         // Look the member up and let go of the table before the I/O runs.
         let (member, member_count) = {
             let table = read_table(members);
-            (table.get(io.member).cloned(), table.len())
+            (table.get(device).cloned(), table.len())
         };
-        // A panicking device must fail one I/O, not leave it unanswered
-        // forever (which would hang the array).
-        let completion = panic::catch_unwind(AssertUnwindSafe(|| {
-            execute_on(member.as_ref(), member_count, io)
-        }))
-        .unwrap_or_else(|_| IoCompletion::Failed(format!("I/O {} panicked", id.0)));
-        if done_tx.send((id, completion)).is_err() {
-            // The engine is gone; nobody wants the rest.
+        let hung = {
+            let mut watch = lock_watch(watch);
+            let hung = watch.hung.contains(&device);
+            if !hung {
+                watch.workers[index].busy = Some((device, Instant::now()));
+            }
+            hung
+        };
+        let completion = if hung {
+            IoCompletion::Failed(format!(
+                "member {device} ({}): not tried: an earlier I/O on it has not returned within the member timeout",
+                member.as_ref().map_or("?", |m| m.label())
+            ))
+        } else {
+            // A panicking device must fail one I/O, not leave it
+            // unanswered forever (which would hang the array).
+            panic::catch_unwind(AssertUnwindSafe(|| {
+                execute_on(member.as_ref(), member_count, io)
+            }))
+            .unwrap_or_else(|_| IoCompletion::Failed(format!("I/O {} panicked", id.0)))
+        };
+        let replaced = {
+            let mut watch = lock_watch(watch);
+            watch.workers[index].busy = None;
+            // The device answered: it is no longer hung, unless another
+            // I/O on it is still stuck.
+            if !hung
+                && !watch
+                    .workers
+                    .iter()
+                    .any(|w| w.busy.is_some_and(|(d, _)| d == device))
+            {
+                watch.hung.remove(&device);
+            }
+            watch.workers[index].replaced
+        };
+        if done_tx.send((id, completion)).is_err() || replaced {
+            // The engine is gone, or another worker took this one's place.
             return;
         }
     }
@@ -236,22 +380,28 @@ fn execute_on(
             io.member,
         ));
     };
-    let fail = |what: String, err: std::io::Error| {
-        IoCompletion::Failed(format!(
-            "member {} ({}): {what} failed: {err}",
+    let describe = |what: String, err: &std::io::Error| {
+        format!(
+            "member {} ({}): {what} failed: {err}{}",
             io.member,
-            member.label()
-        ))
+            member.label(),
+            crate::device_errors::no_space_note(err, member.label())
+        )
     };
+    let fail = |what: String, err: std::io::Error| IoCompletion::Failed(describe(what, &err));
     match io.op {
         DeviceOp::Read { offset_bytes, len_bytes } => match member.read_at(offset_bytes, len_bytes) {
             Ok(data) if data.len() == len_bytes => IoCompletion::Read(data),
-            Ok(data) => IoCompletion::Failed(format!(
+            // A short read or a media error: the core may repair the range.
+            Ok(data) => IoCompletion::ReadError(format!(
                 "member {} ({}): read of {len_bytes} bytes at offset {offset_bytes} returned {} bytes",
                 io.member,
                 member.label(),
                 data.len()
             )),
+            Err(err) if crate::device_errors::is_media_error(&err) => IoCompletion::ReadError(
+                describe(format!("read of {len_bytes} bytes at offset {offset_bytes}"), &err),
+            ),
             Err(err) => fail(format!("read of {len_bytes} bytes at offset {offset_bytes}"), err),
         },
         DeviceOp::Write { offset_bytes, data } => match member.write_at(offset_bytes, &data) {
@@ -451,6 +601,148 @@ mod tests {
             panic!("an I/O to a missing member must fail");
         };
         assert!(message.contains("member 3 does not exist"), "{message}");
+    }
+
+    /// Writes block until `release` is sent (a hung member); reads work.
+    struct HangingWrites {
+        release: Mutex<crossbeam_channel::Receiver<()>>,
+    }
+
+    impl MemberIo for HangingWrites {
+        fn label(&self) -> &str {
+            "hanging"
+        }
+        fn read_at(&self, _offset_bytes: u64, len_bytes: usize) -> io::Result<Vec<u8>> {
+            Ok(vec![0; len_bytes])
+        }
+        fn write_at(&self, _offset_bytes: u64, _data: &[u8]) -> io::Result<()> {
+            let _ = self
+                .release
+                .lock()
+                .unwrap()
+                .recv_timeout(Duration::from_secs(60));
+            Ok(())
+        }
+        fn sync_data(&self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_worker_stuck_on_a_hung_device_is_replaced_and_the_device_fails_fast() {
+        let (release_tx, release_rx) = crossbeam_channel::unbounded();
+        let hanging: Arc<dyn MemberIo> = Arc::new(HangingWrites {
+            release: Mutex::new(release_rx),
+        });
+        let (_, never) = crossbeam_channel::unbounded();
+        let healthy: Arc<dyn MemberIo> = Arc::new(HangingWrites {
+            release: Mutex::new(never),
+        });
+        let (done_tx, done_rx) = crossbeam_channel::unbounded();
+        let mut pool = IoPool::start(Arc::from(vec![hanging, healthy]), 1, done_tx).unwrap();
+        let write = |id: u64, member: usize| DeviceIo {
+            id: IoId(id),
+            member,
+            op: DeviceOp::Write {
+                offset_bytes: 0,
+                data: vec![1; 512],
+            },
+            cause: IoCause::User,
+            priority: Default::default(),
+        };
+        // The only worker hangs in device 0's write; device 1's read waits.
+        pool.submit(write(1, 0));
+        std::thread::sleep(Duration::from_millis(50));
+        pool.submit(read_io(2, 1));
+        assert!(done_rx.recv_timeout(Duration::from_millis(200)).is_err());
+        // Stuck for longer than 20 ms: a new worker serves device 1.
+        assert_eq!(
+            pool.replace_stuck_workers(Duration::from_millis(20), Duration::from_secs(3600)),
+            1
+        );
+        let (id, completion) = done_rx
+            .recv_timeout(Duration::from_secs(10))
+            .expect("read served");
+        assert_eq!(
+            (id, completion),
+            (IoId(2), IoCompletion::Read(vec![0; 512]))
+        );
+        assert_eq!(pool.threads(), 1);
+        // Past the hung bound, device 0's next I/O fails at once.
+        pool.replace_stuck_workers(Duration::from_millis(20), Duration::from_millis(20));
+        pool.submit(write(3, 0));
+        let (id, completion) = done_rx
+            .recv_timeout(Duration::from_secs(10))
+            .expect("failed fast");
+        assert_eq!(id, IoId(3));
+        let IoCompletion::Failed(message) = completion else {
+            panic!("a hung device's queued I/O must fail: {completion:?}");
+        };
+        assert!(
+            message.contains("member 0 (hanging)") && message.contains("not tried"),
+            "{message}"
+        );
+        // Dropping the pool does not wait for the stuck worker.
+        let started = std::time::Instant::now();
+        drop(pool);
+        assert!(started.elapsed() < Duration::from_secs(5));
+        release_tx.send(()).unwrap();
+    }
+
+    /// Reads fail with the OS error `errno`.
+    struct FailingReads {
+        errno: i32,
+    }
+
+    impl MemberIo for FailingReads {
+        fn label(&self) -> &str {
+            "failing"
+        }
+        fn read_at(&self, _offset_bytes: u64, _len_bytes: usize) -> io::Result<Vec<u8>> {
+            Err(io::Error::from_raw_os_error(self.errno))
+        }
+        fn write_at(&self, _offset_bytes: u64, _data: &[u8]) -> io::Result<()> {
+            Err(io::Error::from_raw_os_error(libc::ENOSPC))
+        }
+        fn sync_data(&self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn media_read_errors_are_reported_for_repair_other_errors_fail_the_member() {
+        let eio: Vec<Arc<dyn MemberIo>> = vec![Arc::new(FailingReads { errno: libc::EIO })];
+        let IoCompletion::ReadError(message) = execute(&eio, read_io(1, 0)) else {
+            panic!("EIO on a read is a read error the core repairs");
+        };
+        assert!(
+            message.contains("member 0 (failing)") && message.contains("os error 5"),
+            "{message}"
+        );
+        let gone: Vec<Arc<dyn MemberIo>> = vec![Arc::new(FailingReads {
+            errno: libc::ENODEV,
+        })];
+        assert!(matches!(
+            execute(&gone, read_io(1, 0)),
+            IoCompletion::Failed(_)
+        ));
+        let write = DeviceIo {
+            id: IoId(2),
+            member: 0,
+            op: DeviceOp::Write {
+                offset_bytes: 0,
+                data: vec![0; 512],
+            },
+            cause: IoCause::User,
+            priority: Default::default(),
+        };
+        let IoCompletion::Failed(message) = execute(&eio, write) else {
+            panic!("a failed write fails the member");
+        };
+        assert!(
+            message.contains("No space left") && message.contains("is full"),
+            "{message}"
+        );
     }
 
     #[test]

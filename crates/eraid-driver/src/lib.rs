@@ -13,6 +13,7 @@
 //! - [`superblock_io`]: synchronous metadata helpers for create/assemble.
 
 mod aligned_buf;
+pub mod device_errors;
 pub mod engine;
 pub mod handle;
 pub mod io_pool;

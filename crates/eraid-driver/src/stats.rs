@@ -12,7 +12,8 @@ pub struct IoCounters {
     pub writes: u64,
     pub written_bytes: u64,
     pub flushes: u64,
-    /// I/Os that completed with `IoCompletion::Failed` (not counted above).
+    /// I/Os that completed with `IoCompletion::Failed` or `ReadError` (not
+    /// counted above).
     pub failures: u64,
 }
 

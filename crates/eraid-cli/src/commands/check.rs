@@ -7,7 +7,6 @@ use eraid_core::growth::record::ReshapeState;
 use eraid_core::io::AdminCommand;
 use eraid_core::metadata::assemble::{Assembly, SlotState};
 use eraid_core::metadata::superblock::MemberState;
-use eraid_core::ArrayOptions;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::{json, Value};
 use std::path::PathBuf;
@@ -85,7 +84,8 @@ impl CheckArgs {
             println!("{NOTHING_TO_CHECK}");
             return Ok(0);
         }
-        let running = crate::runtime::start_assembled(assembled, ArrayOptions::default())?;
+        let running =
+            crate::runtime::start_assembled(assembled, crate::runtime::real_member_options())?;
         crate::runtime::wait_for_resync(&running, false)?;
         let handle = running.handle();
         let started = handle.admin(AdminCommand::StartCheck {

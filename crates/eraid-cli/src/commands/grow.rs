@@ -9,7 +9,6 @@ use clap::Args;
 use eraid_core::growth::config::{GrowthTuning, ReshapeConfig, ReshapeStrategy, ValveLatency};
 use eraid_core::growth::record::ReshapeState;
 use eraid_core::io::AdminCommand;
-use eraid_core::ArrayOptions;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::{json, Value};
 use std::path::PathBuf;
@@ -355,7 +354,8 @@ impl GrowArgs {
         for warning in crate::space::shortfall_warnings(&all, member_bytes_needed(&sb.geometry)) {
             eprintln!("{warning}");
         }
-        let running = crate::runtime::start_assembled(assembled, ArrayOptions::default())?;
+        let running =
+            crate::runtime::start_assembled(assembled, crate::runtime::real_member_options())?;
         for line in &running.report {
             eprintln!("{line}");
         }

@@ -7,7 +7,6 @@ use crate::members::{check_added_members, check_distinct, member_bytes_needed, s
 use anyhow::{anyhow, bail, Context, Result};
 use clap::Args;
 use eraid_core::io::AdminCommand;
-use eraid_core::ArrayOptions;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 
@@ -139,7 +138,8 @@ impl ReplaceArgs {
             &assembled.paths,
             member_bytes_needed(&geometry),
         )?;
-        let running = crate::runtime::start_assembled(assembled, ArrayOptions::default())?;
+        let running =
+            crate::runtime::start_assembled(assembled, crate::runtime::real_member_options())?;
         for line in &running.report {
             eprintln!("{line}");
         }

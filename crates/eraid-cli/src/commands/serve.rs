@@ -140,6 +140,19 @@ pub struct ServeArgs {
     /// (rustls has no TLS-PSK); refused with an error.
     #[arg(long, value_name = "FILE")]
     tls_psk: Option<PathBuf>,
+    /// A read error on a member is repaired (rebuilt from the others,
+    /// rewritten, read back) and the member stays, until it has had more
+    /// than this many (the count halves every hour without one): then it is
+    /// failed. Linux MD's max_read_errors.
+    #[arg(long, value_name = "N", default_value_t = eraid_core::array::member_health::DEFAULT_MAX_READ_ERRORS,
+          value_parser = clap::value_parser!(u32).range(0..=1_000_000))]
+    max_read_errors: u32,
+    /// A member I/O not completed within this many seconds fails the
+    /// member (the array goes on degraded); a slower member is only
+    /// reported (latency in `detail --json`).
+    #[arg(long, value_name = "SECONDS", default_value_t = crate::runtime::DEFAULT_MEMBER_TIMEOUT_S,
+          value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    member_timeout_s: u64,
     /// Member files, block devices or NBD exports (nbd://HOST:PORT/EXPORT,
     /// nbd+unix:///EXPORT?socket=PATH, nbds://...) of the array (any order).
     #[arg(required = true)]
@@ -385,7 +398,14 @@ impl ServeArgs {
         };
         // The error names the address and why (no context: it would repeat).
         let server = Server::bind(listener, Arc::new(export), server_config)?;
-        let running = crate::runtime::start_assembled(assembled, ArrayOptions::default())?;
+        let running = crate::runtime::start_assembled(
+            assembled,
+            ArrayOptions {
+                max_read_errors: self.max_read_errors,
+                member_timeout_ms: Some(self.member_timeout_s * 1000),
+                ..ArrayOptions::default()
+            },
+        )?;
         for line in &running.report {
             say!("{line}");
         }

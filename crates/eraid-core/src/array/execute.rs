@@ -24,7 +24,7 @@ fn sub(range: &Range<u64>, within: &Range<u64>) -> Range<usize> {
 }
 
 impl Array {
-    fn op_cause(&self, op_id: u64) -> IoCause {
+    pub(super) fn op_cause(&self, op_id: u64) -> IoCause {
         match self.ops[&op_id].parent {
             Parent::User(_) => IoCause::User,
             Parent::Scrub => {
@@ -96,7 +96,7 @@ impl Array {
     }
 
     /// Plans the op for the members present now and issues its reads.
-    fn op_start(&mut self, op_id: u64) {
+    pub(super) fn op_start(&mut self, op_id: u64) {
         // Readable: present, and not a replacement's shard not yet rebuilt.
         let present: Vec<bool> = {
             let op = &self.ops[&op_id];
@@ -122,6 +122,7 @@ impl Array {
         let m = op.map.parity.len();
         op.reads = vec![None; k + m];
         op.read_failed = false;
+        op.bad_shards.clear();
         let reads: Option<Vec<(usize, Range<u64>)>> = match op.kind {
             OpKind::Read => {
                 if op.segments.iter().all(|s| present[s.data_index]) {
@@ -245,6 +246,11 @@ impl Array {
             }
             IoCompletion::Done if !is_read => false,
             IoCompletion::Failed(_) => true,
+            // Counted by `handle_completion`; repaired once reads settle.
+            IoCompletion::ReadError(_) if is_read => {
+                self.ops.get_mut(&op_id).expect("op").bad_shards.push(shard);
+                false
+            }
             other => panic!("completion {other:?} does not match the I/O (read: {is_read})"),
         };
         let op = self.ops.get_mut(&op_id).expect("op");
@@ -260,6 +266,12 @@ impl Array {
         }
         match op.state {
             OpState::Reading if op.read_failed => self.op_start(op_id),
+            OpState::Reading if !op.bad_shards.is_empty() => {
+                let mut bad = std::mem::take(&mut op.bad_shards);
+                bad.sort_unstable();
+                bad.dedup();
+                self.start_read_repair(op_id, bad)
+            }
             OpState::Reading => self.op_compute(op_id),
             OpState::Writing => self.op_writes_done(op_id),
             state => panic!("I/O completed for an op in state {state:?}"),

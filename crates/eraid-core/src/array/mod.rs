@@ -9,9 +9,11 @@ mod execute;
 mod growth_engine;
 mod intent;
 mod locks;
+pub mod member_health;
 mod metadata_queue;
 mod op;
 pub mod plan;
+mod read_repair;
 mod ready;
 mod rebuild_engine;
 mod scrub;
@@ -55,6 +57,13 @@ pub struct ArrayOptions {
     /// The write-back cache (policy `none`: none). Check it with
     /// `CacheConfig::validate` before `Array::open`.
     pub cache: crate::cache::config::CacheConfig,
+    /// A member whose read errors (counted, halved per hour without one)
+    /// exceed this is failed instead of repaired (Linux MD's
+    /// `max_read_errors`, default 20).
+    pub max_read_errors: u32,
+    /// A device I/O not completed within this fails its member (None: wait
+    /// forever, as the simulator's modelled disks never hang).
+    pub member_timeout_ms: Option<u64>,
     /// A deliberate bug for the deterministic simulation harness to find
     /// (proof that it can fail); never set outside tests.
     #[doc(hidden)]
@@ -80,6 +89,8 @@ impl Default for ArrayOptions {
             rebuild: Default::default(),
             cache: Default::default(),
             planted_bug: None,
+            max_read_errors: member_health::DEFAULT_MAX_READ_ERRORS,
+            member_timeout_ms: None,
         }
     }
 }
@@ -114,6 +125,11 @@ enum Owner {
         id: u64,
     },
     Reshape(ReshapeIo),
+    /// A read-error repair of an op's shard (`read_repair`).
+    Repair {
+        op: u64,
+        shard: usize,
+    },
 }
 
 /// Why a set of member flushes was issued.
@@ -225,6 +241,8 @@ pub struct Array {
     last_user_request: Option<TimeNs>,
     /// The write-back cache and its destage engine (None: policy none).
     cache: Option<destage_engine::DestageEngine>,
+    /// Per device: read errors, latency; I/O deadlines.
+    health: member_health::Health,
 }
 
 impl Array {
@@ -333,6 +351,7 @@ impl Array {
             rebuild_passes: 0,
             last_user_request: None,
             cache,
+            health: Default::default(),
         };
         array.resume_reshape();
         array.resume_rebuild(bitmap_whole);
@@ -422,6 +441,7 @@ impl Array {
                 .rebuild_record()
                 .is_some_and(|r| r.config.strategy.disk_oriented());
         self.io_owner.insert(id, (owner, device));
+        self.health.issued(id, device, &op, self.now);
         self.outbox_io.push_back(DeviceIo {
             id,
             member: device,
@@ -777,6 +797,120 @@ impl Array {
     }
 }
 
+impl Array {
+    /// Hands a device I/O's outcome to whoever waits for it.
+    fn complete_io(&mut self, io: IoId, completion: IoCompletion) {
+        let (owner, device) = self
+            .io_owner
+            .remove(&io)
+            .expect("completion for an I/O the core did not issue");
+        let completion = self.classify_read_error(owner, device, completion);
+        // Failures are attributed here, by device, so an I/O that a device
+        // since replaced fails never fails its slot's new device.
+        if let IoCompletion::Failed(reason) = &completion {
+            self.device_failed(device, reason.clone());
+        }
+        if let Some((member, bytes, own)) = self.idle_counted.remove(&io) {
+            if let Some(reshape) = &mut self.reshape {
+                if own {
+                    reshape.pacing.sync_io_done(member, bytes);
+                } else {
+                    reshape.pacing.user_io_done(member, bytes);
+                }
+            }
+        }
+        match owner {
+            Owner::Op { op, shard, is_read } => self.op_io_done(op, shard, is_read, completion),
+            Owner::Metadata => self.metadata_io_done(),
+            Owner::Flush { id } => {
+                let failed = matches!(completion, IoCompletion::Failed(_));
+                let wait = self.flushes.get_mut(&id).expect("flush tracked");
+                wait.member_failed |= failed;
+                wait.pending -= 1;
+                if wait.pending == 0 {
+                    self.finish_flush(id);
+                }
+            }
+            Owner::Reshape(io) => self.reshape_io_done(io, completion),
+            Owner::Repair { op, shard } => self.repair_io_done(op, shard, completion),
+        }
+    }
+
+    /// A read error on a read that can be repaired is counted and kept as
+    /// such, unless the member has had too many; anywhere else it fails
+    /// the member like any I/O error.
+    fn classify_read_error(
+        &mut self,
+        owner: Owner,
+        device: usize,
+        completion: IoCompletion,
+    ) -> IoCompletion {
+        let IoCompletion::ReadError(reason) = completion else {
+            return completion;
+        };
+        let repairable = match owner {
+            Owner::Op {
+                op, is_read: true, ..
+            } => self
+                .ops
+                .get(&op)
+                .is_some_and(|o| o.kind != op::OpKind::Destage),
+            Owner::Repair { .. } => true,
+            _ => false,
+        };
+        if !repairable {
+            return IoCompletion::Failed(reason);
+        }
+        let count = self.health.count_read_error(device, self.now);
+        let allowed = self.options.max_read_errors;
+        if count > allowed {
+            self.health.note_uncorrected(device);
+            return IoCompletion::Failed(format!(
+                "{reason}; {count} read errors, more than the {allowed} allowed (max_read_errors)"
+            ));
+        }
+        IoCompletion::ReadError(reason)
+    }
+
+    /// Fails the devices with an I/O in flight past the member timeout,
+    /// and gives up every I/O in flight on them.
+    fn expire_member_timeouts(&mut self) {
+        let Some(timeout_ms) = self.options.member_timeout_ms else {
+            return;
+        };
+        let timeout_ns = timeout_ms.saturating_mul(1_000_000);
+        // One device per pass, the one waited for longest: the others may
+        // only have queued behind it (see `Health::restart_clocks`).
+        let Some(expired) = self.health.expired(self.now, timeout_ns).into_iter().next() else {
+            return;
+        };
+        let reason = format!(
+            "{} did not complete a {} within {} s (member timeout; waited {:.1} s)",
+            self.device_name(expired.device),
+            expired.what,
+            timeout_ms as f64 / 1000.0,
+            expired.waited_ns as f64 / 1e9
+        );
+        self.device_failed(expired.device, reason.clone());
+        for io in self.health.in_flight_on(expired.device) {
+            self.health.abandon(io);
+            self.complete_io(io, IoCompletion::Failed(reason.clone()));
+        }
+        self.health.restart_clocks(self.now);
+    }
+
+    /// How a device is named in messages: the member or spare it serves.
+    fn device_name(&self, device: usize) -> String {
+        if let Some(slot) = self.slot_device.iter().position(|&d| d == device) {
+            return self.slot_name(slot);
+        }
+        match self.spare_devices.iter().position(|&d| d == Some(device)) {
+            Some(spare) => format!("spare {}", self.superblock.spares[spare].path_hint),
+            None => format!("device {device}"),
+        }
+    }
+}
+
 impl Machine for Array {
     fn handle_request(&mut self, now: TimeNs, request: UserRequest) {
         self.now = now;
@@ -807,43 +941,17 @@ impl Machine for Array {
 
     fn handle_completion(&mut self, now: TimeNs, io: IoId, completion: IoCompletion) {
         self.now = now;
-        let (owner, device) = self
-            .io_owner
-            .remove(&io)
-            .expect("completion for an I/O the core did not issue");
-        // Failures are attributed here, by device, so an I/O that a device
-        // since replaced fails never fails its slot's new device.
-        if let IoCompletion::Failed(reason) = &completion {
-            self.device_failed(device, reason.clone());
+        if !self.health.completed(io, now) {
+            // Timed out earlier: the array went on without it.
+            return;
         }
-        if let Some((member, bytes, own)) = self.idle_counted.remove(&io) {
-            if let Some(reshape) = &mut self.reshape {
-                if own {
-                    reshape.pacing.sync_io_done(member, bytes);
-                } else {
-                    reshape.pacing.user_io_done(member, bytes);
-                }
-            }
-        }
-        match owner {
-            Owner::Op { op, shard, is_read } => self.op_io_done(op, shard, is_read, completion),
-            Owner::Metadata => self.metadata_io_done(),
-            Owner::Flush { id } => {
-                let failed = matches!(completion, IoCompletion::Failed(_));
-                let wait = self.flushes.get_mut(&id).expect("flush tracked");
-                wait.member_failed |= failed;
-                wait.pending -= 1;
-                if wait.pending == 0 {
-                    self.finish_flush(id);
-                }
-            }
-            Owner::Reshape(io) => self.reshape_io_done(io, completion),
-        }
+        self.complete_io(io, completion);
         self.run_ready();
     }
 
     fn handle_tick(&mut self, now: TimeNs) {
         self.now = now;
+        self.expire_member_timeouts();
         self.reshape_time_passed(now);
         if self.rebuild.is_some() {
             self.ready.push(Ready::Rebuild);
@@ -929,8 +1037,14 @@ impl Machine for Array {
     }
 
     fn poll_timeout(&self) -> Option<TimeNs> {
+        // A hung member must not hang an open or a close either.
+        let member_deadline = self
+            .options
+            .member_timeout_ms
+            .filter(|_| self.phase != Phase::Closed)
+            .and_then(|ms| self.health.next_deadline(ms.saturating_mul(1_000_000)));
         if self.phase != Phase::Running {
-            return None;
+            return member_deadline.map(|t| t.max(self.now));
         }
         let clean = if self.clean_cycle_active || self.keeps_bits_for_re_add() {
             None
@@ -938,11 +1052,16 @@ impl Machine for Array {
             self.intent
                 .next_clear_at(self.options.bitmap_clean_delay_ms * 1_000_000)
         };
-        [clean, self.reshape_timeout(), self.rebuild_timeout()]
-            .into_iter()
-            .flatten()
-            .min()
-            .map(|t| t.max(self.now))
+        [
+            clean,
+            self.reshape_timeout(),
+            self.rebuild_timeout(),
+            member_deadline,
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+        .map(|t| t.max(self.now))
     }
 }
 

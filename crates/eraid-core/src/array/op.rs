@@ -111,6 +111,9 @@ pub enum OpState {
     },
     WaitingIntent,
     Reading,
+    /// A read returned a read error: the range is being rebuilt from the
+    /// other shards, rewritten and read back (`read_repair`).
+    Repairing,
     Writing,
     /// A member failed during the op: its acknowledgement waits until the
     /// failure is recorded in the superblocks (else a crash could bring the
@@ -144,6 +147,11 @@ pub struct StripeOp {
     pub read_failed: bool,
     /// A member failed under this op: wait for the superblock record.
     pub member_failed: bool,
+    /// Shards whose read returned a read error this round (repaired
+    /// before the op goes on).
+    pub bad_shards: Vec<usize>,
+    /// The read-error repair under way.
+    pub repair: Option<Box<super::read_repair::Repair>>,
     pub intent_taken: bool,
     /// A replace's copy op: the source's shard is read and written to this
     /// device (the new member's) only.

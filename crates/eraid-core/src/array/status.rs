@@ -27,6 +27,13 @@ impl Array {
                     "failure": record.failure,
                     "device": self.slot_device[m],
                 })
+                .as_object()
+                .cloned()
+                .map(|mut member| {
+                    member.extend(self.health_json(Some(self.slot_device[m])));
+                    serde_json::Value::Object(member)
+                })
+                .expect("an object")
             })
             .collect();
         // More members failed than the array survives: every I/O fails (MD: FAILED).
@@ -54,6 +61,13 @@ impl Array {
                         "failure": record.failure,
                         "device": self.spare_devices[j],
                     })
+                    .as_object()
+                    .cloned()
+                    .map(|mut spare| {
+                        spare.extend(self.health_json(self.spare_devices[j]));
+                        serde_json::Value::Object(spare)
+                    })
+                    .expect("an object")
                 }),
         );
         let state = match (self.phase, self.superblock.state) {
@@ -112,5 +126,19 @@ impl Array {
             status["w"] = w.into();
         }
         status
+    }
+
+    /// A device's read-error counters and I/O latency, as member fields.
+    fn health_json(&self, device: Option<usize>) -> serde_json::Map<String, serde_json::Value> {
+        let health = device.map(|d| self.health.device(d)).unwrap_or_default();
+        let fields = json!({
+            "read_errors_corrected": health.read_errors_corrected,
+            "read_errors_failed": health.read_errors_failed,
+            "read_errors_recent": health.read_errors_recent,
+            "completed_ios": health.completed_ios,
+            "latency_ms_mean": health.latency_ms_mean(),
+            "latency_ms_max": health.latency_ms_max(),
+        });
+        fields.as_object().cloned().expect("an object")
     }
 }

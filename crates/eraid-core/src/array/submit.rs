@@ -233,6 +233,8 @@ impl Array {
             reads: vec![None; shard_count],
             pending_ios: 0,
             read_failed: false,
+            bad_shards: Vec::new(),
+            repair: None,
             member_failed: false,
             intent_taken: false,
             copy_to: None,

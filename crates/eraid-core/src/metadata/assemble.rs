@@ -150,6 +150,22 @@ pub enum AssemblyError {
     },
     #[error("RAID-10 has lost both copies of some data: members {a} and {b} are both missing")]
     MirrorLost { a: usize, b: usize },
+    /// The array cannot run, and members given were left out (named).
+    #[error("{failed}; left out: {left_out}")]
+    FailedWithLeftOut {
+        failed: Box<AssemblyError>,
+        left_out: String,
+    },
+}
+
+impl AssemblyError {
+    /// The error itself, without the members left out.
+    pub fn cause(&self) -> &AssemblyError {
+        match self {
+            AssemblyError::FailedWithLeftOut { failed, .. } => failed,
+            other => other,
+        }
+    }
 }
 
 /// A member given to `survey` whose metadata could not be used.
@@ -180,9 +196,26 @@ pub fn assemble_with(
     probes: &[MemberProbe],
     options: AssembleOptions,
 ) -> Result<Assembly, AssemblyError> {
-    let survey = examine(probes, options.leave_out_unusable, options.force)?;
+    let survey = examine(
+        probes,
+        options.leave_out_unusable,
+        options.force,
+        options.leave_out_unusable,
+    )?;
     if let Some(error) = survey.failed {
-        return Err(error);
+        if survey.unusable.is_empty() {
+            return Err(error);
+        }
+        // Say why the members given are not counted.
+        let left_out: Vec<String> = survey
+            .unusable
+            .iter()
+            .map(|u| u.error.to_string())
+            .collect();
+        return Err(AssemblyError::FailedWithLeftOut {
+            failed: Box::new(error),
+            left_out: left_out.join("; "),
+        });
     }
     // A retired member is named by mistake, not damaged: refused, as a
     // replaced one is.
@@ -209,7 +242,7 @@ pub fn assemble_with(
 /// why) instead of failing the whole. Fails only when no member is usable
 /// or the usable ones contradict each other.
 pub fn survey(probes: &[MemberProbe]) -> Result<Survey, AssemblyError> {
-    examine(probes, true, false)
+    examine(probes, true, false, false)
 }
 
 /// One probe's superblock, or why it has none.
@@ -235,9 +268,16 @@ fn decode_probe(probe: &MemberProbe) -> Result<Superblock, AssemblyError> {
     Ok(superblock)
 }
 
-/// The work of `assemble_with` and `survey`: `tolerant` sets unusable
-/// members aside; `force` takes failed ones back (see `AssembleOptions`).
-fn examine(probes: &[MemberProbe], tolerant: bool, force: bool) -> Result<Survey, AssemblyError> {
+/// The work of `assemble_with` and `survey`: `tolerant` sets members
+/// whose metadata cannot be read aside; `mismatched_too` also members of
+/// another array and members too small (truncated); `force` takes failed
+/// ones back (see `AssembleOptions`).
+fn examine(
+    probes: &[MemberProbe],
+    tolerant: bool,
+    force: bool,
+    mismatched_too: bool,
+) -> Result<Survey, AssemblyError> {
     if probes.is_empty() {
         return Err(AssemblyError::NoMembers);
     }
@@ -287,23 +327,37 @@ fn examine(probes: &[MemberProbe], tolerant: bool, force: bool) -> Result<Survey
     let needed_bytes = newest.geometry.data_offset_bytes + newest.geometry.member_data_bytes;
     for (probe_index, superblock) in usable() {
         let probe = &probes[probe_index];
+        // Set aside, or refuse the assembly (`mismatched_too`).
+        let mut set_aside = |error: AssemblyError| {
+            if mismatched_too {
+                unusable.push(UnusableMember {
+                    probe: probe_index,
+                    error,
+                });
+                Ok(())
+            } else {
+                Err(error)
+            }
+        };
         if superblock.array_uuid != newest.array_uuid {
-            return Err(AssemblyError::ForeignMember {
+            set_aside(AssemblyError::ForeignMember {
                 path: probe.path.clone(),
                 found: superblock.array_uuid.clone(),
                 expected: newest.array_uuid.clone(),
-            });
+            })?;
+            continue;
         }
         let uuid = superblock.this_member_uuid();
         let slot = match newest.members.iter().position(|m| m.uuid == uuid) {
             Some(slot) => slot,
             None => {
                 if probe.size_bytes < needed_bytes {
-                    return Err(AssemblyError::TooSmall {
+                    set_aside(AssemblyError::TooSmall {
                         path: probe.path.clone(),
                         size_bytes: probe.size_bytes,
                         needed_bytes,
-                    });
+                    })?;
+                    continue;
                 }
                 let Some(spare) = newest.spares.iter().position(|m| m.uuid == uuid) else {
                     return Err(match newest.members.get(superblock.this_member) {
@@ -336,11 +390,12 @@ fn examine(probes: &[MemberProbe], tolerant: bool, force: bool) -> Result<Survey
         };
         let record = &newest.members[slot];
         if probe.size_bytes < needed_bytes {
-            return Err(AssemblyError::TooSmall {
+            set_aside(AssemblyError::TooSmall {
                 path: probe.path.clone(),
                 size_bytes: probe.size_bytes,
                 needed_bytes,
-            });
+            })?;
+            continue;
         }
         if let SlotState::Present { probe: other } | SlotState::Stale { probe: other, .. } =
             slots[slot]

@@ -238,7 +238,9 @@ impl Machine for MirrorMachine {
                 data[start..start + bytes.len()].copy_from_slice(&bytes);
             }
             IoCompletion::Done => {}
-            IoCompletion::Failed(message) => pending.error = Some(message),
+            IoCompletion::Failed(message) | IoCompletion::ReadError(message) => {
+                pending.error = Some(message)
+            }
         }
         pending.remaining -= 1;
         if pending.remaining == 0 {

@@ -110,7 +110,9 @@ impl Machine for Passthrough {
         let result = match completion {
             IoCompletion::Read(bytes) => Ok(Some(bytes)),
             IoCompletion::Done => Ok(None),
-            IoCompletion::Failed(reason) => Err(UserError::Unavailable(reason)),
+            IoCompletion::Failed(reason) | IoCompletion::ReadError(reason) => {
+                Err(UserError::Unavailable(reason))
+            }
         };
         self.outbox_reply.push_back(UserReply {
             id: request,

@@ -621,6 +621,10 @@ impl Array {
     pub(in crate::array) fn reshape_io_done(&mut self, io: ReshapeIo, completion: IoCompletion) {
         let member = self.slot_mut(io.ahead).runs[io.run].member;
         match completion {
+            // `handle_completion` turns a growth's read error into a failure.
+            IoCompletion::ReadError(reason) => {
+                unreachable!("read error reached the growth: {reason}")
+            }
             IoCompletion::Failed(reason) => {
                 // `handle_completion` already failed the member.
                 let window = self.slot_mut(io.ahead);

@@ -1,0 +1,254 @@
+//! What the core learns about each device while serving: read errors
+//! (corrected and not, with Linux MD's decaying count that fails a member
+//! past `max_read_errors`), I/O latency, and the deadline of every device
+//! I/O in flight (member timeouts). Indexed by device (`DeviceIo::member`),
+//! so a spare or replacement keeps its own record.
+
+use crate::io::{DeviceOp, IoId, TimeNs};
+use std::collections::{BTreeSet, HashMap};
+
+/// Linux MD's `MD_DEFAULT_MAX_CORRECTED_READ_ERRORS` (drivers/md/md.c).
+pub const DEFAULT_MAX_READ_ERRORS: u32 = 20;
+/// MD halves a member's read-error count for every hour without one
+/// (`check_decay_read_errors`), so old errors stop counting.
+const READ_ERROR_DECAY_NS: u64 = 3_600 * 1_000_000_000;
+
+#[derive(Clone, Debug, Default)]
+pub struct DeviceHealth {
+    /// Read errors counted against `max_read_errors` (decayed).
+    pub read_errors_recent: u32,
+    last_read_error: Option<TimeNs>,
+    /// Read errors repaired: rebuilt from the others, rewritten, read back.
+    pub read_errors_corrected: u64,
+    /// Read errors that could not be repaired (no redundancy left, the
+    /// rewrite or the read back failed, or past the threshold).
+    pub read_errors_failed: u64,
+    /// Device I/Os completed (successfully or not) and their latency.
+    pub completed_ios: u64,
+    latency_ns_total: u128,
+    pub latency_ns_max: u64,
+}
+
+impl DeviceHealth {
+    pub fn latency_ms_mean(&self) -> f64 {
+        if self.completed_ios == 0 {
+            return 0.0;
+        }
+        self.latency_ns_total as f64 / self.completed_ios as f64 / 1e6
+    }
+
+    pub fn latency_ms_max(&self) -> f64 {
+        self.latency_ns_max as f64 / 1e6
+    }
+
+    /// Counts one read error at `now` (after MD's decay); returns the
+    /// count that is compared with the threshold.
+    fn count_read_error(&mut self, now: TimeNs) -> u32 {
+        if let Some(last) = self.last_read_error {
+            let hours = now.0.saturating_sub(last.0) / READ_ERROR_DECAY_NS;
+            self.read_errors_recent = self
+                .read_errors_recent
+                .checked_shr(hours.min(32) as u32)
+                .unwrap_or(0);
+        }
+        self.last_read_error = Some(now);
+        self.read_errors_recent = self.read_errors_recent.saturating_add(1);
+        self.read_errors_recent
+    }
+}
+
+/// One device I/O in flight, for its deadline and latency.
+#[derive(Clone, Copy, Debug)]
+struct InFlight {
+    device: usize,
+    issued: TimeNs,
+    /// Where its timeout is counted from: the issue, or the moment another
+    /// device was failed for a timeout (see `restart_clocks`).
+    clock_from: TimeNs,
+    what: &'static str,
+}
+
+#[derive(Default)]
+pub struct Health {
+    devices: Vec<DeviceHealth>,
+    in_flight: HashMap<IoId, InFlight>,
+    /// In-flight I/Os by issue time: the oldest decides the next deadline.
+    by_age: BTreeSet<(TimeNs, IoId)>,
+    /// I/Os the core gave up on (timed out): their late completion is
+    /// dropped.
+    abandoned: BTreeSet<IoId>,
+}
+
+/// What an expired I/O was, for the member's failure reason.
+pub struct Expired {
+    pub io: IoId,
+    pub device: usize,
+    pub what: &'static str,
+    pub waited_ns: u64,
+}
+
+impl Health {
+    pub fn device(&self, device: usize) -> DeviceHealth {
+        self.devices.get(device).cloned().unwrap_or_default()
+    }
+
+    fn device_mut(&mut self, device: usize) -> &mut DeviceHealth {
+        if self.devices.len() <= device {
+            self.devices.resize(device + 1, DeviceHealth::default());
+        }
+        &mut self.devices[device]
+    }
+
+    pub fn issued(&mut self, io: IoId, device: usize, op: &DeviceOp, now: TimeNs) {
+        let what = match op {
+            DeviceOp::Read { .. } => "read",
+            DeviceOp::Write { .. } => "write",
+            DeviceOp::WriteZeroes { .. } => "zeroing",
+            DeviceOp::Flush => "flush",
+        };
+        self.in_flight.insert(
+            io,
+            InFlight {
+                device,
+                issued: now,
+                clock_from: now,
+                what,
+            },
+        );
+        self.by_age.insert((now, io));
+    }
+
+    /// Records the completion's latency. False if the I/O was abandoned
+    /// (timed out before): the caller drops the completion.
+    pub fn completed(&mut self, io: IoId, now: TimeNs) -> bool {
+        if self.abandoned.remove(&io) {
+            return false;
+        }
+        let Some(flight) = self.in_flight.remove(&io) else {
+            return true;
+        };
+        self.by_age.remove(&(flight.clock_from, io));
+        let latency_ns = now.0.saturating_sub(flight.issued.0);
+        let device = self.device_mut(flight.device);
+        device.completed_ios += 1;
+        device.latency_ns_total += u128::from(latency_ns);
+        device.latency_ns_max = device.latency_ns_max.max(latency_ns);
+        true
+    }
+
+    pub fn count_read_error(&mut self, device: usize, now: TimeNs) -> u32 {
+        self.device_mut(device).count_read_error(now)
+    }
+
+    pub fn note_corrected(&mut self, device: usize) {
+        self.device_mut(device).read_errors_corrected += 1;
+    }
+
+    pub fn note_uncorrected(&mut self, device: usize) {
+        self.device_mut(device).read_errors_failed += 1;
+    }
+
+    /// When the oldest I/O in flight times out, if any does.
+    pub fn next_deadline(&self, timeout_ns: u64) -> Option<TimeNs> {
+        self.by_age
+            .first()
+            .map(|(issued, _)| TimeNs(issued.0.saturating_add(timeout_ns)))
+    }
+
+    /// The I/Os in flight longer than `timeout_ns` at `now`, oldest first.
+    pub fn expired(&self, now: TimeNs, timeout_ns: u64) -> Vec<Expired> {
+        self.by_age
+            .iter()
+            .take_while(|(issued, _)| issued.0.saturating_add(timeout_ns) <= now.0)
+            .map(|&(_, io)| {
+                let flight = self.in_flight[&io];
+                Expired {
+                    io,
+                    device: flight.device,
+                    what: flight.what,
+                    waited_ns: now.0.saturating_sub(flight.issued.0),
+                }
+            })
+            .collect()
+    }
+
+    /// Every I/O in flight on `device`.
+    pub fn in_flight_on(&self, device: usize) -> Vec<IoId> {
+        let mut ios: Vec<IoId> = self
+            .in_flight
+            .iter()
+            .filter(|(_, f)| f.device == device)
+            .map(|(&io, _)| io)
+            .collect();
+        // HashMap order varies between runs; keep the simulator deterministic.
+        ios.sort_unstable();
+        ios
+    }
+
+    /// The core stops waiting for `io`: it counts as failed now, and its
+    /// completion, if it ever comes, is dropped.
+    pub fn abandon(&mut self, io: IoId) {
+        if let Some(flight) = self.in_flight.remove(&io) {
+            self.by_age.remove(&(flight.clock_from, io));
+            self.abandoned.insert(io);
+        }
+    }
+
+    /// Every I/O in flight gets a fresh timeout from `now`. After a device
+    /// is failed for a timeout: the others' I/Os may have waited behind
+    /// its stuck ones in the driver's queue, which is not their fault; a
+    /// device really hung too is failed one timeout later.
+    pub fn restart_clocks(&mut self, now: TimeNs) {
+        self.by_age.clear();
+        for (&io, flight) in self.in_flight.iter_mut() {
+            flight.clock_from = flight.clock_from.max(now);
+            self.by_age.insert((flight.clock_from, io));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn read_errors_halve_per_hour_without_one() {
+        let mut health = DeviceHealth::default();
+        for _ in 0..8 {
+            health.count_read_error(TimeNs(0));
+        }
+        assert_eq!(health.read_errors_recent, 8);
+        // Two hours later: 8 -> 2, then this one.
+        assert_eq!(health.count_read_error(TimeNs(2 * READ_ERROR_DECAY_NS)), 3);
+        assert_eq!(
+            health.count_read_error(TimeNs(200 * READ_ERROR_DECAY_NS)),
+            1
+        );
+    }
+
+    #[test]
+    fn oldest_in_flight_io_sets_the_deadline_and_expires_first() {
+        let mut health = Health::default();
+        let read = DeviceOp::Read {
+            offset_bytes: 0,
+            len_bytes: 512,
+        };
+        health.issued(IoId(1), 0, &read, TimeNs(100));
+        health.issued(IoId(2), 1, &DeviceOp::Flush, TimeNs(50));
+        assert_eq!(health.next_deadline(1_000), Some(TimeNs(1_050)));
+        let expired = health.expired(TimeNs(1_060), 1_000);
+        assert_eq!(expired.len(), 1);
+        assert_eq!((expired[0].io, expired[0].device), (IoId(2), 1));
+        assert_eq!(expired[0].what, "flush");
+        health.abandon(IoId(2));
+        assert!(
+            !health.completed(IoId(2), TimeNs(5_000)),
+            "late completion kept"
+        );
+        assert!(health.completed(IoId(1), TimeNs(400)));
+        let device = health.device(0);
+        assert_eq!(device.completed_ios, 1);
+        assert_eq!(device.latency_ns_max, 300);
+        assert_eq!(health.next_deadline(1_000), None);
+    }
+}
