@@ -68,8 +68,8 @@
 use crate::members::{check_added_members, MemberLocks};
 use crate::output::say;
 use anyhow::{bail, Context, Result};
+use eraid_core::growth::config::ReshapeConfig;
 use eraid_core::io::AdminCommand;
-use eraid_core::reshape::config::ReshapeConfig;
 use eraid_driver::{EngineHandle, GrowError, MemberChangeError};
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Read, Write};

@@ -4,7 +4,7 @@
 //! but not for the command line).
 
 use anyhow::{bail, Result};
-use eraid_core::reshape::config::{ReshapeStrategy, AGGREGATION_BYTES_MAX};
+use eraid_core::growth::config::{ReshapeStrategy, AGGREGATION_BYTES_MAX};
 
 /// What was given on the command line (None: not given).
 #[derive(Clone, Copy, Debug, Default)]

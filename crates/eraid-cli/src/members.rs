@@ -45,7 +45,7 @@ impl AddedMembers {
                 let size_bytes = file.size_bytes();
                 eraid_driver::GrowMember {
                     device: Arc::new(file),
-                    member: eraid_core::reshape::config::NewMember {
+                    member: eraid_core::growth::config::NewMember {
                         uuid: uuid::Uuid::new_v4().to_string(),
                         path_hint: path.display().to_string(),
                         size_bytes,
@@ -142,7 +142,7 @@ pub fn check_added_members(
 /// The capacity users see on members whose superblock is `sb`: the old
 /// capacity while a recorded growth is unfinished.
 pub fn visible_capacity_bytes(sb: &eraid_core::metadata::superblock::Superblock) -> u64 {
-    use eraid_core::reshape::record::ReshapeState;
+    use eraid_core::growth::record::ReshapeState;
     match &sb.reshape {
         Some(r) if r.state != ReshapeState::Done => r.old_capacity_chunks * sb.geometry.chunk_bytes,
         _ => sb.geometry.capacity_bytes(),

@@ -10,7 +10,7 @@
 //! times on a shared machine mean little.
 
 use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use eraid_core::reshape::fastscale::{GrowthStrategy, ScalingHistory};
+use eraid_core::growth::fastscale::{GrowthStrategy, ScalingHistory};
 use std::time::Duration;
 
 const CHUNKS_PER_DISK: u64 = 2 << 20;

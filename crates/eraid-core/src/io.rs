@@ -234,8 +234,8 @@ pub enum AdminCommand {
     /// serve as slots `member_count..`). Refused, changing nothing, if the
     /// array cannot grow now; the driver then drops the members again.
     StartGrow {
-        members: Vec<crate::reshape::config::NewMember>,
-        config: crate::reshape::config::ReshapeConfig,
+        members: Vec<crate::growth::config::NewMember>,
+        config: crate::growth::config::ReshapeConfig,
     },
     /// Pause the running growth (the window in flight finishes and what was
     /// copied is checkpointed); it stays paused across restarts until
@@ -245,7 +245,7 @@ pub enum AdminCommand {
     ResumeGrow,
     /// Change the growth's rate settings; the new ones apply at once and
     /// are recorded in the superblock.
-    TuneGrow(crate::reshape::config::GrowthTuning),
+    TuneGrow(crate::growth::config::GrowthTuning),
     /// Add `member`, which the driver has opened and serves as the next
     /// device (`device_count` in the status). With `spare`, it is kept as
     /// a hot spare that takes over a member slot when one fails; without,
@@ -253,7 +253,7 @@ pub enum AdminCommand {
     /// array with no failed member). Refused, changing nothing, if it
     /// cannot be used; the driver then drops the device again.
     AddMember {
-        member: crate::reshape::config::NewMember,
+        member: crate::growth::config::NewMember,
         spare: bool,
     },
     /// Fail a member as if its device had failed (a spare takes over if

@@ -3,11 +3,11 @@
 //! arrays; `array` is the engine that serves requests.
 pub mod array;
 pub mod geometry;
+pub mod growth;
 pub mod io;
 pub mod layout;
 pub mod metadata;
 pub mod rebuild;
-pub mod reshape;
 pub mod testing;
 
 pub use array::{Array, ArrayOptions};

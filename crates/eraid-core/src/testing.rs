@@ -96,7 +96,7 @@ impl MemHarness {
         &mut self,
         count: usize,
         size_bytes: u64,
-    ) -> Vec<crate::reshape::config::NewMember> {
+    ) -> Vec<crate::growth::config::NewMember> {
         (0..count)
             .map(|_| {
                 let index = self.members.len();
@@ -106,7 +106,7 @@ impl MemHarness {
                     unflushed: Vec::new(),
                     failed: false,
                 }));
-                crate::reshape::config::NewMember {
+                crate::growth::config::NewMember {
                     uuid: format!("added-{index}-{}", self.rng.gen::<u32>()),
                     path_hint: format!("mem{index}"),
                     size_bytes,

@@ -9,10 +9,10 @@
 //! tests are about the engine's control flow, not the bytes.
 
 use eraid_core::geometry::{Geometry, Level, ParityLayout, METADATA_BYTES};
+use eraid_core::growth::config::{ReshapeConfig, ReshapeStrategy};
 use eraid_core::io::*;
 use eraid_core::metadata::assemble::{assemble, MemberProbe};
 use eraid_core::metadata::create::{initial_writes, new_superblock, NewMember};
-use eraid_core::reshape::config::{ReshapeConfig, ReshapeStrategy};
 use eraid_core::{Array, ArrayOptions};
 use std::collections::VecDeque;
 
@@ -380,7 +380,7 @@ fn growth_with_a_member_failed_at_the_first_step(level: Level, strategy: Reshape
         let reply = array.handle_admin(
             driver.now,
             AdminCommand::StartGrow {
-                members: vec![eraid_core::reshape::config::NewMember {
+                members: vec![eraid_core::growth::config::NewMember {
                     uuid: "deep-new".into(),
                     path_hint: "sparse4".into(),
                     size_bytes,

@@ -6,8 +6,8 @@
 mod common;
 use common::*;
 use eraid_core::geometry::{Level, ParityLayout, SECTOR_BYTES};
+use eraid_core::growth::config::{ReshapeConfig, ReshapeStrategy};
 use eraid_core::io::{AdminCommand, Machine, UserOp};
-use eraid_core::reshape::config::{ReshapeConfig, ReshapeStrategy};
 use eraid_core::testing::MemHarness;
 use eraid_core::Array;
 use rand::{Rng, SeedableRng};
@@ -434,7 +434,7 @@ fn successive_growths_keep_every_byte() {
 /// `Window` still holds it. Either way it is answered right.
 #[test]
 fn md_reshape_window_holds_users_as_its_stripe_cache_says() {
-    use eraid_core::reshape::config::MdUsersWait;
+    use eraid_core::growth::config::MdUsersWait;
     for (wait, waits_while_reading, waits_while_writing) in [
         (MdUsersWait::Window, true, true),
         (MdUsersWait::Reads, true, false),
@@ -493,7 +493,7 @@ fn md_reshape_window_holds_users_as_its_stripe_cache_says() {
 /// byte in place.
 #[test]
 fn operator_pauses_tunes_and_resumes_a_growth() {
-    use eraid_core::reshape::config::GrowthTuning;
+    use eraid_core::growth::config::GrowthTuning;
     let (mut h, mut array, mut model, _) = filled_and_growing(
         11,
         Level::Raid5,
@@ -783,7 +783,7 @@ fn alv_never_asks_for_a_tick_in_the_past() {
 /// low when it times only their admission.
 #[test]
 fn alv_valve_times_the_response_or_only_the_admission() {
-    use eraid_core::reshape::config::ValveLatency;
+    use eraid_core::growth::config::ValveLatency;
     for (reading, slow_users_close_it) in [
         (ValveLatency::Response, true),
         (ValveLatency::Processing, true),
@@ -912,7 +912,7 @@ fn hold_reads_at_the_moving_window(
 /// at slack 0 such reads shut the valve.
 #[test]
 fn alv_valve_counts_a_long_hold_as_late_when_timing_admission() {
-    use eraid_core::reshape::config::ValveLatency;
+    use eraid_core::growth::config::ValveLatency;
     let config = ReshapeConfig {
         valve_latency: ValveLatency::Admission,
         slack: 0.0,
@@ -941,7 +941,7 @@ fn alv_valve_counts_a_long_hold_as_late_when_timing_admission() {
 /// latecomers from shutting the valve, so only congestion can.
 #[test]
 fn alv_valve_counts_a_hold_as_congestion_only_when_timing_the_response() {
-    use eraid_core::reshape::config::ValveLatency;
+    use eraid_core::growth::config::ValveLatency;
     for (reading, hold_congests) in [
         (ValveLatency::Response, true),
         (ValveLatency::Processing, false),
@@ -987,7 +987,7 @@ fn alv_valve_counts_a_hold_as_congestion_only_when_timing_the_response() {
 /// (`VALVE_USER_BUFFERS` requests) all taken, and not one request sooner.
 #[test]
 fn alv_valve_is_congested_when_the_array_buffers_run_out() {
-    use eraid_core::reshape::config::{ValveLatency, VALVE_USER_BUFFERS};
+    use eraid_core::growth::config::{ValveLatency, VALVE_USER_BUFFERS};
     for (reads, congested) in [(VALVE_USER_BUFFERS, false), (VALVE_USER_BUFFERS + 1, true)] {
         let config = ReshapeConfig {
             valve_latency: ValveLatency::Processing,

@@ -10,8 +10,8 @@
 mod common;
 use common::*;
 use eraid_core::geometry::{Level, ParityLayout, SECTOR_BYTES};
+use eraid_core::growth::config::{ReshapeConfig, ReshapeStrategy};
 use eraid_core::io::{AdminCommand, Machine, UserOp};
-use eraid_core::reshape::config::{ReshapeConfig, ReshapeStrategy};
 use eraid_core::testing::MemHarness;
 use eraid_core::{Array, ArrayOptions};
 use rand::{Rng, SeedableRng};

@@ -17,6 +17,7 @@
 mod common;
 use common::*;
 use eraid_core::geometry::{Geometry, Level, ParityLayout, METADATA_BYTES};
+use eraid_core::growth::config::ReshapeStrategy;
 use eraid_core::io::{AdminCommand, Machine, UserOp};
 use eraid_core::metadata::assemble::{
     assemble, assemble_with, AssembleOptions, Assembly, AssemblyError, MemberProbe, SlotState,
@@ -25,7 +26,6 @@ use eraid_core::metadata::bitmap::{IntentBitmap, BITMAP_KIND};
 use eraid_core::metadata::record;
 use eraid_core::metadata::superblock::{Superblock, SUPERBLOCK_KIND};
 use eraid_core::metadata::{BITMAP_SLOTS_BYTES, SUPERBLOCK_SLOTS_BYTES, SUPERBLOCK_SLOT_BYTES};
-use eraid_core::reshape::config::ReshapeStrategy;
 use eraid_core::testing::{MemHarness, MemMember};
 use eraid_core::Array;
 use proptest::prelude::*;

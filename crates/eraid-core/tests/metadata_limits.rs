@@ -7,12 +7,12 @@
 mod common;
 use common::*;
 use eraid_core::geometry::{Level, ParityLayout, MEMBER_COUNT_MAX, METADATA_BYTES};
+use eraid_core::growth::config::ReshapeStrategy;
 use eraid_core::io::{AdminCommand, Machine, UserOp};
 use eraid_core::metadata::assemble::{assemble, AssemblyError, MemberProbe};
 use eraid_core::metadata::bitmap::{IntentBitmap, BITMAP_KIND};
 use eraid_core::metadata::record;
 use eraid_core::metadata::superblock::{Superblock, SUPERBLOCK_KIND};
-use eraid_core::reshape::config::ReshapeStrategy;
 use eraid_core::testing::MemHarness;
 use eraid_core::{Array, ArrayOptions};
 use serde_json::{json, Value};

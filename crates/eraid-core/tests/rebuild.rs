@@ -10,11 +10,11 @@
 mod common;
 use common::*;
 use eraid_core::geometry::{Level, ParityLayout, SECTOR_BYTES};
+use eraid_core::growth::config::NewMember;
 use eraid_core::io::{AdminCommand, ArrayEvent, Machine, UserOp};
 use eraid_core::metadata::assemble::SlotState;
 use eraid_core::metadata::superblock::MemberState;
 use eraid_core::rebuild::config::RebuildConfig;
-use eraid_core::reshape::config::NewMember;
 use eraid_core::testing::MemHarness;
 use eraid_core::{Array, ArrayOptions};
 use rand::{Rng, SeedableRng};

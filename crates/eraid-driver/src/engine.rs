@@ -15,11 +15,11 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Select, Sender};
+use eraid_core::growth::config::ReshapeConfig;
 use eraid_core::io::{
     AdminCommand, ArrayEvent, DeviceIo, DeviceOp, IoCause, IoCompletion, IoId, Machine, RequestId,
     TimeNs, UserError, UserOp, UserReply, UserRequest,
 };
-use eraid_core::reshape::config::ReshapeConfig;
 
 use crate::handle::{
     CloseOutcome, Command, EngineHandle, GrowError, GrowMember, MemberChangeError, RemovedMember,

@@ -4,8 +4,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use crossbeam_channel::Sender;
+use eraid_core::growth::config::{NewMember, ReshapeConfig};
 use eraid_core::io::{AdminCommand, UserError, UserOp};
-use eraid_core::reshape::config::{NewMember, ReshapeConfig};
 
 use crate::member_io::MemberIo;
 use crate::reply::{ReplyFn, ReplySink, UserResult};

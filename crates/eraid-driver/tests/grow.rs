@@ -7,7 +7,7 @@ mod grow_support;
 use grow_support::*;
 
 use eraid_core::geometry::Level;
-use eraid_core::reshape::config::{ReshapeConfig, ReshapeStrategy};
+use eraid_core::growth::config::{ReshapeConfig, ReshapeStrategy};
 use eraid_driver::GrowError;
 
 fn grow_online(level: Level, count: usize, strategy: ReshapeStrategy) {

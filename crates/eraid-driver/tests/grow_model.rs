@@ -8,8 +8,8 @@ mod grow_support;
 use grow_support::*;
 
 use eraid_core::geometry::{Level, ParityLayout, SECTOR_BYTES};
+use eraid_core::growth::config::{ReshapeConfig, ReshapeStrategy};
 use eraid_core::io::AdminCommand;
-use eraid_core::reshape::config::{ReshapeConfig, ReshapeStrategy};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -3,10 +3,10 @@
 use crate::control::ControlClient;
 use anyhow::{bail, Result};
 use clap::Args;
+use eraid_core::growth::record::ReshapeState;
 use eraid_core::io::AdminCommand;
 use eraid_core::metadata::assemble::{Assembly, SlotState};
 use eraid_core::metadata::superblock::MemberState;
-use eraid_core::reshape::record::ReshapeState;
 use eraid_core::ArrayOptions;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::{json, Value};

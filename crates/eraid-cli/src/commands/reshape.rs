@@ -5,7 +5,7 @@ use crate::control::ControlClient;
 use crate::growth_flags::GrowthFlags;
 use anyhow::{bail, Result};
 use clap::{Args, Subcommand};
-use eraid_core::reshape::config::ReshapeStrategy;
+use eraid_core::growth::config::ReshapeStrategy;
 use serde_json::{json, Value};
 use std::path::PathBuf;
 

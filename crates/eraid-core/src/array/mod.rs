@@ -4,31 +4,31 @@
 //! plan needs, compute, write, and complete their parent request.
 
 mod execute;
+mod growth_engine;
 mod intent;
 mod locks;
 mod metadata_queue;
 mod op;
 pub mod plan;
 mod ready;
-mod rebuild;
-mod reshape;
+mod rebuild_engine;
 mod scrub;
 mod status;
 mod submit;
 
 use crate::geometry::{Geometry, Level};
+use crate::growth::config as reshape_config;
 use crate::io::*;
 use crate::layout::{layout_with, Layout};
 use crate::metadata::assemble::{Assembly, SlotState};
 use crate::metadata::superblock::{ArrayState, MemberState, Superblock};
-use crate::reshape::config as reshape_config;
 use eraid_codes::MatrixCode;
+use growth_engine::{Reshape, ReshapeIo};
 use intent::Intent;
 use locks::StripeLocks;
 use metadata_queue::MetadataQueue;
 use op::StripeOp;
 use ready::{Ready, ReadyQueue};
-use reshape::{Reshape, ReshapeIo};
 use scrub::Scrub;
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
@@ -194,7 +194,7 @@ pub struct Array {
     /// Devices the driver serves: the next one added gets this index.
     device_count: usize,
     /// The rebuild in progress, if any.
-    rebuild: Option<rebuild::Rebuild>,
+    rebuild: Option<rebuild_engine::Rebuild>,
     /// When the last user request arrived (the rebuild's idle rule).
     last_user_request: Option<TimeNs>,
 }
@@ -224,7 +224,7 @@ impl Array {
         let growth_unfinished = superblock
             .reshape
             .as_ref()
-            .is_some_and(|r| r.state != crate::reshape::record::ReshapeState::Done);
+            .is_some_and(|r| r.state != crate::growth::record::ReshapeState::Done);
         let mut absent_unrecorded = Vec::new();
         let events = superblock.events;
         for (slot, &here) in present.iter().enumerate() {

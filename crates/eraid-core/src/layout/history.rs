@@ -1,6 +1,6 @@
 use super::{ChunkPlace, Layout, StripeMap};
 use crate::geometry::Geometry;
-use crate::reshape::record::Placement;
+use crate::growth::record::Placement;
 
 /// RAID-0 after semi-rr or fastscale growth: each logical chunk is its own
 /// "stripe", placed by the strategy's addressing function over the history

@@ -52,7 +52,7 @@ pub trait Layout: Send + Sync + std::fmt::Debug {
 /// the level's usual layout).
 pub fn layout_with(
     geometry: &Geometry,
-    placement: Option<&crate::reshape::record::Placement>,
+    placement: Option<&crate::growth::record::Placement>,
 ) -> Box<dyn Layout> {
     match placement {
         Some(placement) if geometry.level == Level::Raid0 => Box::new(history::HistoryLayout {

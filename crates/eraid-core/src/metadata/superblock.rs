@@ -5,8 +5,8 @@
 use super::record::{self, RecordError, RecordKind};
 use super::{SUPERBLOCK_SLOTS_BYTES, SUPERBLOCK_SLOT_BYTES};
 use crate::geometry::Geometry;
+use crate::growth::record::{Placement, ReshapeRecord};
 use crate::rebuild::record::RebuildRecord;
-use crate::reshape::record::{Placement, ReshapeRecord};
 use serde::{Deserialize, Serialize};
 
 pub use super::text::{
@@ -244,9 +244,9 @@ mod tests {
     #[test]
     fn the_largest_superblock_fits_its_slot() {
         use crate::geometry::{Level, ParityLayout, MEMBER_COUNT_MAX};
-        use crate::reshape::config::{ReshapeConfig, ReshapeStrategy};
-        use crate::reshape::fastscale::{GrowthStrategy, ScalingHistory};
-        use crate::reshape::record::{ReshapeCounters, ReshapeState};
+        use crate::growth::config::{ReshapeConfig, ReshapeStrategy};
+        use crate::growth::fastscale::{GrowthStrategy, ScalingHistory};
+        use crate::growth::record::{ReshapeCounters, ReshapeState};
         let chunk = 4096;
         let member_chunks = 1 << 20;
         let geometry = |members| {

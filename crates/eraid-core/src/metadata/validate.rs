@@ -9,9 +9,9 @@
 use super::bitmap::BITMAP_REGIONS_MAX;
 use super::superblock::{is_valid_uuid, Superblock};
 use crate::geometry::{Geometry, Level};
-use crate::reshape::config::{ReshapeConfig, ReshapeStrategy};
-use crate::reshape::fastscale::GrowthStrategy;
-use crate::reshape::record::{BackupRecord, Placement, ReshapeRecord, ReshapeState};
+use crate::growth::config::{ReshapeConfig, ReshapeStrategy};
+use crate::growth::fastscale::GrowthStrategy;
+use crate::growth::record::{BackupRecord, Placement, ReshapeRecord, ReshapeState};
 
 /// The largest member this format describes (64 PiB): every capacity and
 /// offset derived from it stays far below 2^64.

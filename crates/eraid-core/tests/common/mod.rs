@@ -96,17 +96,17 @@ pub fn check(h: &mut MemHarness, array: &mut Array, repair: bool) -> (u64, u64) 
 /// windows and checkpoints, and never throttled (the floor is above any rate
 /// the harness reaches).
 pub fn growth_config(
-    strategy: eraid_core::reshape::config::ReshapeStrategy,
+    strategy: eraid_core::growth::config::ReshapeStrategy,
     sliding_window_bytes_max: u64,
-) -> eraid_core::reshape::config::ReshapeConfig {
-    eraid_core::reshape::config::ReshapeConfig {
+) -> eraid_core::growth::config::ReshapeConfig {
+    eraid_core::growth::config::ReshapeConfig {
         aggregation_bytes: 2 * CHUNK,
         md_window_bytes: 6 * CHUNK,
         sliding_window_bytes_max,
         md_page_bytes: 1024,
         speed_min_kib_s: u64::MAX / 4096,
         speed_max_kib_s: u64::MAX / 4096,
-        ..eraid_core::reshape::config::ReshapeConfig::with_strategy(strategy)
+        ..eraid_core::growth::config::ReshapeConfig::with_strategy(strategy)
     }
 }
 

@@ -8,10 +8,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use eraid_core::geometry::{Geometry, Level, ParityLayout, METADATA_BYTES};
+use eraid_core::growth::config::{self, ReshapeConfig, ReshapeStrategy};
 use eraid_core::io::{AdminCommand, TimeNs};
 use eraid_core::metadata::assemble::{assemble, MemberProbe};
 use eraid_core::metadata::create::{initial_writes, new_superblock, NewMember};
-use eraid_core::reshape::config::{self, ReshapeConfig, ReshapeStrategy};
 use eraid_core::{Array, ArrayOptions};
 use eraid_driver::{
     read_metadata_area, write_at_sync, Engine, EngineConfig, EngineHandle, GrowMember, MemberFile,

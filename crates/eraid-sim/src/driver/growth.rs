@@ -10,7 +10,7 @@
 //! `ArrayEvent::ReshapeFinished`. Several additions run one after another:
 //! each starts the instant the previous one finished.
 
-use eraid_core::reshape::config::ReshapeConfig;
+use eraid_core::growth::config::ReshapeConfig;
 use serde::{Deserialize, Serialize};
 
 /// When user requests are issued relative to the growth(s).

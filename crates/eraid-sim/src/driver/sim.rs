@@ -5,8 +5,8 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
+use eraid_core::growth::config::{NewMember, ReshapeStrategy};
 use eraid_core::io::*;
-use eraid_core::reshape::config::{NewMember, ReshapeStrategy};
 use eraid_trace::metrics::{LatencyRecorder, MetricsRecorder};
 use eraid_trace::TraceRequest;
 use rand::{RngCore, SeedableRng};

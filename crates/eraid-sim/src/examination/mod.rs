@@ -16,8 +16,8 @@
 //! measure = "migration"      # or "uniformity"
 //! ```
 
-use eraid_core::reshape::examination::{examine_fixed, examine_full, Examination};
-use eraid_core::reshape::fastscale::{GrowthStrategy, ScalingHistory};
+use eraid_core::growth::examination::{examine_fixed, examine_full, Examination};
+use eraid_core::growth::fastscale::{GrowthStrategy, ScalingHistory};
 use plotters::prelude::*;
 use serde::Deserialize;
 use std::path::Path;

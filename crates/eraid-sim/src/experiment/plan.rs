@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use eraid_core::geometry::{Level, ParityLayout};
-use eraid_core::reshape::config::{ReshapeConfig, ReshapeStrategy};
+use eraid_core::growth::config::{ReshapeConfig, ReshapeStrategy};
 use eraid_core::ArrayOptions;
 use eraid_trace::metrics::WindowBy;
 use eraid_trace::synthetic::{Preset, WorkloadSpec};
@@ -453,13 +453,13 @@ fn resolve_growth(
     )?;
     if let Some(name) = &g.valve_latency {
         config.valve_latency =
-            eraid_core::reshape::config::ValveLatency::parse(name).ok_or_else(|| {
+            eraid_core::growth::config::ValveLatency::parse(name).ok_or_else(|| {
                 format!("[growth] valve_latency: '{name}' is not response, admission or processing")
             })?;
     }
     if let Some(name) = &g.md_users_wait {
         config.md_users_wait =
-            eraid_core::reshape::config::MdUsersWait::parse(name).ok_or_else(|| {
+            eraid_core::growth::config::MdUsersWait::parse(name).ok_or_else(|| {
                 format!("[growth] md_users_wait: '{name}' is not window, reads or touching")
             })?;
     }

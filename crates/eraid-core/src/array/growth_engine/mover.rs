@@ -6,10 +6,10 @@
 use super::super::{Array, FlushPurpose, Owner, Ready};
 use super::window::PlanOutcome;
 use super::CheckpointStage;
+use crate::growth::config::ReshapeStrategy;
+use crate::growth::record::BackupRecord;
 use crate::io::{DeviceOp, IoCause, IoCompletion};
 use crate::layout::ChunkPlace;
-use crate::reshape::config::ReshapeStrategy;
-use crate::reshape::record::BackupRecord;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum WindowStage {

@@ -18,8 +18,8 @@
 //! and then. With the threshold at 0, any user I/O within the idle check
 //! time counts (later kernels look at in-flight user I/O the same way).
 
+use crate::growth::config::{ReshapeConfig, ReshapeStrategy};
 use crate::io::TimeNs;
-use crate::reshape::config::{ReshapeConfig, ReshapeStrategy};
 use std::collections::VecDeque;
 
 /// How far back the current rate is measured.

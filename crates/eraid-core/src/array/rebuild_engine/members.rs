@@ -4,12 +4,12 @@
 
 use super::super::{Array, Phase, Ready};
 use super::JOIN_FRACTION_MAX;
+use crate::growth::config::NewMember;
+use crate::growth::record::ReshapeState;
 use crate::io::ArrayEvent;
 use crate::metadata::superblock::{MemberRecord, MemberState};
 use crate::rebuild::config::RebuildTuning;
 use crate::rebuild::record::RebuildState;
-use crate::reshape::config::NewMember;
-use crate::reshape::record::ReshapeState;
 
 /// Most hot spares an array records (each is a superblock entry).
 pub use crate::metadata::SPARES_MAX;

@@ -24,12 +24,12 @@ mod window;
 
 use super::{Array, Phase};
 use crate::geometry::{Geometry, Level};
+use crate::growth::config::{NewMember, ReshapeConfig, ReshapeStrategy};
+use crate::growth::fastscale::{GrowthStrategy, ScalingHistory};
+use crate::growth::record::{Placement, ReshapeCounters, ReshapeRecord, ReshapeState};
 use crate::io::{ArrayEvent, TimeNs};
 use crate::layout::{layout_with, Layout};
 use crate::metadata::superblock::{MemberRecord, MemberState};
-use crate::reshape::config::{NewMember, ReshapeConfig, ReshapeStrategy};
-use crate::reshape::fastscale::{GrowthStrategy, ScalingHistory};
-use crate::reshape::record::{Placement, ReshapeCounters, ReshapeRecord, ReshapeState};
 use eraid_codes::MatrixCode;
 use mover::Window;
 use pacing::Pacing;

@@ -2,8 +2,8 @@
 //! across restarts until resumed), let it go on, change its rate settings.
 
 use super::super::Array;
-use crate::reshape::config::GrowthTuning;
-use crate::reshape::record::ReshapeState;
+use crate::growth::config::GrowthTuning;
+use crate::growth::record::ReshapeState;
 
 impl Array {
     fn growth_in_progress(&self) -> Result<(), String> {

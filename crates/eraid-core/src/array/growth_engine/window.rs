@@ -4,9 +4,9 @@
 
 use super::super::Array;
 use crate::geometry::Level;
+use crate::growth::config::ReshapeStrategy;
+use crate::growth::fastscale::ChunkLocation;
 use crate::layout::ChunkPlace;
-use crate::reshape::config::ReshapeStrategy;
-use crate::reshape::fastscale::ChunkLocation;
 
 pub(super) enum PlanOutcome {
     Window { start: u64, end: u64, backup: bool },

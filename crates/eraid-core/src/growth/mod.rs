@@ -1,7 +1,7 @@
 //! Growth (reshape) math and records: where chunks go when disks are added
 //! (pure functions), the operator's choices (`config`) and what the
 //! superblock keeps (`record`). The engine that moves data is
-//! `array::reshape`.
+//! `array::growth_engine`.
 
 #[cfg(test)]
 mod addressing_tests;

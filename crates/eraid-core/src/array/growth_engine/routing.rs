@@ -4,10 +4,10 @@
 use super::super::op::{Epoch, OpTarget};
 use super::super::Array;
 use super::mover::WindowStage;
+use crate::growth::config::{MdUsersWait, ValveLatency};
+use crate::growth::record::ReshapeState;
 use crate::io::{UserOp, UserRequest};
 use crate::layout::StripeMap;
-use crate::reshape::config::{MdUsersWait, ValveLatency};
-use crate::reshape::record::ReshapeState;
 
 impl Array {
     /// Lets a request through, or holds it (returning None) until the
@@ -15,7 +15,7 @@ impl Array {
     pub(in crate::array) fn reshape_admit(&mut self, request: UserRequest) -> Option<UserRequest> {
         let chunk_bytes = self.geometry.chunk_bytes;
         let md_wait = self.reshape_record().and_then(|r| {
-            (r.config.strategy == crate::reshape::config::ReshapeStrategy::MdReshape)
+            (r.config.strategy == crate::growth::config::ReshapeStrategy::MdReshape)
                 .then_some(r.config.md_users_wait)
         });
         let valve_latency = self
