@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs what eraid needs on a fresh Debian machine: ISA-L (parity and
-# Reed-Solomon), NBD clients and tools used by the demo and the tests.
+# Reed-Solomon), Jerasure (Cauchy Reed-Solomon matrices), NBD clients and
+# tools used by the demo and the tests.
 set -euo pipefail
-packages=(libisal-dev libnbd-bin nbdfuse nbdkit fio fuse3 qemu-utils e2fsprogs util-linux jq)
+packages=(libisal-dev libjerasure-dev libnbd-bin nbdfuse nbdkit fio fuse3 qemu-utils e2fsprogs util-linux jq)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -28,7 +28,8 @@
 //!   change the growth's `speed_min_kib_s`, `speed_max_kib_s`,
 //!   `latency_bound_ms`, `slack` or `valve_latency` (`"response"`,
 //!   `"processing"`, `"admission"`).
-//! - `{"command": "add", "path": "/abs/path", "spare": false}`: adds the
+//! - `{"command": "add", "path": "/abs/path", "spare": false, "strategy": "pro"}`
+//!   (strategy optional: pr, dor, pro or pro-dor, for the rebuild): adds the
 //!   file (checked as for grow) as a replacement of a failed member, which
 //!   is rebuilt at once, or with `"spare": true` as a hot spare.
 //! - `{"command": "fail", "member": "/abs/path"}`: fails a member (a spare
@@ -36,8 +37,10 @@
 //! - `{"command": "remove", "member": "/abs/path"}`: forgets a failed
 //!   member or drops a spare; the server lets go of its file.
 //! - `{"command": "pause-rebuild"}`, `{"command": "resume-rebuild"}`,
-//!   `{"command": "tune-rebuild", "settings": {"speed_min_kib_s": 1000,
-//!   "speed_max_kib_s": 20000}}`: act on the rebuild.
+//!   `{"command": "tune-rebuild", "settings": {"strategy": "pro-dor",
+//!   "speed_min_kib_s": 1000, "speed_max_kib_s": 20000, "hot_zone_bytes": ...,
+//!   "time_slice_ms": ..., "popularity_half_life_ms": ...}}` (any of them):
+//!   act on the rebuild (a strategy changed mid-rebuild keeps what is rebuilt).
 //!
 //! A member is named by the path it is served from, or, for one not given
 //! at the start, by the path its superblock remembers (`path` in the
@@ -56,7 +59,8 @@
 //! checkpoint_bytes, moved_bytes, metadata_writes, redistribution_reads,
 //! redistribution_writes, backup_windows, pending_backup (a window a crash
 //! interrupted, rewritten from its backup first), rate_bytes_s, elapsed_s,
-//! blocked_requests, config}`, and `rebuild`: null or `{strategy ("pr"),
+//! blocked_requests, config}`, and `rebuild`: null or `{strategy (pr, dor,
+//! pro, pro-dor),
 //! state: running|paused|done|stopped, reason, progress, rebuilt_bytes,
 //! checkpoint_bytes (recorded, survives a crash), total_bytes,
 //! rate_bytes_per_s, eta_s, target {slot, path}, targets, config}`. The
@@ -278,7 +282,10 @@ fn answer(request: &Value, context: &ControlContext) -> Value {
         Some("tune-rebuild") => match request.get("settings").map(|s| serde_json::from_value(s.clone())) {
             Some(Ok(tuning)) => run_admin(context, AdminCommand::TuneRebuild(tuning), ""),
             Some(Err(e)) => failure(format!("bad rebuild settings: {e}")),
-            None => failure("tune-rebuild needs \"settings\" (speed_min_kib_s, speed_max_kib_s)"),
+            None => failure(
+                "tune-rebuild needs \"settings\" (strategy, speed_min_kib_s, speed_max_kib_s, \
+                 hot_zone_bytes, time_slice_ms, popularity_half_life_ms)",
+            ),
         },
         Some(other) => failure(format!("unknown command {other:?}: expected {COMMANDS}")),
         None => failure(format!("the request has no \"command\" ({COMMANDS})")),
@@ -305,6 +312,15 @@ fn add_member(request: &Value, context: &ControlContext) -> Result<Value> {
         Some(Value::Bool(spare)) => *spare,
         Some(other) => bail!("\"spare\" must be true or false, found {other}"),
     };
+    // Checked before anything changes; applied once the member is in.
+    let strategy = match request.get("strategy") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(name)) => Some(
+            eraid_core::rebuild::config::RebuildStrategy::parse(name)
+                .map_err(|e| anyhow::anyhow!("{e}; nothing was added"))?,
+        ),
+        Some(other) => bail!("\"strategy\" must be a strategy name, found {other}"),
+    };
     // One change of the device list at a time (grow uses it too).
     let _one_at_a_time = lock(&context.grow_lock);
     let current = lock(&context.members).clone();
@@ -330,6 +346,22 @@ fn add_member(request: &Value, context: &ControlContext) -> Result<Value> {
         })?;
     lock(&context.locks).extend(locks);
     lock(&context.members).extend(paths);
+    if let Some(strategy) = strategy {
+        // The rebuild NEW started (or the next one, for a spare) switches
+        // to it; what is rebuilt already stays rebuilt.
+        let tuning = eraid_core::rebuild::config::RebuildTuning {
+            strategy: Some(strategy),
+            ..Default::default()
+        };
+        let answer = context
+            .handle
+            .admin(AdminCommand::TuneRebuild(tuning))
+            .map_err(|e| anyhow::anyhow!("the array is not running: {e}"))?;
+        if let Some(error) = answer.get("error") {
+            bail!("added {path}, but the strategy was refused: {error}");
+        }
+        status = answer;
+    }
     say!(
         "{} {path}",
         if spare {

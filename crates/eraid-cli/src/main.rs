@@ -45,6 +45,11 @@ enum Command {
         #[command(subcommand)]
         command: commands::experiment::ExperimentCommand,
     },
+    /// Cauchy Reed-Solomon tools (the EPU paper's scaling study).
+    Crs {
+        #[command(subcommand)]
+        command: commands::crs::CrsCommand,
+    },
     /// Disk-model tools (validate a model against a measured drive).
     Disk {
         #[command(subcommand)]
@@ -80,6 +85,7 @@ fn main() {
         Command::Demo(args) => args.run(),
         Command::Sim(args) => args.run(),
         Command::Experiment { command } => command.run(),
+        Command::Crs { command } => command.run(),
         Command::Disk { command } => command.run(),
     };
     match result {

@@ -700,3 +700,26 @@ fn help_for_each_verb() {
     assert!(!eraid(d, &["frobnicate"]).ok());
     assert!(snapshot(d).is_empty(), "help created files");
 }
+
+#[test]
+fn serve_limits_out_of_range_are_refused_naming_the_flag() {
+    let s = scratch();
+    let d = s.path();
+    create(d, &["--level", "5", "--size", "8M", "a", "b", "c"]);
+    for (flag, value) in [
+        ("--handshake-timeout-s", "0"),
+        ("--shutdown-timeout-s", "0"),
+        ("--send-timeout-s", "zero"),
+        ("--max-connections", "0"),
+        ("--handshake-reserve", "0"),
+        ("--max-in-flight-requests", "0"),
+        // Less than one maximal (32 MiB) request.
+        ("--max-in-flight-mib", "16"),
+    ] {
+        rejected(
+            d,
+            &["serve", "--socket", "s.sock", flag, value, "a", "b", "c"],
+            &[flag, value],
+        );
+    }
+}

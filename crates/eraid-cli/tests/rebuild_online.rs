@@ -89,13 +89,54 @@ fn a_spare_takes_over_a_failed_member_while_nbdcopy_writes() {
 
     // The spare, and rate settings that keep the rebuild running while
     // nbdcopy writes (below the floor it does not yield to users).
-    let out = eraid(dir, &["add", "--spare", "d4", "--control", "ctl.sock"]).expect_ok();
+    // A strategy that does not exist is refused by name, before anything.
+    let refused = eraid(
+        dir,
+        &[
+            "add",
+            "--spare",
+            "--strategy",
+            "fast",
+            "d4",
+            "--control",
+            "ctl.sock",
+        ],
+    );
+    assert!(
+        !refused.ok() && refused.stderr.contains("pr, dor, pro, pro-dor"),
+        "{test}: {refused}"
+    );
+    assert_eq!(live(dir, "ctl.sock")["spare_count"], 0, "{test}");
+    let refused = eraid(
+        dir,
+        &["rebuild", "set", "--hot-zone", "0", "--control", "ctl.sock"],
+    );
+    assert!(
+        !refused.ok() && refused.stderr.contains("hot_zone_bytes must be positive"),
+        "{test}: {refused}"
+    );
+    let out = eraid(
+        dir,
+        &[
+            "add",
+            "--spare",
+            "--strategy",
+            "pr",
+            "d4",
+            "--control",
+            "ctl.sock",
+        ],
+    )
+    .expect_ok();
     assert!(out.stdout.contains("hot spare"), "{test}: {out}");
+    // PRO on top of PR (the rate settings apply to it).
     eraid(
         dir,
         &[
             "rebuild",
             "set",
+            "--strategy",
+            "pro",
             "--speed-min",
             "8000",
             "--speed-max",
@@ -125,7 +166,7 @@ fn a_spare_takes_over_a_failed_member_while_nbdcopy_writes() {
     let during = live(dir, "ctl.sock");
     let rebuild = &during["rebuild"];
     assert_eq!(rebuild["state"], "running", "{test}: {during:#}");
-    assert_eq!(rebuild["strategy"], "pr", "{test}: {during:#}");
+    assert_eq!(rebuild["strategy"], "pro", "{test}: {during:#}");
     assert_eq!(rebuild["target"]["slot"], 1, "{test}: {during:#}");
     assert_eq!(
         members_of(&during)[1],

@@ -103,3 +103,41 @@ impl Drop for KillOnDrop {
         let _ = self.0.wait();
     }
 }
+
+/// Issue 20, acceptance 4: a client that sent 64 reads of 1 MiB and stopped
+/// reading its socket does not hold `serve` up: SIGTERM makes it exit
+/// within 15 s with status 0, and the array is clean.
+#[test]
+fn sigterm_is_bounded_with_a_client_that_never_reads() {
+    let s = scratch();
+    let d = s.path();
+    let members = ["d0", "d1", "d2"];
+    create(d, &["--level", "5", "--size", "16M", "d0", "d1", "d2"]);
+    let mut server = Server::start(d, &members);
+    let mut client = eraid_nbd::client::Client::connect_unix(&server.socket, "").unwrap();
+    // A write first, so the array is dirty until a clean stop.
+    client.write(0, &vec![0x5a; 1 << 20], false).unwrap();
+    for _ in 0..64 {
+        client
+            .send_request(eraid_nbd::protocol::CMD_READ, 0, 0, 1 << 20, &[])
+            .unwrap();
+    }
+    // Let the server answer into the socket until it is full.
+    std::thread::sleep(Duration::from_millis(500));
+    let started = std::time::Instant::now();
+    let status = server.terminate();
+    let took = started.elapsed();
+    assert!(
+        status.success(),
+        "serve exited with {status}\n{}",
+        server.log_text()
+    );
+    assert!(
+        took <= Duration::from_secs(15),
+        "serve took {took:?} to stop\n{}",
+        server.log_text()
+    );
+    drop(client);
+    let detail = detail_json(d, &members);
+    assert_eq!(detail["state"], "clean", "{detail:#}");
+}

@@ -69,6 +69,17 @@ impl DeviceOp {
     }
 }
 
+/// How urgently a driver should serve a device I/O.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum IoPriority {
+    /// Users' I/O and everything competing with it on equal terms.
+    #[default]
+    Normal,
+    /// Served only when no `Normal` I/O waits for the same device (DOR's
+    /// rebuild I/O, below users').
+    Low,
+}
+
 /// One I/O the core asks a driver to perform on one member.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DeviceIo {
@@ -77,6 +88,7 @@ pub struct DeviceIo {
     pub member: usize,
     pub op: DeviceOp,
     pub cause: IoCause,
+    pub priority: IoPriority,
 }
 
 /// The outcome of a device I/O, handed back with [`IoId`].

@@ -18,7 +18,7 @@ mod common;
 use common::*;
 use eraid_core::geometry::{Geometry, Level, ParityLayout, METADATA_BYTES};
 use eraid_core::growth::config::ReshapeStrategy;
-use eraid_core::io::{AdminCommand, Machine, UserOp};
+use eraid_core::io::{AdminCommand, Machine, UserError, UserOp};
 use eraid_core::metadata::assemble::{
     assemble, assemble_with, AssembleOptions, Assembly, AssemblyError, MemberProbe, SlotState,
 };
@@ -999,6 +999,9 @@ fn run_case(spec: &BaseSpec, mutations: &[Mutation]) {
             })
         })
         .collect();
+    let missing_slots: Vec<usize> = (0..assembly.slots.len())
+        .filter(|&slot| matches!(assembly.slots[slot], SlotState::Missing))
+        .collect();
     let (read, largest) = largest_allocation(|| {
         let mut array = Array::open(assembly, options(), h.now);
         h.run(&mut array);
@@ -1021,6 +1024,16 @@ fn run_case(spec: &BaseSpec, mutations: &[Mutation]) {
         "serving allocated {largest} bytes at once"
     );
     if benign {
+        // A crash mid-window plus the loss of the member holding that
+        // window's backup is a double fault: the read must refuse (never
+        // serve the half-overwritten old places), naming the member.
+        if let Err(UserError::Unavailable(why)) = &read {
+            let backup_missing = missing_slots
+                .iter()
+                .any(|slot| why.contains(&format!("the backup on member {slot}, is missing")));
+            assert!(backup_missing, "a benign member set reads: {why}");
+            return;
+        }
         let data = read.expect("a benign member set reads").expect("data");
         // A growth resumed at open may have finished: the capacity grew.
         assert!(
@@ -1051,4 +1064,23 @@ proptest! {
     ) {
         run_case(&spec, &mutations);
     }
+}
+
+/// Found by the fuzz: a growth crashed mid-window with its backup on the
+/// new member, then that member is left out. Reads of the window must be
+/// refused naming the backup's member; the rest of the case must hold.
+#[test]
+fn crashed_window_with_its_backup_member_missing_refuses_reads() {
+    let spec = BaseSpec {
+        level: Level::Raid5,
+        layout: ParityLayout::LeftAsymmetric,
+        members: 5,
+        member_chunks: 8,
+        kind: BaseKind::Growing {
+            steps: 120,
+            crash: true,
+        },
+        seed: 15115860468416781,
+    };
+    run_case(&spec, &[Mutation::DropProbe { member: 5 }]);
 }

@@ -1,4 +1,4 @@
-//! Rebuild (PR): a failed member's contents are reconstructed onto a
+//! Rebuild (PR, DOR, PRO, PRO-DOR): a failed member's contents are reconstructed onto a
 //! replacement or a hot spare while random reads and writes run; every read
 //! matches a flat model, parity / mirror copies check clean after, and the
 //! array reassembles with the replacement active, its contents right (read
@@ -14,7 +14,7 @@ use eraid_core::growth::config::NewMember;
 use eraid_core::io::{AdminCommand, ArrayEvent, Machine, UserOp};
 use eraid_core::metadata::assemble::SlotState;
 use eraid_core::metadata::superblock::MemberState;
-use eraid_core::rebuild::config::RebuildConfig;
+use eraid_core::rebuild::config::{RebuildConfig, RebuildStrategy};
 use eraid_core::testing::MemHarness;
 use eraid_core::{Array, ArrayOptions};
 use rand::{Rng, SeedableRng};
@@ -40,19 +40,48 @@ fn shapes() -> Vec<(Level, ParityLayout, usize)> {
     ]
 }
 
+const STRATEGIES: [RebuildStrategy; 4] = [
+    RebuildStrategy::Pr,
+    RebuildStrategy::Dor,
+    RebuildStrategy::Pro,
+    RebuildStrategy::ProDor,
+];
+
 /// Never throttled; a small window and frequent checkpoints (every 4
-/// chunks of the replacement), so tests see many of both.
-fn rebuild_options() -> ArrayOptions {
+/// chunks of the replacement), so tests see many of both; hot zones of 8
+/// chunks of each replacement and 2 ms slices, so PRO switches zones.
+fn rebuild_options_for(strategy: RebuildStrategy) -> ArrayOptions {
     ArrayOptions {
         rebuild: RebuildConfig {
+            strategy,
             speed_min_kib_s: u64::MAX / 4096,
             speed_max_kib_s: u64::MAX / 4096,
             window_stripes: 2,
             checkpoint_bytes: 4 * CHUNK,
+            hot_zone_bytes: 8 * CHUNK,
+            time_slice_ms: 2,
             ..RebuildConfig::default()
         },
         ..options()
     }
+}
+
+fn rebuild_options() -> ArrayOptions {
+    rebuild_options_for(RebuildStrategy::default())
+}
+
+/// The stripes a rebuild record says are rebuilt and durable.
+fn recorded_stripes(record: &eraid_core::rebuild::record::RebuildRecord) -> Vec<bool> {
+    let total = record.total_stripes;
+    let mut rebuilt: Vec<bool> = (0..total).map(|s| s < record.checkpoint_stripe).collect();
+    if let Some(map) = &record.rebuilt_units {
+        let bits = map.decode(total).expect("a recorded map decodes");
+        for stripe in 0..total {
+            let unit = stripe / map.unit_stripes;
+            rebuilt[stripe as usize] |= bits[(unit / 8) as usize] & (1 << (unit % 8)) != 0;
+        }
+    }
+    rebuilt
 }
 
 fn open_with(h: &mut MemHarness, options: ArrayOptions) -> Array {
@@ -302,12 +331,13 @@ fn run_rebuild_under_load(
     layout: ParityLayout,
     members: usize,
     scenario: Scenario,
+    strategy: RebuildStrategy,
 ) {
-    let what = format!("seed {seed} {level:?} {layout:?} x{members} {scenario:?}");
+    let what = format!("seed {seed} {level:?} {layout:?} x{members} {scenario:?} {strategy:?}");
     let g = geometry(level, layout, members, MEMBER_CHUNKS);
     let mut h = MemHarness::create(g, seed);
     let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x7eb1);
-    let mut array = open_with(&mut h, rebuild_options());
+    let mut array = open_with(&mut h, rebuild_options_for(strategy));
     let mut model = fill(&mut h, &mut array, &mut rng);
     let mut next_id = 10;
     let failed = rng.gen_range(0..members);
@@ -380,6 +410,7 @@ fn run_rebuild_under_load(
     assert!(saw_midway, "{what}: no user batch ran during the rebuild");
     let status = rebuild_status(&array);
     assert_eq!(status["state"], "done", "{what}: {status}");
+    assert_eq!(status["strategy"], strategy.name(), "{what}");
     assert_eq!(status["rebuilt_bytes"], status["total_bytes"], "{what}");
     assert!(
         h.events.iter().any(
@@ -408,7 +439,9 @@ fn random_io_during_a_rebuild_reads_the_model_and_the_replacement_is_right() {
             } else {
                 Scenario::SpareTakesOver
             };
-            run_rebuild_under_load(seed, level, layout, members, scenario);
+            for strategy in STRATEGIES {
+                run_rebuild_under_load(seed, level, layout, members, scenario, strategy);
+            }
         }
     }
 }
@@ -418,11 +451,12 @@ fn random_io_during_a_rebuild_reads_the_model_and_the_replacement_is_right() {
 #[test]
 fn raid6_rebuilds_two_replacements_in_one_pass() {
     for seed in 0..seeds() {
-        let what = format!("seed {seed}");
+        let strategy = STRATEGIES[seed as usize % STRATEGIES.len()];
+        let what = format!("seed {seed} {strategy:?}");
         let g = geometry(Level::Raid6, ParityLayout::LeftSymmetric, 5, MEMBER_CHUNKS);
         let mut h = MemHarness::create(g, seed);
         let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x6);
-        let mut array = open_with(&mut h, rebuild_options());
+        let mut array = open_with(&mut h, rebuild_options_for(strategy));
         let mut model = fill(&mut h, &mut array, &mut rng);
         for _ in 0..2 {
             let member = blank_member(&mut h);
@@ -471,6 +505,8 @@ fn raid6_rebuilds_two_replacements_in_one_pass() {
 /// What one crash run found.
 struct CrashOutcome {
     durable_checkpoint: u64,
+    /// The record's map had units past its checkpoint stripe.
+    units_past_checkpoint: bool,
     exposed_sectors: usize,
 }
 
@@ -488,12 +524,13 @@ fn crash_during_rebuild(
     level: Level,
     layout: ParityLayout,
     members: usize,
+    strategy: RebuildStrategy,
 ) -> CrashOutcome {
-    let what = format!("seed {seed} {level:?} {layout:?} x{members}");
+    let what = format!("seed {seed} {level:?} {layout:?} x{members} {strategy:?}");
     let g = geometry(level, layout, members, MEMBER_CHUNKS);
     let mut h = MemHarness::create(g, seed);
     let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0xc7a5);
-    let mut array = open_with(&mut h, rebuild_options());
+    let mut array = open_with(&mut h, rebuild_options_for(strategy));
     let capacity = array.capacity_bytes();
     let mut acked = fill(&mut h, &mut array, &mut rng);
     let mut flushed = acked.clone();
@@ -599,26 +636,40 @@ fn crash_during_rebuild(
     let record = assembly.superblock.rebuild.clone();
     let spare_here = assembly.spares.iter().any(|s| s.is_some());
     let mut array = Array::open(assembly, rebuild_options(), h.now);
-    // Where the rebuild goes on from (None: it had finished durably).
-    let resumed_from = match &record {
+    // The stripes recorded rebuilt, where the rebuild goes on from (None:
+    // it had finished durably).
+    let total_stripes = g.stripe_count();
+    let resumed_from: Option<Vec<bool>> = match &record {
         Some(record) if record.state.unfinished() => {
-            let resumed = rebuild_status(&array)["position_stripes"].as_u64().unwrap();
+            let recorded = recorded_stripes(record);
+            let status = rebuild_status(&array);
+            let first_unrecorded = recorded.iter().position(|&r| !r).unwrap() as u64;
             assert_eq!(
-                resumed, record.checkpoint_stripe,
+                status["position_stripes"].as_u64().unwrap(),
+                first_unrecorded,
                 "{what}: the rebuild resumes at the durable checkpoint"
+            );
+            assert_eq!(
+                status["rebuilt_stripes"].as_u64().unwrap(),
+                recorded.iter().filter(|&&r| r).count() as u64,
+                "{what}: every stripe recorded rebuilt, and only those, is rebuilt: {status}"
+            );
+            assert_eq!(
+                status["rebuilt_bytes"], status["checkpoint_bytes"],
+                "{what}"
             );
             assert_eq!(
                 array.status_json()["members"][failed]["state"],
                 "rebuilding",
                 "{what}"
             );
-            Some(record.checkpoint_stripe)
+            Some(recorded)
         }
         Some(record) => {
             assert_eq!(record.state.name(), "done", "{what}");
             None
         }
-        None => Some(0),
+        None => Some(vec![false; total_stripes as usize]),
     };
     h.run(&mut array);
     if record.is_none() && !spare_here {
@@ -635,16 +686,18 @@ fn crash_during_rebuild(
     }
     let status = rebuild_status(&array);
     assert_eq!(status["state"], "done", "{what}: {status}");
-    let durable_checkpoint = resumed_from.unwrap_or(0);
+    let durable_checkpoint = resumed_from
+        .as_ref()
+        .map_or(0, |r| r.iter().filter(|&&x| x).count() as u64);
     // Sectors a torn write in a stripe past the checkpoint can leave wrong
     // on the replacement (see above); mirrors have no such coupling.
     let g = *array.geometry();
     let layout_map = eraid_core::layout::layout_for(&g);
     let mut exposed = vec![false; sectors];
-    if level != Level::Raid10 && resumed_from.is_some() {
+    if let (false, Some(recorded)) = (level == Level::Raid10, &resumed_from) {
         let chunk_sectors = (g.chunk_bytes / SECTOR_BYTES) as usize;
         let k = g.data_per_stripe() as u64;
-        for stripe in durable_checkpoint..g.stripe_count() {
+        for stripe in (0..g.stripe_count()).filter(|&s| !recorded[s as usize]) {
             let stripe_sectors = stripe as usize * k as usize * chunk_sectors
                 ..(stripe as usize + 1) * k as usize * chunk_sectors;
             if !touched[stripe_sectors.clone()].iter().any(|&t| t) {
@@ -670,6 +723,9 @@ fn crash_during_rebuild(
     verify_replacements(&mut h, array, level, members, &[failed], &whole, &what);
     CrashOutcome {
         durable_checkpoint,
+        units_past_checkpoint: record
+            .as_ref()
+            .is_some_and(|r| r.state.unfinished() && r.rebuilt_units.is_some()),
         exposed_sectors: exposed.iter().filter(|&&e| e).count(),
     }
 }
@@ -679,12 +735,15 @@ fn a_crash_during_a_rebuild_resumes_from_its_checkpoint_and_loses_nothing_flushe
     let mut resumed_midway = 0;
     let mut runs = 0;
     let mut exposed = 0;
+    let mut with_units = 0;
     for seed in 0..seeds() * 3 {
         for (level, layout, members) in shapes() {
-            let outcome = crash_during_rebuild(seed, level, layout, members);
+            let strategy = STRATEGIES[seed as usize % STRATEGIES.len()];
+            let outcome = crash_during_rebuild(seed, level, layout, members, strategy);
             runs += 1;
             resumed_midway += (outcome.durable_checkpoint > 0) as usize;
             exposed += outcome.exposed_sectors;
+            with_units += outcome.units_past_checkpoint as usize;
         }
     }
     // Not vacuous: many crashes came after a checkpoint was recorded.
@@ -692,9 +751,15 @@ fn a_crash_during_a_rebuild_resumes_from_its_checkpoint_and_loses_nothing_flushe
         resumed_midway * 3 >= runs,
         "only {resumed_midway} of {runs} crashes came after a checkpoint"
     );
+    // Out-of-order rebuilds (PRO's zones, stripes users rewrote) resumed
+    // from maps with units past the checkpoint stripe.
+    assert!(
+        with_units > 0,
+        "no crash resumed from a map past its checkpoint"
+    );
     eprintln!(
-        "{resumed_midway} of {runs} crashes resumed past stripe 0; {exposed} sectors excluded \
-         as exposed to the degraded write hole"
+        "{resumed_midway} of {runs} crashes resumed past stripe 0, {with_units} from maps past \
+         the checkpoint stripe; {exposed} sectors excluded as exposed to the degraded write hole"
     );
 }
 
@@ -708,11 +773,12 @@ fn a_crash_during_a_rebuild_resumes_from_its_checkpoint_and_loses_nothing_flushe
 fn a_recorded_checkpoint_is_always_durable_on_the_replacement() {
     for seed in 0..seeds() {
         for (level, layout, members) in shapes() {
-            let what = format!("seed {seed} {level:?} x{members}");
+            let strategy = STRATEGIES[seed as usize % STRATEGIES.len()];
+            let what = format!("seed {seed} {level:?} x{members} {strategy:?}");
             let g = geometry(level, layout, members, MEMBER_CHUNKS);
             let mut h = MemHarness::create(g, seed);
             let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0xd0);
-            let mut array = open_with(&mut h, rebuild_options());
+            let mut array = open_with(&mut h, rebuild_options_for(strategy));
             fill(&mut h, &mut array, &mut rng);
             // The expected replacement image: the failed member's bytes.
             let failed = rng.gen_range(0..members);
@@ -735,7 +801,7 @@ fn a_recorded_checkpoint_is_always_durable_on_the_replacement() {
                 },
             );
             let layout_map = eraid_core::layout::layout_for(&g);
-            let mut checked = 0;
+            let mut checked = vec![false; g.stripe_count() as usize];
             while h.step(&mut array) {
                 // What a crash now would come back to: the newest durable
                 // superblock on any member.
@@ -754,8 +820,14 @@ fn a_recorded_checkpoint_is_always_durable_on_the_replacement() {
                     continue;
                 };
                 let image = &h.members[device].as_ref().unwrap().durable[data_offset..];
-                for stripe in checked..record.checkpoint_stripe {
-                    let map = layout_map.stripe_map(stripe);
+                let fresh: Vec<usize> = recorded_stripes(&record)
+                    .into_iter()
+                    .enumerate()
+                    .filter(|&(s, rebuilt)| rebuilt && !checked[s])
+                    .map(|(s, _)| s)
+                    .collect();
+                for stripe in fresh {
+                    let map = layout_map.stripe_map(stripe as u64);
                     for place in map.shards().filter(|p| p.member == failed) {
                         let at = (place.member_chunk * g.chunk_bytes) as usize;
                         let len = g.chunk_bytes as usize;
@@ -764,9 +836,10 @@ fn a_recorded_checkpoint_is_always_durable_on_the_replacement() {
                             "{what}: stripe {stripe} recorded rebuilt but not durable on the replacement"
                         );
                     }
+                    checked[stripe] = true;
                 }
-                checked = checked.max(record.checkpoint_stripe);
             }
+            let checked = checked.iter().filter(|&&c| c).count() as u64;
             assert_eq!(checked, g.stripe_count(), "{what}: every stripe checked");
         }
     }
@@ -984,9 +1057,35 @@ fn bad_requests_are_refused_and_change_nothing() {
         AdminCommand::TuneRebuild(eraid_core::rebuild::config::RebuildTuning {
             speed_min_kib_s: Some(10),
             speed_max_kib_s: Some(5),
+            ..Default::default()
         }),
         "speed_min_kib_s",
     );
+    for (tuning, words) in [
+        (
+            eraid_core::rebuild::config::RebuildTuning {
+                hot_zone_bytes: Some(0),
+                ..Default::default()
+            },
+            "hot_zone_bytes must be positive",
+        ),
+        (
+            eraid_core::rebuild::config::RebuildTuning {
+                time_slice_ms: Some(0),
+                ..Default::default()
+            },
+            "time_slice_ms must be within",
+        ),
+        (
+            eraid_core::rebuild::config::RebuildTuning {
+                popularity_half_life_ms: Some(0),
+                ..Default::default()
+            },
+            "popularity_half_life_ms must be within",
+        ),
+    ] {
+        refused(&mut h, &mut array, AdminCommand::TuneRebuild(tuning), words);
+    }
 
     // A healthy RAID-5: a replacement has nothing to replace.
     let mut h = MemHarness::create(g, 2);
@@ -1068,4 +1167,323 @@ fn a_replacement_failing_mid_rebuild_stops_it_and_a_spare_starts_again() {
     assert_eq!(rebuild_status(&array)["state"], "done");
     assert_eq!(check(&mut h, &mut array, false), (0, 0));
     verify_replacements(&mut h, array, Level::Raid5, 4, &[3], &model, "second");
+}
+
+/// Fails member 1 of a 4-member RAID-5 (48 stripes, hot zones of 8) and
+/// adds a replacement; users then read zone 4 (stripes 32..40) four times
+/// as often as zone 2 (16..24) until the rebuild is done. Returns the
+/// stripes in the order their first rebuild write to the replacement left.
+fn rebuild_order_under_skewed_load(strategy: RebuildStrategy, seed: u64) -> Vec<u64> {
+    let what = format!("seed {seed} {strategy:?}");
+    let g = geometry(Level::Raid5, ParityLayout::LeftSymmetric, 4, MEMBER_CHUNKS);
+    let mut h = MemHarness::create(g, seed);
+    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x407);
+    let mut array = open_with(&mut h, rebuild_options_for(strategy));
+    let model = fill(&mut h, &mut array, &mut rng);
+    admin_ok(&mut h, &mut array, AdminCommand::FailMember { slot: 1 });
+    h.run(&mut array);
+    let member = blank_member(&mut h);
+    let replacement = h.members.len() - 1;
+    admin_ok(
+        &mut h,
+        &mut array,
+        AdminCommand::AddMember {
+            member,
+            spare: false,
+        },
+    );
+    let k = g.data_per_stripe() as u64;
+    let mut order = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    let mut note = |h: &MemHarness, order: &mut Vec<u64>| {
+        for io in h.inflight_ios() {
+            if let (
+                eraid_core::io::IoCause::Rebuild,
+                eraid_core::io::DeviceOp::Write { offset_bytes, .. },
+            ) = (io.cause, &io.op)
+            {
+                if io.member == replacement && seen.insert(io.id) {
+                    // RAID-5: a member's chunk n is in stripe n.
+                    let stripe = (offset_bytes - g.data_offset_bytes) / g.chunk_bytes;
+                    if !order.contains(&stripe) {
+                        order.push(stripe);
+                    }
+                }
+            }
+        }
+    };
+    let mut id = 100;
+    while rebuild_status(&array)["state"] == "running" {
+        let mut batch = Vec::new();
+        for zone_reads in [(32..40, 4), (16..24, 1)] {
+            for _ in 0..zone_reads.1 {
+                let stripe = rng.gen_range(zone_reads.0.clone());
+                let chunk = stripe * k + rng.gen_range(0..k);
+                h.submit(
+                    &mut array,
+                    id,
+                    UserOp::Read {
+                        offset_bytes: chunk * CHUNK,
+                        len_bytes: CHUNK as usize,
+                    },
+                );
+                batch.push((id, chunk));
+                id += 1;
+            }
+        }
+        h.collect(&mut array);
+        note(&h, &mut order);
+        for (id, chunk) in batch {
+            let reply = loop {
+                if let Some(reply) = h.take_reply(id) {
+                    break reply;
+                }
+                assert!(h.step(&mut array), "{what}: a read is never answered");
+                note(&h, &mut order);
+            };
+            let at = (chunk * CHUNK) as usize;
+            assert!(
+                reply.result.unwrap().as_deref() == Some(&model[at..at + CHUNK as usize]),
+                "{what}: read of chunk {chunk}"
+            );
+        }
+    }
+    h.run(&mut array);
+    assert_eq!(rebuild_status(&array)["state"], "done", "{what}");
+    assert_eq!(check(&mut h, &mut array, false), (0, 0), "{what}");
+    let mut all = order.clone();
+    all.sort_unstable();
+    assert_eq!(
+        all,
+        (0..g.stripe_count()).collect::<Vec<_>>(),
+        "{what}: every stripe once"
+    );
+    order
+}
+
+/// The hot zone is wholly rebuilt before the warm one, and the warm one
+/// before any stripe of zones 1, 3 and 5 (no user touched them).
+fn hot_zones_first(order: &[u64]) -> bool {
+    let position = |stripe: u64| order.iter().position(|&s| s == stripe).unwrap();
+    let last_of = |zone: std::ops::Range<u64>| zone.map(position).max().unwrap();
+    let first_of = |zone: std::ops::Range<u64>| zone.map(position).min().unwrap();
+    let cold_first = first_of(8..16).min(first_of(24..32)).min(first_of(40..48));
+    last_of(32..40) < first_of(16..24) && last_of(16..24) < cold_first
+}
+
+#[test]
+fn pro_rebuilds_the_hottest_zone_first_under_a_skewed_load() {
+    for seed in 0..seeds().min(4) {
+        for strategy in [RebuildStrategy::Pro, RebuildStrategy::ProDor] {
+            let order = rebuild_order_under_skewed_load(strategy, seed);
+            assert!(
+                hot_zones_first(&order),
+                "seed {seed} {strategy:?}: {order:?}"
+            );
+        }
+        // Address order (PR, DOR) under the same load fails the same test:
+        // it can tell PRO's order from theirs.
+        for strategy in [RebuildStrategy::Pr, RebuildStrategy::Dor] {
+            let order = rebuild_order_under_skewed_load(strategy, seed);
+            assert!(
+                !hot_zones_first(&order),
+                "seed {seed} {strategy:?}: {order:?}"
+            );
+        }
+    }
+}
+
+/// DOR's (and PRO-DOR's) rebuild reads and writes go out at low priority,
+/// users' at normal; PR's and PRO's rebuild I/O competes equally. DOR is
+/// not held to MD's rate ceiling: with a ceiling of 1 KiB/s and no clock
+/// ticks, it finishes while PR waits for time to pass.
+#[test]
+fn dor_rebuild_io_goes_below_users_and_takes_the_bandwidth_left() {
+    for strategy in STRATEGIES {
+        let what = format!("{strategy:?}");
+        let g = geometry(Level::Raid5, ParityLayout::LeftSymmetric, 4, MEMBER_CHUNKS);
+        let mut h = MemHarness::create(g, 3);
+        let mut rng = ChaCha8Rng::seed_from_u64(3);
+        let mut options = rebuild_options_for(strategy);
+        options.rebuild.speed_min_kib_s = 1;
+        options.rebuild.speed_max_kib_s = 1;
+        let mut array = open_with(&mut h, options);
+        let model = fill(&mut h, &mut array, &mut rng);
+        admin_ok(&mut h, &mut array, AdminCommand::FailMember { slot: 3 });
+        h.run(&mut array);
+        let member = blank_member(&mut h);
+        admin_ok(
+            &mut h,
+            &mut array,
+            AdminCommand::AddMember {
+                member,
+                spare: false,
+            },
+        );
+        let (mut rebuild_ios, mut user_ios) = (0, 0);
+        let mut seen = std::collections::HashSet::new();
+        for id in 10..30 {
+            let chunk = rng.gen_range(0..array.capacity_bytes() / CHUNK);
+            h.submit(
+                &mut array,
+                id,
+                UserOp::Read {
+                    offset_bytes: chunk * CHUNK,
+                    len_bytes: CHUNK as usize,
+                },
+            );
+            loop {
+                h.collect(&mut array);
+                for io in h.inflight_ios().iter().filter(|io| seen.insert(io.id)) {
+                    let data_io = !matches!(io.op, eraid_core::io::DeviceOp::Flush);
+                    match io.cause {
+                        eraid_core::io::IoCause::Rebuild if data_io => {
+                            rebuild_ios += 1;
+                            let expected = if strategy.disk_oriented() {
+                                eraid_core::io::IoPriority::Low
+                            } else {
+                                eraid_core::io::IoPriority::Normal
+                            };
+                            assert_eq!(io.priority, expected, "{what}: {io:?}");
+                        }
+                        eraid_core::io::IoCause::User => {
+                            user_ios += 1;
+                            assert_eq!(io.priority, eraid_core::io::IoPriority::Normal, "{what}");
+                        }
+                        _ => {}
+                    }
+                }
+                if let Some(reply) = h.take_reply(id) {
+                    let at = (chunk * CHUNK) as usize;
+                    assert!(
+                        reply.result.unwrap().as_deref() == Some(&model[at..at + CHUNK as usize])
+                    );
+                    break;
+                }
+                assert!(h.step(&mut array), "{what}: a read is never answered");
+            }
+        }
+        assert!(
+            rebuild_ios > 0 && user_ios > 0,
+            "{what}: {rebuild_ios} {user_ios}"
+        );
+        h.run(&mut array);
+        let state = rebuild_status(&array)["state"].clone();
+        if strategy.disk_oriented() {
+            assert_eq!(state, "done", "{what}");
+        } else {
+            assert_eq!(state, "running", "{what}: held by the 1 KiB/s ceiling");
+        }
+    }
+}
+
+/// A user write rewriting a target's whole chunk of a stripe the rebuild
+/// has not reached writes the replacement and marks the stripe rebuilt:
+/// reads of it then go to the replacement, and the rebuild skips it. A
+/// write over part of the chunk marks nothing.
+#[test]
+fn a_user_write_over_a_whole_unrebuilt_chunk_marks_it_rebuilt() {
+    for strategy in STRATEGIES {
+        let what = format!("{strategy:?}");
+        let g = geometry(Level::Raid5, ParityLayout::LeftSymmetric, 4, MEMBER_CHUNKS);
+        let mut h = MemHarness::create(g, 9);
+        let mut rng = ChaCha8Rng::seed_from_u64(9);
+        let mut array = open_with(&mut h, rebuild_options_for(strategy));
+        let mut model = fill(&mut h, &mut array, &mut rng);
+        admin_ok(&mut h, &mut array, AdminCommand::FailMember { slot: 2 });
+        h.run(&mut array);
+        let member = blank_member(&mut h);
+        let replacement = h.members.len() - 1;
+        admin_ok(
+            &mut h,
+            &mut array,
+            AdminCommand::AddMember {
+                member,
+                spare: false,
+            },
+        );
+        admin_ok(&mut h, &mut array, AdminCommand::PauseRebuild);
+        h.run(&mut array);
+        let before = rebuild_status(&array)["rebuilt_stripes"].as_u64().unwrap();
+        // The last stripe whose data chunk lives on member 2.
+        let layout_map = eraid_core::layout::layout_for(&g);
+        let k = g.data_per_stripe() as u64;
+        let (stripe, index) = (0..g.stripe_count())
+            .rev()
+            .find_map(|s| {
+                let map = layout_map.stripe_map(s);
+                map.data
+                    .iter()
+                    .position(|p| p.member == 2)
+                    .map(|j| (s, j as u64))
+            })
+            .unwrap();
+        assert!(stripe >= before, "{what}: stripe {stripe} rebuilt already");
+        let at = (stripe * k + index) * CHUNK;
+        let half: Vec<u8> = (0..CHUNK / 2).map(|_| rng.gen()).collect();
+        call(
+            &mut h,
+            &mut array,
+            1_000,
+            UserOp::Write {
+                offset_bytes: at,
+                data: half.clone(),
+                fua: false,
+            },
+        )
+        .unwrap();
+        model[at as usize..(at + CHUNK / 2) as usize].copy_from_slice(&half);
+        assert_eq!(
+            rebuild_status(&array)["rebuilt_stripes"].as_u64().unwrap(),
+            before,
+            "{what}: half a chunk rebuilds nothing"
+        );
+        let whole: Vec<u8> = (0..CHUNK).map(|_| rng.gen()).collect();
+        call(
+            &mut h,
+            &mut array,
+            1_001,
+            UserOp::Write {
+                offset_bytes: at,
+                data: whole.clone(),
+                fua: false,
+            },
+        )
+        .unwrap();
+        model[at as usize..(at + CHUNK) as usize].copy_from_slice(&whole);
+        assert_eq!(
+            rebuild_status(&array)["rebuilt_stripes"].as_u64().unwrap(),
+            before + 1,
+            "{what}: the written stripe is rebuilt"
+        );
+        // Redirected: the read goes to the replacement alone.
+        h.submit(
+            &mut array,
+            1_002,
+            UserOp::Read {
+                offset_bytes: at,
+                len_bytes: CHUNK as usize,
+            },
+        );
+        h.collect(&mut array);
+        let reads: Vec<usize> = h
+            .inflight_ios()
+            .iter()
+            .filter(|io| io.cause == eraid_core::io::IoCause::User)
+            .map(|io| io.member)
+            .collect();
+        assert_eq!(reads, vec![replacement], "{what}");
+        h.run(&mut array);
+        assert_eq!(
+            h.take_reply(1_002).unwrap().result.unwrap().unwrap(),
+            whole,
+            "{what}"
+        );
+        admin_ok(&mut h, &mut array, AdminCommand::ResumeRebuild);
+        h.run(&mut array);
+        assert_eq!(rebuild_status(&array)["state"], "done", "{what}");
+        assert_eq!(read_all(&mut h, &mut array, 1_003), model, "{what}");
+        assert_eq!(check(&mut h, &mut array, false), (0, 0), "{what}");
+        verify_replacements(&mut h, array, Level::Raid5, 4, &[2], &model, &what);
+    }
 }

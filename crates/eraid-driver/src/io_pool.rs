@@ -10,13 +10,17 @@
 //! plain `fdatasync` when the flush job runs covers them. The pool adds no
 //! barrier of its own; a core that issued a flush together with still
 //! running writes would get no durability guarantee for those writes.
+//!
+//! Priority: a worker takes a `Normal` I/O whenever one is queued and a
+//! `Low` one (DOR's rebuild) only when none is; a low I/O already running
+//! is not interrupted.
 
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::{Arc, RwLock};
 use std::thread::JoinHandle;
 
 use crossbeam_channel::{Receiver, Sender};
-use eraid_core::io::{DeviceIo, DeviceOp, IoCompletion, IoId};
+use eraid_core::io::{DeviceIo, DeviceOp, IoCompletion, IoId, IoPriority};
 
 use crate::member_io::MemberIo;
 
@@ -47,6 +51,9 @@ pub struct IoPool {
     job_tx: Option<Sender<DeviceIo>>,
     /// Kept to start more workers when members are added.
     job_rx: Receiver<DeviceIo>,
+    /// Low-priority jobs, taken only while `job_rx` is empty.
+    low_tx: Option<Sender<DeviceIo>>,
+    low_rx: Receiver<DeviceIo>,
     done_tx: Sender<FinishedIo>,
     members: MemberTable,
     workers: Vec<JoinHandle<()>>,
@@ -61,9 +68,12 @@ impl IoPool {
         done_tx: Sender<FinishedIo>,
     ) -> std::io::Result<IoPool> {
         let (job_tx, job_rx) = crossbeam_channel::unbounded::<DeviceIo>();
+        let (low_tx, low_rx) = crossbeam_channel::unbounded::<DeviceIo>();
         let mut pool = IoPool {
             job_tx: Some(job_tx),
             job_rx,
+            low_tx: Some(low_tx),
+            low_rx,
             done_tx,
             members: Arc::new(RwLock::new(members.to_vec())),
             workers: Vec::new(),
@@ -84,10 +94,11 @@ impl IoPool {
             let index = self.workers.len();
             let members = Arc::clone(&self.members);
             let job_rx = self.job_rx.clone();
+            let low_rx = self.low_rx.clone();
             let done_tx = self.done_tx.clone();
             let worker = std::thread::Builder::new()
                 .name(format!("eraid-io-{index}"))
-                .spawn(move || worker_loop(&members, &job_rx, &done_tx))?;
+                .spawn(move || worker_loop(&members, &job_rx, &low_rx, &done_tx))?;
             self.workers.push(worker);
         }
         Ok(())
@@ -133,8 +144,12 @@ impl IoPool {
 
     /// Queues one I/O; its completion arrives on the `done_tx` channel.
     pub fn submit(&self, io: DeviceIo) {
-        let Some(job_tx) = &self.job_tx else {
-            unreachable!("job_tx is only taken in drop");
+        let queue = match io.priority {
+            IoPriority::Normal => &self.job_tx,
+            IoPriority::Low => &self.low_tx,
+        };
+        let Some(job_tx) = queue else {
+            unreachable!("job_tx and low_tx are only taken in drop");
         };
         if let Err(crossbeam_channel::SendError(io)) = job_tx.send(io) {
             // Cannot happen while the pool holds its receiver; answer
@@ -149,6 +164,7 @@ impl Drop for IoPool {
     /// Lets the workers finish the queued jobs, then joins them.
     fn drop(&mut self) {
         self.job_tx = None;
+        self.low_tx = None;
         for worker in self.workers.drain(..) {
             if worker.join().is_err() {
                 tracing::error!("an I/O worker panicked");
@@ -163,8 +179,25 @@ fn read_table(table: &MemberTable) -> std::sync::RwLockReadGuard<'_, Vec<Arc<dyn
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-fn worker_loop(members: &MemberTable, job_rx: &Receiver<DeviceIo>, done_tx: &Sender<FinishedIo>) {
-    for io in job_rx.iter() {
+/// The next job: a normal one if any is queued, else whichever comes
+/// first; None once both queues are closed and empty.
+fn next_job(job_rx: &Receiver<DeviceIo>, low_rx: &Receiver<DeviceIo>) -> Option<DeviceIo> {
+    if let Ok(io) = job_rx.try_recv() {
+        return Some(io);
+    }
+    crossbeam_channel::select! {
+        recv(job_rx) -> io => io.ok().or_else(|| low_rx.recv().ok()),
+        recv(low_rx) -> io => io.ok().or_else(|| job_rx.recv().ok()),
+    }
+}
+
+fn worker_loop(
+    members: &MemberTable,
+    job_rx: &Receiver<DeviceIo>,
+    low_rx: &Receiver<DeviceIo>,
+    done_tx: &Sender<FinishedIo>,
+) {
+    while let Some(io) = next_job(job_rx, low_rx) {
         let id = io.id;
         // Look the member up and let go of the table before the I/O runs.
         let (member, member_count) = {
@@ -303,7 +336,72 @@ mod tests {
                 len_bytes: 512,
             },
             cause: IoCause::User,
+            priority: Default::default(),
         }
+    }
+
+    /// Logs the offsets it reads; the read at offset 0 waits for `open`.
+    struct GateDevice {
+        open: Mutex<crossbeam_channel::Receiver<()>>,
+        log: Mutex<Vec<u64>>,
+    }
+
+    impl MemberIo for GateDevice {
+        fn label(&self) -> &str {
+            "gate"
+        }
+        fn read_at(&self, offset_bytes: u64, len_bytes: usize) -> io::Result<Vec<u8>> {
+            if offset_bytes == 0 {
+                let _ = self
+                    .open
+                    .lock()
+                    .unwrap()
+                    .recv_timeout(Duration::from_secs(30));
+            }
+            self.log.lock().unwrap().push(offset_bytes);
+            Ok(vec![0; len_bytes])
+        }
+        fn write_at(&self, _offset_bytes: u64, _data: &[u8]) -> io::Result<()> {
+            Ok(())
+        }
+        fn sync_data(&self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn queued_normal_ios_run_before_queued_low_priority_ones() {
+        let (open_tx, open_rx) = crossbeam_channel::unbounded();
+        let gate = Arc::new(GateDevice {
+            open: Mutex::new(open_rx),
+            log: Mutex::new(Vec::new()),
+        });
+        let device: Arc<dyn MemberIo> = gate.clone();
+        let (done_tx, done_rx) = crossbeam_channel::unbounded();
+        let pool = IoPool::start(Arc::from(vec![device]), 1, done_tx).unwrap();
+        // The one worker is held by the read at offset 0 ...
+        pool.submit(read_io(0, 0));
+        std::thread::sleep(Duration::from_millis(100));
+        // ... while low-priority reads queue, then normal ones.
+        for id in [1, 2, 3] {
+            pool.submit(DeviceIo {
+                priority: IoPriority::Low,
+                ..read_io(id, 0)
+            });
+        }
+        for id in [4, 5] {
+            pool.submit(read_io(id, 0));
+        }
+        open_tx.send(()).unwrap();
+        for _ in 0..6 {
+            done_rx
+                .recv_timeout(Duration::from_secs(30))
+                .expect("an I/O never completed");
+        }
+        assert_eq!(
+            *gate.log.lock().unwrap(),
+            vec![0, 4 * 512, 5 * 512, 512, 2 * 512, 3 * 512]
+        );
     }
 
     #[test]
@@ -340,6 +438,7 @@ mod tests {
             member: 0,
             op: DeviceOp::Flush,
             cause: IoCause::Metadata,
+            priority: Default::default(),
         };
         let IoCompletion::Failed(message) = execute(&members, flush) else {
             panic!("a failing fdatasync must fail the I/O");

@@ -16,8 +16,17 @@ pub struct ServerConfig {
     /// Payload and read bytes a connection may have in flight, so 64
     /// maximal writes cannot pin 2 GiB.
     pub max_in_flight_bytes: u64,
-    /// Connections served at once; further ones are closed on accept.
+    /// Connections in transmission at once; a client that asks to enter
+    /// transmission beyond this is refused (NBD_REP_ERR_POLICY after GO,
+    /// a close after EXPORT_NAME).
     pub max_connections: usize,
+    /// Connections still in the handshake at once, counted apart from
+    /// `max_connections` so that clients that connect and say nothing
+    /// cannot starve established work: when the reserve is full, a new
+    /// connection displaces the oldest handshake.
+    pub handshake_reserve: usize,
+    /// A client must reach transmission within this long after connecting.
+    pub handshake_timeout: Duration,
     /// A WRITE longer than `max_request_bytes` but at most this long is
     /// read and rejected with EINVAL; a longer one closes the connection
     /// (reading it could be an unbounded wait on garbage).
@@ -25,10 +34,14 @@ pub struct ServerConfig {
     /// Whether to advertise NBD_FLAG_CAN_MULTI_CONN (needs a Flush that
     /// covers every connection's completed writes, as `Export` promises).
     pub multi_conn: bool,
-    /// A client that does not read its replies for this long is dropped.
-    pub write_timeout: Duration,
-    /// How long a client may stall mid-message once the server stops.
-    pub stop_stall_grace: Duration,
+    /// A reply (header and data) must be sent within this long; the clock
+    /// does not restart when the client takes a few bytes, so a client
+    /// that reads slowly or not at all is dropped.
+    pub send_timeout: Duration,
+    /// From the stop request to every connection closed, whatever clients
+    /// do: half of it is granted to finish messages already begun, then
+    /// what is still open is cut.
+    pub shutdown_timeout: Duration,
 }
 
 impl Default for ServerConfig {
@@ -39,10 +52,12 @@ impl Default for ServerConfig {
             max_in_flight_requests: 64,
             max_in_flight_bytes: 128 * 1024 * 1024,
             max_connections: 64,
+            handshake_reserve: 16,
+            handshake_timeout: Duration::from_secs(10),
             oversize_write_drain_bytes_max: 64 * 1024 * 1024,
             multi_conn: true,
-            write_timeout: Duration::from_secs(30),
-            stop_stall_grace: Duration::from_secs(5),
+            send_timeout: Duration::from_secs(30),
+            shutdown_timeout: Duration::from_secs(10),
         }
     }
 }
@@ -64,13 +79,33 @@ impl ServerConfig {
                 self.max_request_bytes, self.min_block_bytes
             ));
         }
-        if self.max_in_flight_requests == 0 || self.max_connections == 0 {
-            return Err("max_in_flight_requests and max_connections must be > 0".into());
+        if self.max_in_flight_requests == 0
+            || self.max_connections == 0
+            || self.handshake_reserve == 0
+        {
+            return Err(
+                "max_in_flight_requests, max_connections and handshake_reserve must be > 0".into(),
+            );
+        }
+        for (name, value) in [
+            ("handshake_timeout", self.handshake_timeout),
+            ("send_timeout", self.send_timeout),
+            ("shutdown_timeout", self.shutdown_timeout),
+        ] {
+            if value.is_zero() {
+                return Err(format!("{name} must be longer than 0"));
+            }
         }
         if self.max_in_flight_bytes < u64::from(self.max_request_bytes) {
             return Err("max_in_flight_bytes must hold at least one maximal request".into());
         }
         Ok(())
+    }
+
+    /// How long a reader or writer may go on with a message already begun
+    /// once the server stops; what is open after `shutdown_timeout` is cut.
+    pub fn stop_grace(&self) -> Duration {
+        self.shutdown_timeout / 2
     }
 
     /// The preferred block size to advertise for an export's wish: the

@@ -6,7 +6,7 @@ use std::io::{self, Write};
 use crate::config::ServerConfig;
 use crate::export::Export;
 use crate::protocol::{self as p, be_u16, be_u32, be_u64};
-use crate::stream::{MessageReader, NextMessage, Stream};
+use crate::stream::{DeadlineWriter, MessageReader, NextMessage, Stream};
 
 /// Largest option payload accepted; real options are a name plus a few
 /// info requests, so anything bigger is abuse and closes the connection.
@@ -14,11 +14,23 @@ pub const OPTION_DATA_BYTES_MAX: u32 = 64 * 1024;
 /// Options one connection may send before it is considered abusive.
 const OPTIONS_PER_CONNECTION_MAX: usize = 256;
 
+/// The metadata context id given to `base:allocation` (any nonzero value).
+pub const ALLOCATION_CONTEXT_ID: u32 = 1;
+
+/// What the handshake agreed on for the transmission phase.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Session {
+    /// NBD_OPT_STRUCTURED_REPLY was acknowledged.
+    pub structured_replies: bool,
+    /// `base:allocation` was selected by the last NBD_OPT_SET_META_CONTEXT.
+    pub allocation_context: bool,
+}
+
 /// How option haggling ended.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Negotiated {
     /// The client chose the export and transmission starts now.
-    Transmission,
+    Transmission(Session),
     /// The client aborted, went away, or the server is stopping.
     Closed,
 }
@@ -48,13 +60,16 @@ pub fn transmission_flags(export: &dyn Export, config: &ServerConfig) -> u16 {
     flags
 }
 
-/// Runs the handshake on a fresh connection.
+/// Runs the handshake on a fresh connection. `admit` is asked once the
+/// client chose the export: false means the transmission slots are full.
 pub fn negotiate(
-    reader: &mut MessageReader<'_, Stream>,
-    writer: &mut Stream,
+    reader: &mut MessageReader<Stream>,
+    writer: &mut DeadlineWriter,
     export: &dyn Export,
     config: &ServerConfig,
+    admit: &mut dyn FnMut() -> bool,
 ) -> Result<Negotiated, HandshakeError> {
+    let mut session = Session::default();
     let mut greeting = Vec::with_capacity(18);
     greeting.extend_from_slice(&p::NBDMAGIC.to_be_bytes());
     greeting.extend_from_slice(&p::IHAVEOPT.to_be_bytes());
@@ -98,6 +113,11 @@ pub fn negotiate(
                     // EXPORT_NAME has no error reply: the spec says hard disconnect.
                     return Err(HandshakeError::Violation("unknown export name".into()));
                 }
+                if !admit() {
+                    return Err(HandshakeError::Violation(
+                        "connection limit reached (EXPORT_NAME cannot be answered)".into(),
+                    ));
+                }
                 let mut reply = Vec::with_capacity(10 + p::EXPORT_NAME_ZEROES_BYTES);
                 reply.extend_from_slice(&export.size_bytes().to_be_bytes());
                 reply.extend_from_slice(&transmission_flags(export, config).to_be_bytes());
@@ -105,11 +125,35 @@ pub fn negotiate(
                     reply.extend_from_slice(&[0u8; p::EXPORT_NAME_ZEROES_BYTES]);
                 }
                 writer.write_all(&reply)?;
-                return Ok(Negotiated::Transmission);
+                return Ok(Negotiated::Transmission(session));
             }
             p::OPT_GO | p::OPT_INFO => {
-                if answer_info(writer, option, &data, export, config)? && option == p::OPT_GO {
-                    return Ok(Negotiated::Transmission);
+                let admit = &mut *admit;
+                let mut admit_go = || option == p::OPT_INFO || admit();
+                if answer_info(writer, option, &data, export, config, &mut admit_go)?
+                    && option == p::OPT_GO
+                {
+                    return Ok(Negotiated::Transmission(session));
+                }
+            }
+            p::OPT_STRUCTURED_REPLY => {
+                if data.is_empty() {
+                    session.structured_replies = true;
+                    send_option_reply(writer, option, p::REP_ACK, &[])?;
+                } else {
+                    send_option_reply(
+                        writer,
+                        option,
+                        p::REP_ERR_INVALID,
+                        b"STRUCTURED_REPLY takes no data",
+                    )?;
+                }
+            }
+            p::OPT_LIST_META_CONTEXT | p::OPT_SET_META_CONTEXT => {
+                let selected = answer_meta_context(writer, option, &data, export, session)?;
+                if option == p::OPT_SET_META_CONTEXT {
+                    // SET replaces the selection, even when it fails.
+                    session.allocation_context = selected;
                 }
             }
             p::OPT_LIST => {
@@ -130,7 +174,7 @@ pub fn negotiate(
                 return Ok(Negotiated::Closed);
             }
             _ => {
-                // STRUCTURED_REPLY, STARTTLS, meta contexts, extended headers...:
+                // STARTTLS, extended headers...:
                 // unsupported, and the client may go on negotiating.
                 send_option_reply(writer, option, p::REP_ERR_UNSUP, b"option not supported")?;
             }
@@ -142,11 +186,12 @@ pub fn negotiate(
 /// Answers NBD_OPT_GO / NBD_OPT_INFO. Returns true when the export was
 /// described and acknowledged, false after an error reply.
 fn answer_info(
-    writer: &mut Stream,
+    writer: &mut DeadlineWriter,
     option: u32,
     data: &[u8],
     export: &dyn Export,
     config: &ServerConfig,
+    admit: &mut dyn FnMut() -> bool,
 ) -> io::Result<bool> {
     let Some((name, requests)) = parse_info_request(data) else {
         send_option_reply(
@@ -159,6 +204,15 @@ fn answer_info(
     };
     if !names_export(name, export) {
         send_option_reply(writer, option, p::REP_ERR_UNKNOWN, b"no such export")?;
+        return Ok(false);
+    }
+    if !admit() {
+        send_option_reply(
+            writer,
+            option,
+            p::REP_ERR_POLICY,
+            b"too many connections; try again later",
+        )?;
         return Ok(false);
     }
 
@@ -196,6 +250,77 @@ fn answer_info(
     Ok(true)
 }
 
+/// Answers NBD_OPT_LIST_META_CONTEXT / NBD_OPT_SET_META_CONTEXT. Returns
+/// whether `base:allocation` was selected (always false for LIST).
+fn answer_meta_context(
+    writer: &mut DeadlineWriter,
+    option: u32,
+    data: &[u8],
+    export: &dyn Export,
+    session: Session,
+) -> io::Result<bool> {
+    if !session.structured_replies {
+        // Block status replies are structured: meta contexts need them first.
+        send_option_reply(
+            writer,
+            option,
+            p::REP_ERR_INVALID,
+            b"negotiate structured replies first",
+        )?;
+        return Ok(false);
+    }
+    let Some((name, queries)) = parse_meta_context_request(data) else {
+        send_option_reply(
+            writer,
+            option,
+            p::REP_ERR_INVALID,
+            b"malformed meta context data",
+        )?;
+        return Ok(false);
+    };
+    if !names_export(name, export) {
+        send_option_reply(writer, option, p::REP_ERR_UNKNOWN, b"no such export")?;
+        return Ok(false);
+    }
+    let allocation = p::META_CONTEXT_BASE_ALLOCATION.as_bytes();
+    let matches = if option == p::OPT_LIST_META_CONTEXT {
+        // No query lists everything; `base:` is the namespace's wildcard.
+        queries.is_empty() || queries.iter().any(|q| *q == allocation || *q == b"base:")
+    } else {
+        // Unknown contexts are ignored, as the spec asks.
+        queries.contains(&allocation)
+    };
+    if matches {
+        let mut reply = ALLOCATION_CONTEXT_ID.to_be_bytes().to_vec();
+        reply.extend_from_slice(allocation);
+        send_option_reply(writer, option, p::REP_META_CONTEXT, &reply)?;
+    }
+    send_option_reply(writer, option, p::REP_ACK, &[])?;
+    Ok(matches && option == p::OPT_SET_META_CONTEXT)
+}
+
+/// Splits meta context data into the export name and the queries; None
+/// when a length inside runs past the option or bytes are left over.
+fn parse_meta_context_request(data: &[u8]) -> Option<(&[u8], Vec<&[u8]>)> {
+    let name_len_bytes = be_u32(data.get(0..4)?) as usize;
+    let name_end = 4usize.checked_add(name_len_bytes)?;
+    let name = data.get(4..name_end)?;
+    let query_count = be_u32(data.get(name_end..name_end.checked_add(4)?)?) as usize;
+    let mut rest = &data[name_end + 4..];
+    // Each query takes at least 4 bytes, so a huge count fails fast here.
+    if query_count > rest.len() / 4 {
+        return None;
+    }
+    let mut queries = Vec::with_capacity(query_count);
+    for _ in 0..query_count {
+        let query_len_bytes = be_u32(rest.get(0..4)?) as usize;
+        let query = rest.get(4..4usize.checked_add(query_len_bytes)?)?;
+        queries.push(query);
+        rest = &rest[4 + query_len_bytes..];
+    }
+    rest.is_empty().then_some((name, queries))
+}
+
 /// Splits GO/INFO data into the export name and the requested info types;
 /// None when the lengths inside disagree with the option length.
 fn parse_info_request(data: &[u8]) -> Option<(&[u8], Vec<u16>)> {
@@ -217,7 +342,7 @@ fn names_export(name: &[u8], export: &dyn Export) -> bool {
 
 /// Sends one fixed-newstyle option reply.
 fn send_option_reply(
-    writer: &mut Stream,
+    writer: &mut DeadlineWriter,
     option: u32,
     reply_type: u32,
     data: &[u8],
@@ -251,6 +376,34 @@ mod tests {
         let (name, requests) = parse_info_request(&data).unwrap();
         assert_eq!(name, b"disk");
         assert_eq!(requests, vec![p::INFO_NAME, p::INFO_BLOCK_SIZE]);
+    }
+
+    fn meta_data(name: &[u8], queries: &[&[u8]]) -> Vec<u8> {
+        let mut data = (name.len() as u32).to_be_bytes().to_vec();
+        data.extend_from_slice(name);
+        data.extend_from_slice(&(queries.len() as u32).to_be_bytes());
+        for query in queries {
+            data.extend_from_slice(&(query.len() as u32).to_be_bytes());
+            data.extend_from_slice(query);
+        }
+        data
+    }
+
+    #[test]
+    fn parses_meta_context_requests_and_rejects_inconsistent_ones() {
+        let data = meta_data(b"disk", &[b"base:allocation", b"qemu:dirty"]);
+        let (name, queries) = parse_meta_context_request(&data).unwrap();
+        assert_eq!(name, b"disk");
+        assert_eq!(queries, vec![&b"base:allocation"[..], &b"qemu:dirty"[..]]);
+        let mut extra = data.clone();
+        extra.push(0);
+        assert!(parse_meta_context_request(&extra).is_none());
+        let mut short = data.clone();
+        short.pop();
+        assert!(parse_meta_context_request(&short).is_none());
+        let mut huge_count = meta_data(b"", &[]);
+        huge_count[4..8].copy_from_slice(&u32::MAX.to_be_bytes());
+        assert!(parse_meta_context_request(&huge_count).is_none());
     }
 
     #[test]

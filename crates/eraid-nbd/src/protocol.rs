@@ -13,6 +13,8 @@ pub const OPTION_REPLY_MAGIC: u64 = 0x0003_e889_0455_65a9;
 pub const REQUEST_MAGIC: u32 = 0x2560_9513;
 /// Magic of a simple reply.
 pub const SIMPLE_REPLY_MAGIC: u32 = 0x6744_6698;
+/// Magic of a structured reply chunk.
+pub const STRUCTURED_REPLY_MAGIC: u32 = 0x668e_33ef;
 
 // Handshake flags (server -> client, 16 bits).
 pub const FLAG_FIXED_NEWSTYLE: u16 = 1 << 0;
@@ -42,11 +44,14 @@ pub const OPT_STARTTLS: u32 = 5;
 pub const OPT_INFO: u32 = 6;
 pub const OPT_GO: u32 = 7;
 pub const OPT_STRUCTURED_REPLY: u32 = 8;
+pub const OPT_LIST_META_CONTEXT: u32 = 9;
+pub const OPT_SET_META_CONTEXT: u32 = 10;
 
 // Option reply types.
 pub const REP_ACK: u32 = 1;
 pub const REP_SERVER: u32 = 2;
 pub const REP_INFO: u32 = 3;
+pub const REP_META_CONTEXT: u32 = 4;
 const REP_FLAG_ERROR: u32 = 1 << 31;
 pub const REP_ERR_UNSUP: u32 = REP_FLAG_ERROR | 1;
 pub const REP_ERR_POLICY: u32 = REP_FLAG_ERROR | 2;
@@ -71,11 +76,29 @@ pub const CMD_WRITE: u16 = 1;
 pub const CMD_DISC: u16 = 2;
 pub const CMD_FLUSH: u16 = 3;
 pub const CMD_TRIM: u16 = 4;
+pub const CMD_CACHE: u16 = 5;
 pub const CMD_WRITE_ZEROES: u16 = 6;
+pub const CMD_BLOCK_STATUS: u16 = 7;
 
 // Command flags.
 pub const CMD_FLAG_FUA: u16 = 1 << 0;
 pub const CMD_FLAG_NO_HOLE: u16 = 1 << 1;
+pub const CMD_FLAG_DF: u16 = 1 << 2;
+pub const CMD_FLAG_REQ_ONE: u16 = 1 << 3;
+pub const CMD_FLAG_FAST_ZERO: u16 = 1 << 4;
+
+// Structured reply flags and chunk types.
+pub const REPLY_FLAG_DONE: u16 = 1 << 0;
+pub const REPLY_TYPE_NONE: u16 = 0;
+pub const REPLY_TYPE_OFFSET_DATA: u16 = 1;
+pub const REPLY_TYPE_BLOCK_STATUS: u16 = 5;
+pub const REPLY_TYPE_ERROR: u16 = (1 << 15) | 1;
+
+/// The one metadata context this server offers.
+pub const META_CONTEXT_BASE_ALLOCATION: &str = "base:allocation";
+// base:allocation status flags (0 = data, allocated or unknown).
+pub const STATE_HOLE: u32 = 1 << 0;
+pub const STATE_ZERO: u32 = 1 << 1;
 
 // Error values in simple replies (the protocol fixes these numbers; they
 // are not the host's errno values).
@@ -88,10 +111,27 @@ pub const EOVERFLOW: u32 = 75;
 pub const ENOTSUP: u32 = 95;
 pub const ESHUTDOWN: u32 = 108;
 
+/// A short text for an error value, sent in structured error chunks.
+pub fn error_message(error: u32) -> &'static str {
+    match error {
+        EPERM => "operation not permitted (read-only export)",
+        EIO => "input/output error",
+        ENOMEM => "out of memory",
+        EINVAL => "invalid request (flags, alignment, range or length)",
+        ENOSPC => "no space left (past the end of the export)",
+        EOVERFLOW => "request too large",
+        ENOTSUP => "not supported",
+        ESHUTDOWN => "server is shutting down",
+        _ => "error",
+    }
+}
+
 /// Request header: magic, flags, type, handle, offset, length.
 pub const REQUEST_HEADER_BYTES: usize = 4 + 2 + 2 + 8 + 8 + 4;
 /// Simple reply header: magic, error, handle.
 pub const SIMPLE_REPLY_HEADER_BYTES: usize = 4 + 4 + 8;
+/// Structured reply chunk header: magic, flags, type, handle, length.
+pub const STRUCTURED_REPLY_HEADER_BYTES: usize = 4 + 2 + 2 + 8 + 4;
 /// Reserved zeroes after an NBD_OPT_EXPORT_NAME reply unless NO_ZEROES was agreed.
 pub const EXPORT_NAME_ZEROES_BYTES: usize = 124;
 /// The protocol's limit on any string (export name, description, message).
@@ -140,6 +180,22 @@ pub fn encode_simple_reply(error: u32, handle: u64) -> [u8; SIMPLE_REPLY_HEADER_
     out[0..4].copy_from_slice(&SIMPLE_REPLY_MAGIC.to_be_bytes());
     out[4..8].copy_from_slice(&error.to_be_bytes());
     out[8..16].copy_from_slice(&handle.to_be_bytes());
+    out
+}
+
+/// Encodes a structured reply chunk header for a payload of `len_bytes`.
+pub fn encode_structured_reply(
+    flags: u16,
+    reply_type: u16,
+    handle: u64,
+    len_bytes: u32,
+) -> [u8; STRUCTURED_REPLY_HEADER_BYTES] {
+    let mut out = [0u8; STRUCTURED_REPLY_HEADER_BYTES];
+    out[0..4].copy_from_slice(&STRUCTURED_REPLY_MAGIC.to_be_bytes());
+    out[4..6].copy_from_slice(&flags.to_be_bytes());
+    out[6..8].copy_from_slice(&reply_type.to_be_bytes());
+    out[8..16].copy_from_slice(&handle.to_be_bytes());
+    out[16..20].copy_from_slice(&len_bytes.to_be_bytes());
     out
 }
 

@@ -8,12 +8,13 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::config::ServerConfig;
-use crate::connection::serve_connection;
+use crate::connection::{new_cancel_flag, serve_connection};
 use crate::export::Export;
-use crate::stream::Stream;
+use crate::slots::Slots;
+use crate::stream::{Stream, Watch};
 
 /// Where the server listens.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -52,6 +53,7 @@ pub struct Server {
     config: Arc<ServerConfig>,
     /// Set when `run_until` sees its stop flag; every connection polls it.
     stopping: Arc<AtomicBool>,
+    slots: Arc<Slots>,
 }
 
 impl Server {
@@ -96,6 +98,7 @@ impl Server {
             unix_path,
             uri,
             export,
+            slots: Arc::new(Slots::new(config.max_connections, config.handshake_reserve)),
             config: Arc::new(config),
             stopping: Arc::new(AtomicBool::new(false)),
         })
@@ -115,9 +118,13 @@ impl Server {
     }
 
     /// Accepts and serves clients until `stop` is set; then stops reading
-    /// new requests, waits until every connection has answered what it took
-    /// and closed, and returns. Requests a client sent but the server had
-    /// not yet read when `stop` was set get no reply (the connection closes).
+    /// new requests, lets every connection answer what it took and close,
+    /// and returns. Requests a client sent but the server had not yet read
+    /// when `stop` was set get no reply (the connection closes). Bounded
+    /// whatever clients do: a client that stops reading its replies is
+    /// dropped after half of `shutdown_timeout`, and whatever connection is
+    /// still open at `shutdown_timeout` is cut (its requests already in the
+    /// export still complete there; only their replies are lost).
     pub fn run_until(&self, stop: &AtomicBool) -> Result<(), ServerError> {
         self.stopping.store(false, Ordering::SeqCst);
         let mut connections: Vec<JoinHandle<()>> = Vec::new();
@@ -127,10 +134,6 @@ impl Server {
             connections.retain(|c| !c.is_finished());
             match self.accept() {
                 Ok(Some(stream)) => {
-                    if connections.len() >= self.config.max_connections {
-                        tracing::warn!("nbd: connection limit reached, refusing a client");
-                        continue; // dropping the stream closes it
-                    }
                     next_connection_id += 1;
                     match self.spawn_connection(stream, next_connection_id) {
                         Ok(handle) => connections.push(handle),
@@ -149,6 +152,14 @@ impl Server {
             }
         }
         self.stopping.store(true, Ordering::SeqCst);
+        let cut_at = Instant::now() + self.config.shutdown_timeout;
+        while connections.iter().any(|c| !c.is_finished()) && Instant::now() < cut_at {
+            std::thread::sleep(ACCEPT_POLL_INTERVAL);
+        }
+        if connections.iter().any(|c| !c.is_finished()) {
+            tracing::warn!("nbd: shutdown timeout reached, cutting the connections still open");
+            self.slots.cut_all();
+        }
         for connection in connections {
             if connection.join().is_err() {
                 tracing::error!("nbd: a connection thread panicked");
@@ -196,10 +207,26 @@ impl Server {
     fn spawn_connection(&self, stream: Stream, id: u64) -> io::Result<JoinHandle<()>> {
         let export = Arc::clone(&self.export);
         let config = Arc::clone(&self.config);
-        let stopping = Arc::clone(&self.stopping);
-        std::thread::Builder::new()
+        let slots = Arc::clone(&self.slots);
+        let watch = Watch {
+            stopping: Arc::clone(&self.stopping),
+            cancelled: new_cancel_flag(),
+            stop_grace: self.config.stop_grace(),
+        };
+        let registered = stream.try_clone()?;
+        if let Some(cut) = self
+            .slots
+            .admit_handshake(id, Arc::clone(&watch.cancelled), registered)
+        {
+            tracing::debug!("nbd: handshake reserve full, dropped the oldest handshake ({cut})");
+        }
+        let spawned = std::thread::Builder::new()
             .name(format!("nbd-conn-{id}"))
-            .spawn(move || serve_connection(stream, export, &config, &stopping))
+            .spawn(move || serve_connection(stream, id, export, &config, watch, &slots));
+        if spawned.is_err() {
+            self.slots.leave(id);
+        }
+        spawned
     }
 }
 

@@ -5,6 +5,7 @@ use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpStream};
 use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// A connected byte stream, Unix or TCP.
@@ -78,17 +79,59 @@ impl Write for Stream {
     }
 }
 
-/// How long a reader sleeps in one read call before it looks at the stop flag.
+/// How long one socket read or write call waits before the caller looks at
+/// the stop flag, its cancel flag and its deadline.
 pub const STOP_POLL_INTERVAL: Duration = Duration::from_millis(50);
+
+/// What makes a connection's reads and writes give up: the server stopping
+/// (after a grace for a message already begun), this connection being
+/// cancelled (displaced, or cut at the end of a shutdown), and a deadline.
+#[derive(Debug, Clone)]
+pub struct Watch {
+    pub stopping: Arc<AtomicBool>,
+    pub cancelled: Arc<AtomicBool>,
+    pub stop_grace: Duration,
+}
+
+impl Watch {
+    /// Why an operation that has waited since `stop_seen_at` (set here on
+    /// the first stop seen) must give up now, if it must.
+    fn give_up(
+        &self,
+        deadline: Option<Instant>,
+        stop_seen_at: &mut Option<Instant>,
+    ) -> Option<io::Error> {
+        if self.cancelled.load(Ordering::Relaxed) {
+            return Some(io::Error::new(
+                io::ErrorKind::ConnectionAborted,
+                "connection cancelled by the server",
+            ));
+        }
+        if deadline.is_some_and(|deadline| Instant::now() >= deadline) {
+            return Some(io::Error::new(io::ErrorKind::TimedOut, "deadline passed"));
+        }
+        if self.stopping.load(Ordering::Relaxed) {
+            let since = *stop_seen_at.get_or_insert_with(Instant::now);
+            if since.elapsed() > self.stop_grace {
+                return Some(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    "client stalled while the server stops",
+                ));
+            }
+        }
+        None
+    }
+}
 
 /// Reads whole protocol messages from a stream whose read timeout is short,
 /// so that a server shutdown is noticed while the client is idle. A message
 /// already begun is read to its end (a shutdown never cuts a request in
-/// half) unless the client stalls past `stall_grace` after the stop.
-pub struct MessageReader<'a, R: Read> {
+/// half) unless the client stalls past the stop grace, the deadline passes
+/// or the connection is cancelled.
+pub struct MessageReader<R: Read> {
     inner: R,
-    stopping: &'a AtomicBool,
-    stall_grace: Duration,
+    watch: Watch,
+    deadline: Option<Instant>,
 }
 
 /// The outcome of waiting for the next message.
@@ -102,26 +145,35 @@ pub enum NextMessage {
     Stopping,
 }
 
-impl<'a, R: Read> MessageReader<'a, R> {
-    pub fn new(inner: R, stopping: &'a AtomicBool, stall_grace: Duration) -> Self {
+impl<R: Read> MessageReader<R> {
+    pub fn new(inner: R, watch: Watch) -> Self {
         MessageReader {
             inner,
-            stopping,
-            stall_grace,
+            watch,
+            deadline: None,
         }
+    }
+
+    /// Every read fails once `deadline` passes (None: no deadline).
+    pub fn set_deadline(&mut self, deadline: Option<Instant>) {
+        self.deadline = deadline;
     }
 
     /// Waits for the first bytes of a message, then reads all of `buf`.
     pub fn next_message(&mut self, buf: &mut [u8]) -> io::Result<NextMessage> {
         let mut filled_bytes = 0;
         while filled_bytes == 0 {
-            if self.stopping.load(Ordering::Relaxed) {
+            if self.watch.stopping.load(Ordering::Relaxed) {
                 return Ok(NextMessage::Stopping);
             }
             match self.inner.read(buf) {
                 Ok(0) => return Ok(NextMessage::Eof),
                 Ok(n) => filled_bytes = n,
-                Err(e) if is_timeout(&e) => continue,
+                Err(e) if is_timeout(&e) => {
+                    if let Some(error) = self.watch.give_up(self.deadline, &mut None) {
+                        return Err(error);
+                    }
+                }
                 Err(e) => return Err(e),
             }
         }
@@ -134,6 +186,10 @@ impl<'a, R: Read> MessageReader<'a, R> {
         let mut filled_bytes = 0;
         let mut stop_seen_at: Option<Instant> = None;
         while filled_bytes < buf.len() {
+            // Checked before every read, so trickling bytes extend nothing.
+            if let Some(error) = self.watch.give_up(self.deadline, &mut stop_seen_at) {
+                return Err(error);
+            }
             match self.inner.read(&mut buf[filled_bytes..]) {
                 Ok(0) => {
                     return Err(io::Error::new(
@@ -142,17 +198,7 @@ impl<'a, R: Read> MessageReader<'a, R> {
                     ))
                 }
                 Ok(n) => filled_bytes += n,
-                Err(e) if is_timeout(&e) => {
-                    if self.stopping.load(Ordering::Relaxed) {
-                        let since = *stop_seen_at.get_or_insert_with(Instant::now);
-                        if since.elapsed() > self.stall_grace {
-                            return Err(io::Error::new(
-                                io::ErrorKind::TimedOut,
-                                "client stalled mid-message during shutdown",
-                            ));
-                        }
-                    }
-                }
+                Err(e) if is_timeout(&e) => {}
                 Err(e) => return Err(e),
             }
         }
@@ -169,6 +215,65 @@ impl<'a, R: Read> MessageReader<'a, R> {
             len_bytes -= piece_bytes as u64;
         }
         Ok(())
+    }
+}
+
+/// Writes to a stream whose write timeout is short, giving up when the
+/// armed deadline passes (it is re-armed per reply, not per byte, so a
+/// client that takes one byte a second is still dropped), when the
+/// connection is cancelled, or when the server has been stopping for
+/// longer than the grace.
+pub struct DeadlineWriter {
+    inner: Stream,
+    watch: Watch,
+    deadline: Option<Instant>,
+    /// When a write first saw the stop flag: the grace runs from there,
+    /// across write calls, so progress does not extend it.
+    stop_seen_at: Option<Instant>,
+}
+
+impl DeadlineWriter {
+    pub fn new(inner: Stream, watch: Watch) -> Self {
+        DeadlineWriter {
+            inner,
+            watch,
+            deadline: None,
+            stop_seen_at: None,
+        }
+    }
+
+    /// What follows must be written within `timeout` from now.
+    pub fn arm(&mut self, timeout: Duration) {
+        self.deadline = Some(Instant::now() + timeout);
+    }
+
+    /// Writes must be done by `deadline` (None: only stop and cancel apply).
+    pub fn set_deadline(&mut self, deadline: Option<Instant>) {
+        self.deadline = deadline;
+    }
+
+    pub fn get_ref(&self) -> &Stream {
+        &self.inner
+    }
+}
+
+impl Write for DeadlineWriter {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        // Checked before every call, not only after a timeout: a client
+        // that takes a few bytes now and then must not extend anything.
+        loop {
+            if let Some(error) = self.watch.give_up(self.deadline, &mut self.stop_seen_at) {
+                return Err(error);
+            }
+            match self.inner.write(buf) {
+                Err(e) if is_timeout(&e) => {}
+                other => return other,
+            }
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
     }
 }
 

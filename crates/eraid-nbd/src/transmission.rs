@@ -6,11 +6,12 @@ use std::sync::Arc;
 
 use crate::config::ServerConfig;
 use crate::export::{Export, ExportCommand};
+use crate::handshake::Session;
 use crate::in_flight::InFlight;
 use crate::part_sequence::PartSequence;
 use crate::protocol::{self as p, RequestHeader};
-use crate::reply::{self, done_for, PendingReply, WriterMessage};
-use crate::stream::{MessageReader, NextMessage, Stream};
+use crate::reply::{self, done_for, PendingReply, WriterMessage, WriterSettings};
+use crate::stream::{DeadlineWriter, MessageReader, NextMessage, Stream};
 
 /// A request that passed validation.
 #[derive(Debug, PartialEq, Eq)]
@@ -35,6 +36,9 @@ enum Op {
         len_bytes: u32,
         fua: bool,
     },
+    BlockStatus {
+        len_bytes: u32,
+    },
     Disconnect,
 }
 
@@ -52,21 +56,26 @@ enum Verdict {
 /// protocol violation, or the server stops; returns only after every
 /// accepted request has been answered.
 pub fn serve(
-    reader: &mut MessageReader<'_, Stream>,
-    writer_stream: Stream,
+    reader: &mut MessageReader<Stream>,
+    writer_stream: DeadlineWriter,
     export: &Arc<dyn Export>,
     config: &ServerConfig,
+    session: Session,
 ) {
     let in_flight = Arc::new(InFlight::new(
         config.max_in_flight_requests,
         config.max_in_flight_bytes,
     ));
     let (sender, receiver) = mpsc::channel();
+    let settings = WriterSettings {
+        structured_replies: session.structured_replies,
+        send_timeout: config.send_timeout,
+    };
     let writer = {
         let in_flight = Arc::clone(&in_flight);
         std::thread::Builder::new()
             .name("nbd-reply".into())
-            .spawn(move || reply::run_writer(writer_stream, receiver, in_flight))
+            .spawn(move || reply::run_writer(writer_stream, receiver, in_flight, settings))
     };
     let writer = match writer {
         Ok(writer) => writer,
@@ -76,7 +85,7 @@ pub fn serve(
         }
     };
 
-    read_requests(reader, &sender, &in_flight, export, config);
+    read_requests(reader, &sender, &in_flight, export, config, session);
 
     // Disconnect: every request already taken is still answered first.
     in_flight.wait_idle();
@@ -91,11 +100,12 @@ pub fn serve(
 }
 
 fn read_requests(
-    reader: &mut MessageReader<'_, Stream>,
+    reader: &mut MessageReader<Stream>,
     sender: &Sender<WriterMessage>,
     in_flight: &InFlight,
     export: &Arc<dyn Export>,
     config: &ServerConfig,
+    session: Session,
 ) {
     loop {
         let mut header_bytes = [0u8; p::REQUEST_HEADER_BYTES];
@@ -111,7 +121,13 @@ fn read_requests(
             tracing::warn!("nbd: bad request magic, closing connection");
             return;
         };
-        let verdict = judge(&header, export.size_bytes(), export.read_only(), config);
+        let verdict = judge(
+            &header,
+            export.size_bytes(),
+            export.read_only(),
+            config,
+            session,
+        );
         let payload_bytes = if header.command == p::CMD_WRITE {
             header.len_bytes
         } else {
@@ -142,13 +158,27 @@ fn read_requests(
     }
 }
 
-/// Checks a request against the export and limits. Pure, so every rule is
-/// unit-tested without a socket.
+/// The command flags a command may carry, given what was advertised:
+/// FUA on every command (SEND_FUA is advertised, and the spec makes the
+/// server accept it everywhere), NO_HOLE on zero writes, REQ_ONE on block
+/// status. DF and FAST_ZERO are never advertised, so they are refused.
+fn allowed_flags(command: u16) -> u16 {
+    p::CMD_FLAG_FUA
+        | match command {
+            p::CMD_WRITE_ZEROES => p::CMD_FLAG_NO_HOLE,
+            p::CMD_BLOCK_STATUS => p::CMD_FLAG_REQ_ONE,
+            _ => 0,
+        }
+}
+
+/// Checks a request against the export, the negotiated session and the
+/// limits. Pure, so every rule is unit-tested without a socket.
 fn judge(
     header: &RequestHeader,
     size_bytes: u64,
     read_only: bool,
     config: &ServerConfig,
+    session: Session,
 ) -> Verdict {
     let offset_bytes = header.offset_bytes;
     let len_bytes = header.len_bytes;
@@ -160,10 +190,9 @@ fn judge(
     {
         return Verdict::Close("write payload too large to drain");
     }
-    let writes_data = matches!(
-        header.command,
-        p::CMD_WRITE | p::CMD_TRIM | p::CMD_WRITE_ZEROES
-    );
+    if header.command == p::CMD_DISC {
+        return Verdict::Run(Op::Disconnect);
+    }
     let op = match header.command {
         p::CMD_READ => Op::Read {
             offset_bytes,
@@ -174,8 +203,7 @@ fn judge(
             len_bytes,
             fua,
         },
-        p::CMD_FLUSH => return Verdict::Run(Op::Flush),
-        p::CMD_DISC => return Verdict::Run(Op::Disconnect),
+        p::CMD_FLUSH => Op::Flush,
         p::CMD_TRIM => Op::Trim {
             offset_bytes,
             len_bytes,
@@ -186,19 +214,46 @@ fn judge(
             len_bytes,
             fua,
         },
+        // Only after a selected context, which needs structured replies.
+        p::CMD_BLOCK_STATUS if session.allocation_context && session.structured_replies => {
+            Op::BlockStatus { len_bytes }
+        }
+        // CACHE and BLOCK_STATUS unadvertised, or a command that does not exist.
         _ => return Verdict::Reject(p::EINVAL),
     };
+    if header.flags & !allowed_flags(header.command) != 0 {
+        return Verdict::Reject(p::EINVAL);
+    }
+    if op == Op::Flush {
+        // Offset and length of a flush are reserved and must be zero.
+        if offset_bytes != 0 || len_bytes != 0 {
+            return Verdict::Reject(p::EINVAL);
+        }
+        return Verdict::Run(Op::Flush);
+    }
+    let writes_data = matches!(
+        op,
+        Op::Write { .. } | Op::Trim { .. } | Op::WriteZeroes { .. }
+    );
     if writes_data && read_only {
         return Verdict::Reject(p::EPERM);
     }
     // min_block_bytes is a power of two (checked by ServerConfig::validate).
+    // A trim is only a hint: an unaligned one is rounded inward later
+    // instead of refused (qemu sends 511-byte discards).
     let misalignment_mask = u64::from(config.min_block_bytes) - 1;
-    if (offset_bytes | u64::from(len_bytes)) & misalignment_mask != 0 {
+    if !matches!(op, Op::Trim { .. })
+        && (offset_bytes | u64::from(len_bytes)) & misalignment_mask != 0
+    {
         return Verdict::Reject(p::EINVAL);
     }
     // Trims and zero writes carry no payload, so they may be longer than
     // the maximum (qemu sends trims of up to 2 GiB); they are split later.
     if matches!(op, Op::Read { .. } | Op::Write { .. }) && len_bytes > config.max_request_bytes {
+        return Verdict::Reject(p::EINVAL);
+    }
+    // Block status must describe at least one byte.
+    if matches!(op, Op::BlockStatus { .. }) && len_bytes == 0 {
         return Verdict::Reject(p::EINVAL);
     }
     let in_range = offset_bytes
@@ -212,7 +267,35 @@ fn judge(
         };
         return Verdict::Reject(error);
     }
+    if let Op::Trim {
+        offset_bytes,
+        len_bytes,
+        fua,
+    } = op
+    {
+        let (offset_bytes, len_bytes) =
+            round_inward(offset_bytes, len_bytes, config.min_block_bytes);
+        return Verdict::Run(Op::Trim {
+            offset_bytes,
+            len_bytes,
+            fua,
+        });
+    }
     Verdict::Run(op)
+}
+
+/// The largest block-aligned range inside [offset, offset + len): the
+/// start rounds up, the end down; empty when no whole block is inside.
+fn round_inward(offset_bytes: u64, len_bytes: u32, block_bytes: u32) -> (u64, u32) {
+    let block_bytes = u64::from(block_bytes);
+    let end_bytes = offset_bytes + u64::from(len_bytes);
+    let start_bytes = offset_bytes.div_ceil(block_bytes) * block_bytes;
+    let end_bytes = end_bytes / block_bytes * block_bytes;
+    if end_bytes <= start_bytes {
+        return (start_bytes.min(offset_bytes + u64::from(len_bytes)), 0);
+    }
+    // Never longer than the request, so it fits in u32.
+    (start_bytes, (end_bytes - start_bytes) as u32)
 }
 
 /// Submits a valid request. Returns false when the connection must close
@@ -220,7 +303,7 @@ fn judge(
 fn start(
     op: Op,
     header: &RequestHeader,
-    reader: &mut MessageReader<'_, Stream>,
+    reader: &mut MessageReader<Stream>,
     sender: &Sender<WriterMessage>,
     in_flight: &InFlight,
     export: &Arc<dyn Export>,
@@ -236,7 +319,7 @@ fn start(
             let pending = PendingReply::new(
                 sender.clone(),
                 handle,
-                Some(len_bytes),
+                Some((offset_bytes, len_bytes)),
                 u64::from(len_bytes),
             );
             if len_bytes == 0 {
@@ -325,6 +408,15 @@ fn start(
                 .collect();
             PartSequence::start(Arc::clone(export), commands, pending, flush_after);
         }
+        Op::BlockStatus { len_bytes } => {
+            // The array does not track which ranges were never written or
+            // were trimmed, so the whole range is reported as data (flags
+            // 0: allocated or unknown), which is always correct. One extent
+            // of the requested length also satisfies REQ_ONE.
+            in_flight.acquire(0);
+            PendingReply::new(sender.clone(), handle, None, 0)
+                .reply_block_status(vec![(len_bytes, 0)]);
+        }
         Op::Disconnect => {}
     }
     true
@@ -359,7 +451,45 @@ mod tests {
     }
 
     fn judge_default(header: &RequestHeader) -> Verdict {
-        judge(header, SIZE_BYTES, false, &ServerConfig::default())
+        judge(
+            header,
+            SIZE_BYTES,
+            false,
+            &ServerConfig::default(),
+            Session::default(),
+        )
+    }
+
+    #[test]
+    fn trims_round_inward_to_the_block_size() {
+        assert_eq!(round_inward(0, 511, 512), (0, 0));
+        assert_eq!(round_inward(1, 1535, 512), (512, 1024));
+        assert_eq!(round_inward(512, 1024, 512), (512, 1024));
+        assert_eq!(round_inward(100, 300, 512).1, 0);
+        assert_eq!(
+            judge_default(&header(p::CMD_TRIM, 0, 511)),
+            Verdict::Run(Op::Trim {
+                offset_bytes: 0,
+                len_bytes: 0,
+                fua: false
+            })
+        );
+    }
+
+    #[test]
+    fn refuses_flags_a_command_may_not_carry() {
+        let mut read_no_hole = header(p::CMD_READ, 0, 512);
+        read_no_hole.flags = p::CMD_FLAG_NO_HOLE;
+        assert_eq!(judge_default(&read_no_hole), Verdict::Reject(p::EINVAL));
+        let mut zeroes_no_hole = header(p::CMD_WRITE_ZEROES, 0, 512);
+        zeroes_no_hole.flags = p::CMD_FLAG_NO_HOLE | p::CMD_FLAG_FUA;
+        assert!(matches!(judge_default(&zeroes_no_hole), Verdict::Run(_)));
+        let mut flush_fua = header(p::CMD_FLUSH, 0, 0);
+        flush_fua.flags = p::CMD_FLAG_FUA;
+        assert_eq!(judge_default(&flush_fua), Verdict::Run(Op::Flush));
+        let mut unknown = header(p::CMD_WRITE, 0, 512);
+        unknown.flags = 1 << 9;
+        assert_eq!(judge_default(&unknown), Verdict::Reject(p::EINVAL));
     }
 
     #[test]
@@ -432,7 +562,8 @@ mod tests {
                 &header(p::CMD_READ, 0, big),
                 u64::MAX,
                 false,
-                &ServerConfig::default()
+                &ServerConfig::default(),
+                Session::default()
             ),
             Verdict::Reject(p::EINVAL)
         );
@@ -446,7 +577,8 @@ mod tests {
                 &header(p::CMD_WRITE, 0, 512),
                 SIZE_BYTES,
                 true,
-                &ServerConfig::default()
+                &ServerConfig::default(),
+                Session::default()
             ),
             Verdict::Reject(p::EPERM)
         );
@@ -464,7 +596,8 @@ mod tests {
                 &header(p::CMD_TRIM, 0, long),
                 u64::MAX,
                 false,
-                &ServerConfig::default()
+                &ServerConfig::default(),
+                Session::default()
             ),
             Verdict::Run(Op::Trim {
                 offset_bytes: 0,

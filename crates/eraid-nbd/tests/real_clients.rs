@@ -164,3 +164,50 @@ fn qemu_img_info_convert_and_compare() {
         "qemu-img compare must report the difference"
     );
 }
+
+#[test]
+fn qemu_io_unaligned_discard_succeeds_and_rounds_inward() {
+    if !have_tool("qemu-io") {
+        return;
+    }
+    let data = random_bytes(SIZE_BYTES, 6);
+    let export = Arc::new(MemExport::with_contents("disk0", data.clone()));
+    let served = serve_mem(&export);
+    // qemu passes a 511-byte discard through as it is (issue 20).
+    let out = run(Command::new("qemu-io")
+        .args(["-f", "raw", &served.uri])
+        .args(["-c", "discard 0 511", "-c", "discard 100 5000"]));
+    assert!(!out.contains("failed"), "qemu-io reported a failure: {out}");
+    let contents = export.contents();
+    // Only whole blocks inside [100, 5100) were trimmed (MemExport zeroes them).
+    assert_eq!(
+        contents[..512],
+        data[..512],
+        "bytes outside whole blocks kept"
+    );
+    assert!(
+        contents[512..4608].iter().all(|&b| b == 0),
+        "inner blocks trimmed"
+    );
+    assert_eq!(
+        contents[4608..],
+        data[4608..],
+        "the partial tail block kept"
+    );
+}
+
+#[test]
+fn nbdinfo_map_reports_the_whole_export_as_data() {
+    if !have_tool("nbdinfo") {
+        return;
+    }
+    let export = Arc::new(MemExport::new("disk0", SIZE_BYTES));
+    let served = serve_mem(&export);
+    let map = run(Command::new("nbdinfo")
+        .args(["--map=base:allocation"])
+        .arg(&served.uri));
+    // One line: offset, length, type 0 = data (the export tracks no holes).
+    let fields: Vec<&str> = map.split_whitespace().collect();
+    assert_eq!(fields[..3], ["0", &SIZE_BYTES.to_string(), "0"], "{map}");
+    assert_eq!(map.lines().count(), 1, "{map}");
+}

@@ -11,12 +11,20 @@ use std::path::PathBuf;
 /// Add a replacement or a hot spare to a running array
 ///
 /// On an array with a failed or missing member, NEW takes that member's
-/// place and is rebuilt from the others while the array serves (Linux MD's
-/// pipelined rebuild: stripes in address order, at most --speed-max, and
-/// above --speed-min only while users are idle; see `eraid rebuild`). With
+/// place and is rebuilt from the others while the array serves, by
+/// --strategy (default: the array's recorded one, else pro):
+///   pr       Linux MD's pipelined rebuild: stripes in address order, at
+///            most --speed-max, above --speed-min only while users are idle
+///   dor      RAIDframe's disk-oriented reconstruction: each surviving disk
+///            reads ahead in address order, below users' I/O priority,
+///            no rate limits
+///   pro      PRO on top of pr: the hot zones users access most first
+///   pro-dor  PRO on top of dor
+/// (see `eraid rebuild`). With
 /// --spare it is kept as a hot spare instead: it carries the array's
 /// metadata and takes over by itself when a member fails.
 ///   eraid add d4 --control ctl.sock
+///   eraid add --strategy pro-dor d4 --control ctl.sock
 ///   eraid add --spare d4 --control ctl.sock
 ///
 /// NEW must exist, be at least as large as the members, and carry no eraid
@@ -34,6 +42,10 @@ pub struct AddArgs {
     /// or is paused (exit 1).
     #[arg(long)]
     wait: bool,
+    /// The rebuild strategy: pr, dor, pro or pro-dor (for a spare: of the
+    /// rebuild it starts when it takes over). Kept for later rebuilds.
+    #[arg(long, value_name = "NAME", value_parser = super::rebuild::parse_strategy)]
+    strategy: Option<eraid_core::rebuild::config::RebuildStrategy>,
     /// The control socket of a running `eraid serve --control PATH`.
     #[arg(long, value_name = "PATH")]
     control: PathBuf,
@@ -47,9 +59,12 @@ impl AddArgs {
         // The server resolves paths against its own directory.
         let path = std::path::absolute(&self.new).unwrap_or_else(|_| self.new.clone());
         let status = client
-            .call(
-                &json!({"command": "add", "path": path.display().to_string(), "spare": self.spare}),
-            )
+            .call(&json!({
+                "command": "add",
+                "path": path.display().to_string(),
+                "spare": self.spare,
+                "strategy": self.strategy.map(|s| s.name()),
+            }))
             .with_context(|| format!("cannot add {}", self.new.display()))?;
         for warning in status["warnings"].as_array().into_iter().flatten() {
             eprintln!("{}", warning.as_str().unwrap_or_default());

@@ -380,6 +380,8 @@ pub fn rebuild_json(sb: &Superblock) -> Value {
     } else {
         record.checkpoint_stripe
     };
+    // Stripes past the checkpoint stripe that the map records count too.
+    let recorded = record.recorded_stripes();
     let bytes = |stripes: u64| {
         (stripes as u128 * sb.geometry.member_data_bytes as u128 / total as u128) as u64
     };
@@ -393,11 +395,12 @@ pub fn rebuild_json(sb: &Superblock) -> Value {
         "state": record.state.name(),
         "held": record.held,
         "reason": record.reason,
-        "progress": position as f64 / total as f64,
+        "progress": recorded as f64 / total as f64,
         "position_stripes": position,
+        "rebuilt_stripes": recorded,
         "total_stripes": record.total_stripes,
-        "rebuilt_bytes": bytes(position),
-        "checkpoint_bytes": bytes(record.checkpoint_stripe.min(record.total_stripes)),
+        "rebuilt_bytes": bytes(recorded),
+        "checkpoint_bytes": bytes(recorded),
         "total_bytes": sb.geometry.member_data_bytes,
         "target": targets.first(),
         "targets": targets,

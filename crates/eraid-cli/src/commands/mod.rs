@@ -2,6 +2,8 @@
 pub mod add;
 pub mod check;
 pub mod create;
+pub mod crs;
+pub mod crs_study;
 pub mod demo;
 pub mod detail;
 pub mod disk;

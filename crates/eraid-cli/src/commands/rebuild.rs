@@ -18,14 +18,18 @@ use std::time::{Duration, Instant};
 ///   eraid rebuild pause --control ctl.sock
 ///   eraid rebuild resume --control ctl.sock
 ///   eraid rebuild set --speed-min 1000 --speed-max 20000 --control ctl.sock
+///   eraid rebuild set --strategy pro --hot-zone 64M --control ctl.sock
 ///   eraid rebuild wait --control ctl.sock
 ///
 /// pause: the stripes in flight finish and the position is recorded; then
 /// nothing is rebuilt until `resume`, across restarts of the server too.
 /// set: the rebuild's rate floor and ceiling in KiB/s of each replacement
-/// (MD's sync_speed_min/max): below the floor it does not yield to users,
-/// between the two it goes on only while users are idle. Settings given
-/// before any rebuild apply to the next one. wait: a progress bar (rate,
+/// (MD's sync_speed_min/max; pr and pro): below the floor it does not
+/// yield to users, between the two it goes on only while users are idle.
+/// --strategy pr|dor|pro|pro-dor switches a running rebuild (what is
+/// rebuilt stays rebuilt); --hot-zone, --time-slice-ms and
+/// --popularity-half-life-ms tune PRO (defaults 64 MiB, 100 ms, 10 s).
+/// Settings given before any rebuild apply to the next one. wait: a progress bar (rate,
 /// ETA) until the rebuild is done (exit 0), stops or is paused (exit 1).
 #[derive(Args, Debug)]
 #[command(verbatim_doc_comment)]
@@ -61,6 +65,18 @@ struct SetArgs {
     /// Rate ceiling in KiB/s.
     #[arg(long = "speed-max", value_name = "KB/S")]
     speed_max: Option<u64>,
+    /// The rebuild strategy: pr, dor, pro or pro-dor.
+    #[arg(long, value_name = "NAME", value_parser = parse_strategy)]
+    strategy: Option<eraid_core::rebuild::config::RebuildStrategy>,
+    /// PRO: the size of a hot zone of each replacement (e.g. 64M).
+    #[arg(long = "hot-zone", value_name = "SIZE", value_parser = crate::size::parse_size_bytes)]
+    hot_zone_bytes: Option<u64>,
+    /// PRO: how long the most popular zone is rebuilt before the next pick.
+    #[arg(long = "time-slice-ms", value_name = "MS")]
+    time_slice_ms: Option<u64>,
+    /// PRO: a zone's access count halves every this many ms.
+    #[arg(long = "popularity-half-life-ms", value_name = "MS")]
+    popularity_half_life_ms: Option<u64>,
     #[command(flatten)]
     target: Target,
 }
@@ -72,13 +88,25 @@ impl RebuildArgs {
             RebuildAction::Resume(t) => (t, Some(json!({"command": "resume-rebuild"}))),
             RebuildAction::Wait(t) => (t, None),
             RebuildAction::Set(set) => {
-                if set.speed_min.is_none() && set.speed_max.is_none() {
-                    bail!("nothing to set: give --speed-min and/or --speed-max");
-                }
                 let settings = json!({
+                    "strategy": set.strategy.map(|s| s.name()),
                     "speed_min_kib_s": set.speed_min,
                     "speed_max_kib_s": set.speed_max,
+                    "hot_zone_bytes": set.hot_zone_bytes,
+                    "time_slice_ms": set.time_slice_ms,
+                    "popularity_half_life_ms": set.popularity_half_life_ms,
                 });
+                if settings
+                    .as_object()
+                    .into_iter()
+                    .flatten()
+                    .all(|(_, v)| v.is_null())
+                {
+                    bail!(
+                        "nothing to set: give --strategy, --speed-min, --speed-max, --hot-zone, \
+                         --time-slice-ms or --popularity-half-life-ms"
+                    );
+                }
                 (
                     &set.target,
                     Some(json!({"command": "tune-rebuild", "settings": settings})),
@@ -95,6 +123,11 @@ impl RebuildArgs {
             None => follow_rebuild(&mut client, &target.control),
         }
     }
+}
+
+/// A `--strategy` value, with the names it may be.
+pub fn parse_strategy(name: &str) -> Result<eraid_core::rebuild::config::RebuildStrategy, String> {
+    eraid_core::rebuild::config::RebuildStrategy::parse(name)
 }
 
 fn mib(bytes: f64) -> String {

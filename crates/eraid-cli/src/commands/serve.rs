@@ -23,8 +23,9 @@ use std::sync::{Arc, Mutex, OnceLock};
 /// Assembles the array from its members (one missing member is fine for
 /// RAID-5 and RAID-10, two for RAID-6), listens, and prints the NBD URI to
 /// connect to (e.g. with nbdcopy, qemu-img, nbdfuse or fio). On SIGINT,
-/// SIGTERM or SIGHUP it finishes in-flight requests, flushes every member, marks the
-/// members clean and exits 0. After an unclean stop, parity of the regions
+/// SIGTERM or SIGHUP it stops accepting, finishes in-flight requests (a client
+/// that does not take its replies is dropped), flushes every member, marks the
+/// members clean and exits 0, within --shutdown-timeout-s plus the flush. After an unclean stop, parity of the regions
 /// the write-intent bitmap marks dirty is resynced while serving. The
 /// members are locked: a second serve or check of them is refused.
 ///
@@ -85,13 +86,67 @@ pub struct ServeArgs {
     /// Implies --allow-dirty-degraded for this start.
     #[arg(long)]
     force: bool,
+    /// A client must finish the NBD handshake within this many seconds of
+    /// connecting, or it is disconnected.
+    #[arg(long, value_name = "SECONDS", default_value_t = 10,
+          value_parser = clap::value_parser!(u64).range(1..=3600))]
+    handshake_timeout_s: u64,
+    /// Clients served at once (in the transmission phase); more are refused
+    /// until one leaves.
+    #[arg(long, value_name = "N", default_value_t = 64,
+          value_parser = clap::value_parser!(u64).range(1..=65536))]
+    max_connections: u64,
+    /// Connections still in the handshake at once, apart from
+    /// --max-connections; when full, a new connection displaces the oldest
+    /// handshake, so silent clients cannot lock others out.
+    #[arg(long, value_name = "N", default_value_t = 16,
+          value_parser = clap::value_parser!(u64).range(1..=65536))]
+    handshake_reserve: u64,
+    /// Requests one connection may have in flight; it is not read further
+    /// until some are answered.
+    #[arg(long, value_name = "N", default_value_t = 64,
+          value_parser = clap::value_parser!(u64).range(1..=4096))]
+    max_in_flight_requests: u64,
+    /// Read and write bytes one connection may have in flight, in MiB (at
+    /// least 32, one maximal request).
+    #[arg(long, value_name = "MIB", default_value_t = 128,
+          value_parser = clap::value_parser!(u64).range(32..=65536))]
+    max_in_flight_mib: u64,
+    /// A reply must reach the client within this many seconds (the clock
+    /// does not restart on partial progress); a client that reads too
+    /// slowly, or not at all, is disconnected.
+    #[arg(long, value_name = "SECONDS", default_value_t = 30,
+          value_parser = clap::value_parser!(u64).range(1..=3600))]
+    send_timeout_s: u64,
+    /// On SIGINT/SIGTERM/SIGHUP, connections still open after this many
+    /// seconds are cut (requests already taken still complete in the
+    /// array); then the members are flushed and marked clean.
+    #[arg(long, value_name = "SECONDS", default_value_t = 10,
+          value_parser = clap::value_parser!(u64).range(1..=3600))]
+    shutdown_timeout_s: u64,
     /// Member files or block devices of the array (any order).
     #[arg(required = true)]
     members: Vec<PathBuf>,
 }
 
 impl ServeArgs {
+    /// The NBD server's limits from the command line (clap bounds each).
+    fn server_config(&self) -> ServerConfig {
+        use std::time::Duration;
+        ServerConfig {
+            handshake_timeout: Duration::from_secs(self.handshake_timeout_s),
+            max_connections: self.max_connections as usize,
+            handshake_reserve: self.handshake_reserve as usize,
+            max_in_flight_requests: self.max_in_flight_requests as usize,
+            max_in_flight_bytes: self.max_in_flight_mib << 20,
+            send_timeout: Duration::from_secs(self.send_timeout_s),
+            shutdown_timeout: Duration::from_secs(self.shutdown_timeout_s),
+            ..ServerConfig::default()
+        }
+    }
+
     pub fn run(self) -> Result<i32> {
+        let server_config = self.server_config();
         let stop = Arc::new(AtomicBool::new(false));
         // SIGHUP too (a closed terminal or ssh session): a daemon that dies
         // on it leaves its array dirty.
@@ -262,7 +317,7 @@ impl ServeArgs {
             ),
         };
         // The error names the address and why (no context: it would repeat).
-        let server = Server::bind(listener, Arc::new(export), ServerConfig::default())?;
+        let server = Server::bind(listener, Arc::new(export), server_config)?;
         let running = crate::runtime::start_assembled(assembled, ArrayOptions::default())?;
         for line in &running.report {
             say!("{line}");

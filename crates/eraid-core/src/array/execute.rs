@@ -313,6 +313,18 @@ impl Array {
             }
             OpKind::Write => {
                 let method = op.method.expect("write planned");
+                // Rebuild targets' shards of a stripe the rebuild has not
+                // reached: a write over whole chunks rewrites them too (and
+                // the stripe is then rebuilt).
+                let unrebuilt_targets: Vec<bool> = op
+                    .map
+                    .shards()
+                    .map(|p| {
+                        self.is_rebuild_target(p.member)
+                            && !self.shard_readable(p.member, op.stripe)
+                    })
+                    .collect();
+                let whole_row = row == (0..self.geometry.chunk_bytes);
                 let place_present: Vec<bool> =
                     op.map.shards().map(|p| self.present[p.member]).collect();
                 // Zeroes over every data shard of the row, nothing read: the
@@ -384,6 +396,19 @@ impl Array {
                                         Payload::Bytes(bytes.clone()),
                                     ));
                                 }
+                                // Data shards of targets no segment writes:
+                                // reconstructed above, written whole.
+                                for (i, shard) in data.iter().enumerate() {
+                                    let segment_writes_it =
+                                        op.segments.iter().any(|s| s.data_index == i);
+                                    if whole_row && unrebuilt_targets[i] && !segment_writes_it {
+                                        writes.push((
+                                            i,
+                                            row.clone(),
+                                            Payload::Bytes(shard.clone()),
+                                        ));
+                                    }
+                                }
                             }
                             Err(reason) => error = Some(UserError::Unavailable(reason)),
                         }
@@ -402,6 +427,18 @@ impl Array {
                     }
                 }
                 writes.retain(|(shard, _, _)| place_present[*shard]);
+                let targets_whole = unrebuilt_targets
+                    .iter()
+                    .enumerate()
+                    .all(|(i, &t)| !t || writes.iter().any(|(w, r, _)| *w == i && *r == row));
+                if error.is_none()
+                    && whole_row
+                    && unrebuilt_targets.contains(&true)
+                    && targets_whole
+                    && self.reshape.is_none()
+                {
+                    op.completes_rebuild = self.rebuild_pass_needing(op.stripe);
+                }
             }
             OpKind::Rebuild => {
                 let suspect = self.intent.pinned.contains(&op.region)
@@ -561,6 +598,10 @@ impl Array {
             Parent::Scrub => self.scrub_op_done(op.stripe),
             Parent::Rebuild { pass } => self.rebuild_op_done(pass, op.stripe, error),
             Parent::User(id) => {
+                if let (Some(pass), None, false) = (op.completes_rebuild, &error, op.member_failed)
+                {
+                    self.rebuild_stripe_written_by_user(pass, op.stripe);
+                }
                 let pending = self.requests.get_mut(&id).expect("parent request");
                 pending.remaining_ops -= 1;
                 if error.is_some() && pending.error.is_none() {

@@ -374,12 +374,24 @@ impl Array {
                 self.idle_counted.insert(id, (member, bytes, !user));
             }
         }
+        // DOR's rebuild reads and writes go below users'; a checkpoint's
+        // flush does not (users' writes would starve it).
+        let low = cause == IoCause::Rebuild
+            && !matches!(op, DeviceOp::Flush)
+            && self
+                .rebuild_record()
+                .is_some_and(|r| r.config.strategy.disk_oriented());
         self.io_owner.insert(id, (owner, device));
         self.outbox_io.push_back(DeviceIo {
             id,
             member: device,
             op,
             cause,
+            priority: if low {
+                IoPriority::Low
+            } else {
+                IoPriority::Normal
+            },
         });
     }
 

@@ -140,6 +140,9 @@ pub struct StripeOp {
     /// A member failed under this op: wait for the superblock record.
     pub member_failed: bool,
     pub intent_taken: bool,
+    /// A user write rewriting every rebuild target's whole chunk of an
+    /// unrebuilt stripe: the rebuild pass whose map it marks when done.
+    pub completes_rebuild: Option<u64>,
 }
 
 impl StripeOp {

@@ -34,6 +34,7 @@ impl Array {
             });
             return;
         }
+        self.rebuild_note_user_access(offset_bytes, len_bytes);
         // A growth may hold the request back (its window is being moved, or
         // a checkpoint must come first); it is submitted again later.
         let Some(request) = self.reshape_admit(request) else {
@@ -210,6 +211,7 @@ impl Array {
             read_failed: false,
             member_failed: false,
             intent_taken: false,
+            completes_rebuild: None,
         };
         self.ops.insert(op_id, op);
         if self.locks.acquire(lock_key, op_id, lock) {

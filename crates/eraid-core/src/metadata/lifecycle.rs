@@ -71,6 +71,9 @@ pub fn check_lifecycle_fields(sb: &Superblock) -> Result<(), String> {
             rebuild.total_stripes
         ));
     }
+    if let Some(map) = &rebuild.rebuilt_units {
+        map.decode(stripes)?;
+    }
     if rebuild.targets.is_empty() {
         return Err("an unfinished rebuild has no target member".into());
     }
@@ -146,6 +149,7 @@ mod tests {
             held: false,
             reason: None,
             counters: RebuildCounters::default(),
+            rebuilt_units: None,
         });
         sb
     }
@@ -211,6 +215,26 @@ mod tests {
         let mut sb = rebuilding(1, 0);
         sb.rebuild.as_mut().unwrap().config.window_stripes = 0;
         refused(&sb, 0, "window_stripes");
+        let mut sb = rebuilding(1, 0);
+        sb.rebuild.as_mut().unwrap().config.hot_zone_bytes = 0;
+        refused(&sb, 0, "hot_zone_bytes");
+        // The rebuilt-units map: the right size decodes, a damaged one not.
+        let units = total.div_ceil(crate::rebuild::record::recorded_unit_stripes(total));
+        let mut sb = rebuilding(1, 0);
+        let good = crate::rebuild::record::RebuiltUnits::encode(
+            total,
+            &vec![0x0f; units.div_ceil(8) as usize],
+        );
+        sb.rebuild.as_mut().unwrap().rebuilt_units = Some(good.clone());
+        assert!(round_trip(&sb, 0).is_ok());
+        let mut short = good.clone();
+        short.bits_hex.truncate(2);
+        sb.rebuild.as_mut().unwrap().rebuilt_units = Some(short);
+        refused(&sb, 0, "hex digits");
+        let mut coarse = good;
+        coarse.unit_stripes += 1;
+        sb.rebuild.as_mut().unwrap().rebuilt_units = Some(coarse);
+        refused(&sb, 0, "units of");
         // A copy claiming to be a spare that is not recorded.
         refused(&raid5(), 5, "this member is 5");
         let mut sb = raid5();

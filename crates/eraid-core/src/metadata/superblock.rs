@@ -329,6 +329,11 @@ mod tests {
                 held: true,
                 reason: Some(hostile.clone()),
                 counters: Default::default(),
+                // The largest map: every unit's bit set.
+                rebuilt_units: Some(crate::rebuild::record::RebuiltUnits::encode(
+                    u64::MAX,
+                    &vec![0xff; (crate::rebuild::record::RECORDED_UNITS_MAX / 8) as usize],
+                )),
             }),
         };
         for member in [

@@ -107,6 +107,7 @@ impl MirrorMachine {
             member,
             op,
             cause: IoCause::User,
+            priority: Default::default(),
         });
     }
 

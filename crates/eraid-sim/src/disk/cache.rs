@@ -20,6 +20,9 @@ pub struct Segment {
     /// Dirty data stays until destaged: this segment is not evicted earlier.
     pub dirty_until_ns: f64,
     pub last_use: u64,
+    /// Filled from the media as a ring of this many sectors: once more have
+    /// been read, the oldest are overwritten (DiskSim's segment wrap).
+    pub ring_sectors: Option<u64>,
 }
 
 impl Segment {
@@ -32,8 +35,31 @@ impl Segment {
             .map_or(0.0, |r| r.start_ns + (lbn - r.lbn + 1) as f64 * r.sector_ns)
     }
 
-    pub fn covers(&self, lbn: u64, sectors: u64) -> bool {
-        self.valid && self.readable && lbn >= self.start_lbn && lbn + sectors <= self.end_lbn
+    /// First LBN not yet in the buffer at `t_ns`.
+    fn filled_to(&self, t_ns: f64) -> u64 {
+        for r in &self.runs {
+            if t_ns < r.end_ns() {
+                let done = ((t_ns - r.start_ns) / r.sector_ns).floor().max(0.0) as u64;
+                return r.lbn + done.min(r.sectors);
+            }
+        }
+        self.end_lbn
+    }
+
+    /// First LBN still held at `t_ns`.
+    pub fn start_at(&self, t_ns: f64) -> u64 {
+        match self.ring_sectors {
+            Some(ring) => self
+                .start_lbn
+                .max(self.filled_to(t_ns).saturating_sub(ring)),
+            None => self.start_lbn,
+        }
+    }
+
+    /// Whether `lbn..lbn+sectors` is (or is being brought) into the buffer
+    /// at `t_ns` and readable.
+    pub fn covers(&self, lbn: u64, sectors: u64, t_ns: f64) -> bool {
+        self.valid && self.readable && lbn >= self.start_at(t_ns) && lbn + sectors <= self.end_lbn
     }
 
     /// Drops every sector from `lbn` on.
@@ -70,9 +96,11 @@ impl Cache {
         self.segments[i].last_use = self.clock;
     }
 
-    /// Segment holding all of `lbn..lbn+sectors` for reading, if any.
-    pub fn lookup(&self, lbn: u64, sectors: u64) -> Option<usize> {
-        self.segments.iter().position(|s| s.covers(lbn, sectors))
+    /// Segment holding all of `lbn..lbn+sectors` for reading at `t_ns`.
+    pub fn lookup(&self, lbn: u64, sectors: u64, t_ns: f64) -> Option<usize> {
+        self.segments
+            .iter()
+            .position(|s| s.covers(lbn, sectors, t_ns))
     }
 
     /// A valid segment whose data ends exactly at `lbn` (a sequential stream).
@@ -82,11 +110,12 @@ impl Cache {
             .position(|s| s.valid && s.end_lbn == lbn && s.end_lbn > s.start_lbn)
     }
 
-    /// A readable segment whose range contains or ends right before `lbn`.
-    pub fn continuing(&self, lbn: u64) -> Option<usize> {
+    /// A readable segment whose range at `t_ns` contains or ends right
+    /// before `lbn`.
+    pub fn continuing(&self, lbn: u64, t_ns: f64) -> Option<usize> {
         self.segments
             .iter()
-            .position(|s| s.valid && s.readable && lbn >= s.start_lbn && lbn <= s.end_lbn)
+            .position(|s| s.valid && s.readable && lbn >= s.start_at(t_ns) && lbn <= s.end_lbn)
     }
 
     /// Whether segment `i` can take `sectors` more at its end.

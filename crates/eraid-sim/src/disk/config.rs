@@ -12,9 +12,12 @@ pub struct DiskSpec {
     pub geometry: GeometrySpec,
     pub mechanics: MechanicsSpec,
     pub overheads: Overheads,
-    /// Time to move one 512-byte sector over the host bus (DiskSim's
-    /// "Bulk sector transfer time").
-    pub bus_ms_per_sector: f64,
+    /// Time to move one 512-byte sector of read data over the host bus
+    /// (the larger of DiskSim's disk "Bulk sector transfer time" and the
+    /// "Read block transfer time" of the bus the disk sits on).
+    pub bus_read_ms_per_sector: f64,
+    /// The same for write data ("Write block transfer time").
+    pub bus_write_ms_per_sector: f64,
     pub cache: CacheSpec,
     /// Commands the drive accepts at once (in service or queued); more wait
     /// in the host's queue, in arrival order.
@@ -26,23 +29,53 @@ pub struct DiskSpec {
 pub struct GeometrySpec {
     pub surfaces: u32,
     pub sparing: Sparing,
+    pub track_order: TrackOrder,
     pub zones: Vec<ZoneSpec>,
 }
 
-/// How spare space and slipped (defective) sectors are laid out. These are
-/// the DiskSim `dm_layout_g1` schemes the model implements exactly.
+/// How spare space and slipped (defective) locations are laid out: DiskSim's
+/// `dm_layout_g1` sparing schemes 0 to 10. `spares` of a zone counts spare
+/// sectors (whole tracks for [`Sparing::TracksPerZone`]) per region; slips
+/// and defects are zone-relative physical sector numbers (track numbers for
+/// [`Sparing::TracksPerZone`]). A slipped location holds no data and the
+/// following data shift by one. When slips "use the spares" the shift stops
+/// at the end of the region (the region's spares shrink by one); otherwise
+/// it runs to the end of the zone.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Sparing {
-    /// Scheme 0: every physical sector holds data.
+    /// Scheme 0: every physical sector holds data (slips are not used).
     None,
-    /// Scheme 1: `spares` whole tracks at the end of each zone; slips are
-    /// zone-relative track numbers.
+    /// Scheme 1: `spares` whole tracks at the end of each zone.
     TracksPerZone,
-    /// Scheme 9: `spares` sectors at the end of each zone; slips are
-    /// zone-relative physical sector numbers that are skipped.
+    /// Schemes 2, 4, 5, 6: `spares` sectors per cylinder, at its end or its
+    /// front; slips use them (2, 5) or shift to the end of the zone (4, 6).
+    SectorsPerCylinder { at_front: bool, slip_to_end: bool },
+    /// Scheme 3: `spares` sectors at the end of each track.
+    SectorsPerTrack,
+    /// Scheme 7: the spares lie beyond the last zone; every slip shifts the
+    /// rest of its zone (zones declare no spares of their own).
+    SectorsAtDiskEnd,
+    /// Scheme 8: `spares` sectors at the end of every `cylinders`-cylinder
+    /// range of a zone (a last, shorter range has none).
+    SectorsPerRange { cylinders: u32 },
+    /// Scheme 9: `spares` sectors at the end of each zone.
     SectorsPerZone,
-    /// Scheme 10: as 9, but slips do not consume the zone's spares.
+    /// Scheme 10: as 9, but slips do not use the zone's spares.
     SectorsPerZoneSlipToEnd,
+}
+
+/// Order of the tracks of a cylinder along the LBNs (DiskSim's "LBN-to-PBN
+/// mapping scheme").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TrackOrder {
+    /// 0: every cylinder from surface 0 to the last.
+    Normal,
+    /// 1: serpentine, restarting in each zone: a zone's even cylinders
+    /// (counted from its first) ascend, odd ones descend, so a cylinder
+    /// switch needs no head switch.
+    SerpentinePerZone,
+    /// 2: serpentine by absolute cylinder number (even ascend, odd descend).
+    Serpentine,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -67,7 +100,9 @@ pub struct ZoneSpec {
 pub struct MechanicsSpec {
     pub rpm: f64,
     pub head_switch_ms: f64,
-    /// Extra settling before a write after any head movement.
+    /// Extra settling before a write after any head movement; may be
+    /// negative (a write then settles faster than the read curve says), but
+    /// a move never takes less than zero.
     pub write_settle_ms: f64,
     pub seek: SeekCurve,
 }
@@ -86,6 +121,15 @@ pub struct Overheads {
     pub write_miss_after_write_ms: f64,
     pub read_completion_ms: f64,
     pub write_completion_ms: f64,
+    /// Before any data transfer starts ("Data preparation overhead").
+    pub data_prep_ms: f64,
+    /// A read that had to wait for the media reconnects to the host to send
+    /// its data, and a write completed on the media to report it ("First
+    /// reselect overhead").
+    pub reselect_ms: f64,
+    /// A write that does not continue the last media transfer spends at
+    /// least this long positioning ("Minimum seek delay").
+    pub min_write_position_ms: f64,
 }
 
 impl Overheads {
@@ -102,6 +146,9 @@ impl Overheads {
             write_miss_after_write_ms: command_ms,
             read_completion_ms: 0.0,
             write_completion_ms: 0.0,
+            data_prep_ms: 0.0,
+            reselect_ms: 0.0,
+            min_write_position_ms: 0.0,
         }
     }
 }
@@ -121,6 +168,19 @@ pub enum ReadAhead {
     NextTrack,
 }
 
+/// What read-ahead may do with the data of the read that started it
+/// (DiskSim's "Read-ahead over requested").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RequestData {
+    /// 0: they stay; with no maximum read-ahead, read-ahead stops when the
+    /// segment is full.
+    Kept,
+    /// 1: read-ahead may push them out of the segment.
+    Replaceable,
+    /// -1: they leave the segment once sent.
+    Dropped,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FastWrite {
     /// Level 0: a write completes when it is on the media.
@@ -138,11 +198,30 @@ pub struct CacheSpec {
     pub segment_sectors: u64,
     pub read_ahead: ReadAhead,
     pub read_ahead_min_sectors: u64,
-    /// 0 means "no limit beyond the segment".
+    /// 0 means "a segment's worth".
     pub read_ahead_max_sectors: u64,
+    pub request_data: RequestData,
     pub fast_write: FastWrite,
     pub read_hits_on_write_data: bool,
     pub combine_seq_writes: bool,
+    /// A read that waits for the media reconnects to send its data once
+    /// this fraction of it (of the segment, if not `water_by_request`) is
+    /// in the buffer, and then keeps the bus (DiskSim's "High (read) water
+    /// mark"; 0 sends each sector as soon as it is read).
+    pub read_high_water: f64,
+    /// The water mark is a fraction of the request, not of the segment
+    /// ("Set watermark by reqsize").
+    pub water_by_request: bool,
+    /// A read whose first sectors are in the buffer sends them at once and
+    /// reads only the rest ("Immed transfer partial hit"); otherwise it is a
+    /// miss and reads all of it from the media.
+    pub partial_hits: bool,
+    /// A segment filled from the media is a ring: as read-ahead goes on it
+    /// keeps only the last `segment_sectors`, overwriting the oldest (as
+    /// DiskSim's segments do). Otherwise read-ahead stops once a segment's
+    /// worth is past the request, and the segment keeps the newest sectors
+    /// that fit from the start of the fill.
+    pub segments_wrap: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

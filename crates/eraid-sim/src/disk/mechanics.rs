@@ -97,7 +97,7 @@ impl Mechanics {
         };
         let t = seek.max(switch);
         if t > 0.0 && is_write {
-            t + self.write_settle_ns
+            (t + self.write_settle_ns).max(0.0)
         } else {
             t
         }
@@ -127,7 +127,9 @@ impl Mechanics {
     /// Reads or writes `sectors` blocks from `lbn`, starting to move at
     /// `start_ns` from `from`. For writes, `data` says when each sector is in
     /// the buffer: a sector can only be written once it is there, so a run
-    /// whose data arrives too late waits whole revolutions.
+    /// whose data arrives too late waits whole revolutions. The first move
+    /// takes at least `min_first_move_ns`.
+    #[allow(clippy::too_many_arguments)]
     pub fn access(
         &self,
         start_ns: f64,
@@ -136,6 +138,7 @@ impl Mechanics {
         sectors: u64,
         is_write: bool,
         data: Option<DataArrival>,
+        min_first_move_ns: f64,
     ) -> MediaAccess {
         let mut runs = Vec::new();
         let mut t = start_ns;
@@ -149,10 +152,12 @@ impl Mechanics {
                 cyl: run.pbn.cyl,
                 head: run.pbn.head,
             };
+            let mut move_ns = self.reposition_ns(pos, to, is_write);
             if runs.is_empty() {
                 seek_cyls = from.cyl.abs_diff(to.cyl);
+                move_ns = move_ns.max(min_first_move_ns);
             }
-            t += self.reposition_ns(pos, to, is_write);
+            t += move_ns;
             pos = to;
             let sector_ns = self.period_ns / f64::from(self.geometry.sectors_per_track(run.zone));
             let angle = self.geometry.sector_angle(run.zone, run.pbn);

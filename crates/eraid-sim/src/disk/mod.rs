@@ -26,11 +26,11 @@ mod ssd;
 pub mod validate;
 
 pub use config::{
-    CacheSpec, DiskSpec, FastWrite, GeometrySpec, MechanicsSpec, Overheads, ReadAhead,
-    SchedulerKind, Sparing, ZoneSpec,
+    CacheSpec, DiskSpec, FastWrite, GeometrySpec, MechanicsSpec, Overheads, ReadAhead, RequestData,
+    SchedulerKind, Sparing, TrackOrder, ZoneSpec,
 };
 pub use device::Device;
 pub use geometry::{Geometry, GeometryError, Pbn};
 pub use model::{DiskCompletion, DiskModel, DiskRequest, ModelError, SubmitError};
-pub use seek::SeekCurve;
+pub use seek::{HplSeek, SeekCurve};
 pub use ssd::{SsdModel, SsdSpec};

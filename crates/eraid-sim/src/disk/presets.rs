@@ -20,8 +20,8 @@
 //! SATA) ships with it on. Change `spec.cache.fast_write` to taste.
 
 use super::config::{
-    CacheSpec, DiskSpec, FastWrite, GeometrySpec, MechanicsSpec, Overheads, ReadAhead,
-    SchedulerKind, Sparing, ZoneSpec,
+    CacheSpec, DiskSpec, FastWrite, GeometrySpec, MechanicsSpec, Overheads, ReadAhead, RequestData,
+    SchedulerKind, Sparing, TrackOrder, ZoneSpec,
 };
 use super::seek::SeekCurve;
 use super::ssd::SsdSpec;
@@ -231,6 +231,7 @@ pub fn from_datasheet(d: &Datasheet) -> DiskSpec {
         geometry: GeometrySpec {
             surfaces: d.heads,
             sparing: Sparing::SectorsPerZone,
+            track_order: TrackOrder::Normal,
             zones,
         },
         mechanics: MechanicsSpec {
@@ -251,7 +252,8 @@ pub fn from_datasheet(d: &Datasheet) -> DiskSpec {
             write_completion_ms: d.completion_overhead_ms,
             ..Overheads::uniform(d.command_overhead_ms)
         },
-        bus_ms_per_sector: 512.0 / (d.interface_mb_per_s * 1e6) * 1e3,
+        bus_read_ms_per_sector: 512.0 / (d.interface_mb_per_s * 1e6) * 1e3,
+        bus_write_ms_per_sector: 512.0 / (d.interface_mb_per_s * 1e6) * 1e3,
         cache: CacheSpec {
             enabled: true,
             segments,
@@ -259,6 +261,7 @@ pub fn from_datasheet(d: &Datasheet) -> DiskSpec {
             read_ahead: ReadAhead::ToSegmentEnd,
             read_ahead_min_sectors: 0,
             read_ahead_max_sectors: 0,
+            request_data: RequestData::Kept,
             fast_write: if d.write_back {
                 FastWrite::Always
             } else {
@@ -266,6 +269,10 @@ pub fn from_datasheet(d: &Datasheet) -> DiskSpec {
             },
             read_hits_on_write_data: true,
             combine_seq_writes: true,
+            read_high_water: 0.0,
+            water_by_request: true,
+            partial_hits: false,
+            segments_wrap: false,
         },
         queue_depth: 32,
         scheduler: SchedulerKind::Sptf,

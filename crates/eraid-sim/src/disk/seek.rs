@@ -11,6 +11,41 @@ pub enum SeekCurve {
     /// `a + b * sqrt(d) + c * d` ms for d >= 1 cylinders (Ruemmler and
     /// Wilkes' square-root-then-linear shape folded into one formula).
     Fitted { a_ms: f64, b_ms: f64, c_ms: f64 },
+    /// Ruemmler and Wilkes' two-piece curve (DiskSim's `hpl` and
+    /// `hplplus10` seek types).
+    Hpl(HplSeek),
+}
+
+/// `v2 + v3 * sqrt(d)` ms below `v1` cylinders, `v4 + v5 * d` ms from there
+/// on ("HPL seek equation values" V1..V5). A one-cylinder seek takes
+/// `single_cylinder_ms` when given (V6, -1 meaning none), and the
+/// `hplplus10` type takes distances 1 to 10 from `first_ten_ms`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HplSeek {
+    pub short_below_cyls: u32,
+    pub short_base_ms: f64,
+    pub short_sqrt_ms: f64,
+    pub long_base_ms: f64,
+    pub long_per_cyl_ms: f64,
+    pub single_cylinder_ms: Option<f64>,
+    pub first_ten_ms: Option<[f64; 10]>,
+}
+
+impl HplSeek {
+    fn seek_time_ms(&self, d: u32) -> f64 {
+        if let Some(t) = self.first_ten_ms {
+            if (1..=10).contains(&d) {
+                return t[d as usize - 1];
+            }
+        } else if let (1, Some(t)) = (d, self.single_cylinder_ms) {
+            return t;
+        }
+        if d < self.short_below_cyls {
+            self.short_base_ms + self.short_sqrt_ms * f64::from(d).sqrt()
+        } else {
+            self.long_base_ms + self.long_per_cyl_ms * f64::from(d)
+        }
+    }
 }
 
 impl SeekCurve {
@@ -63,6 +98,7 @@ impl SeekCurve {
                 (a_ms + b_ms * d.sqrt() + c_ms * d).max(0.0)
             }
             SeekCurve::Table(points) => interpolate(points, distance_cyls),
+            SeekCurve::Hpl(h) => h.seek_time_ms(distance_cyls).max(0.0),
         }
     }
 }
@@ -101,6 +137,29 @@ mod tests {
         assert_eq!(c.seek_time_ms(1), 1.0);
         assert!((c.seek_time_ms(2) - 1.5).abs() < 1e-12);
         assert!((c.seek_time_ms(7) - 3.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn hpl_pieces_and_first_ten() {
+        let mut h = HplSeek {
+            short_below_cyls: 300,
+            short_base_ms: 3.0,
+            short_sqrt_ms: 0.5,
+            long_base_ms: 8.0,
+            long_per_cyl_ms: 0.01,
+            single_cylinder_ms: Some(1.5),
+            first_ten_ms: None,
+        };
+        let c = SeekCurve::Hpl(h.clone());
+        assert_eq!(c.seek_time_ms(0), 0.0);
+        assert_eq!(c.seek_time_ms(1), 1.5);
+        assert!((c.seek_time_ms(4) - 4.0).abs() < 1e-12);
+        assert!((c.seek_time_ms(300) - 11.0).abs() < 1e-12);
+        h.first_ten_ms = Some([0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0]);
+        let c = SeekCurve::Hpl(h);
+        assert_eq!(c.seek_time_ms(1), 0.1);
+        assert_eq!(c.seek_time_ms(10), 1.0);
+        assert!((c.seek_time_ms(16) - 5.0).abs() < 1e-12);
     }
 
     #[test]

@@ -112,4 +112,23 @@ impl<'a> Fields<'a> {
             })
             .collect()
     }
+
+    /// A list of numbers.
+    pub fn number_list(&self, key: &str) -> Result<Vec<(f64, usize)>, SpecError> {
+        let p = self.param(key)?;
+        let Value::List(items) = &p.value else {
+            return Err(self.err(p, format!("'{key}' must be a list '[ ... ]'")));
+        };
+        items
+            .iter()
+            .map(|(v, line)| match v {
+                Value::Number(n) if n.is_finite() => Ok((*n, *line)),
+                _ => Err(SpecError::new(
+                    self.file,
+                    *line,
+                    format!("'{key}' entries must be numbers"),
+                )),
+            })
+            .collect()
+    }
 }

@@ -3,14 +3,16 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{parse_diskspecs, SpecError};
+use super::{parse_diskspecs, parse_parv, SpecError};
 use crate::disk::DiskSpec;
 
-/// Loads a drive from a `.diskspecs` file, or from a folder holding exactly
-/// one. Files it references are looked up beside it.
-pub fn load_diskspecs_path(path: &Path) -> Result<DiskSpec, SpecError> {
+/// Loads a drive from a DiskSim run file (`.parv`: its first disk, with the
+/// bus it sits on), a `.diskspecs` file, or a folder holding exactly one
+/// `.parv` (else exactly one `.diskspecs`). Files they reference are looked
+/// up beside them.
+pub fn load_disksim_model(path: &Path) -> Result<DiskSpec, SpecError> {
     let file = if path.is_dir() {
-        find_diskspecs(path)?
+        find_model_file(path)?
     } else {
         path.to_path_buf()
     };
@@ -19,24 +21,40 @@ pub fn load_diskspecs_path(path: &Path) -> Result<DiskSpec, SpecError> {
         .map_err(|e| SpecError::new(&name, 0, format!("cannot read: {e}")))?;
     let dir = file.parent().map(Path::to_path_buf).unwrap_or_default();
     let mut resolve = |rel: &str| std::fs::read_to_string(dir.join(rel)).map_err(|e| e.to_string());
-    parse_diskspecs(&name, &text, &mut resolve)
+    if file.extension().is_some_and(|x| x == "parv") {
+        parse_parv(&name, &text, &mut resolve)
+    } else {
+        parse_diskspecs(&name, &text, &mut resolve)
+    }
 }
 
-fn find_diskspecs(dir: &Path) -> Result<PathBuf, SpecError> {
+fn find_model_file(dir: &Path) -> Result<PathBuf, SpecError> {
     let name = dir.display().to_string();
-    let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
+    let files: Vec<PathBuf> = std::fs::read_dir(dir)
         .map_err(|e| SpecError::new(&name, 0, format!("cannot list folder: {e}")))?
         .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "diskspecs"))
         .collect();
-    found.sort();
-    match found.len() {
-        1 => Ok(found.remove(0)),
-        0 => Err(SpecError::new(&name, 0, "folder holds no .diskspecs file")),
-        n => Err(SpecError::new(
-            &name,
-            0,
-            format!("folder holds {n} .diskspecs files; name one"),
-        )),
+    for ext in ["parv", "diskspecs"] {
+        let mut found: Vec<&PathBuf> = files
+            .iter()
+            .filter(|p| p.extension().is_some_and(|x| x == ext))
+            .collect();
+        found.sort();
+        match found.len() {
+            0 => continue,
+            1 => return Ok(found[0].clone()),
+            n => {
+                return Err(SpecError::new(
+                    &name,
+                    0,
+                    format!("folder holds {n} .{ext} files; name one"),
+                ))
+            }
+        }
     }
+    Err(SpecError::new(
+        &name,
+        0,
+        "folder holds no .parv or .diskspecs file",
+    ))
 }

@@ -221,24 +221,161 @@ impl Parser<'_> {
     }
 }
 
-/// Parses the top-level blocks of a DiskSim file. `file` names it in errors.
-pub fn parse_blocks(file: &str, text: &str) -> Result<Vec<Block>, SpecError> {
+/// One top-level item of a DiskSim file.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TopItem {
+    Block(Block),
+    /// `source FILE`: the file's items stand here.
+    Source {
+        file: String,
+        line: usize,
+    },
+    /// `instantiate [ names ] as SPEC`.
+    Instantiate {
+        names: Vec<String>,
+        spec: String,
+        line: usize,
+    },
+    /// `topology TYPE NAME [ children ]`.
+    Topology(TopoNode),
+}
+
+/// A component in a `topology` tree.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TopoNode {
+    pub type_name: String,
+    pub name: String,
+    pub line: usize,
+    pub children: Vec<TopoNode>,
+}
+
+impl Parser<'_> {
+    fn word(&mut self, what: &str) -> Result<String, SpecError> {
+        match self.next() {
+            Some(Tok::Word(w)) => Ok(w),
+            _ => {
+                self.pos -= 1;
+                Err(self.err(format!("expected {what}")))
+            }
+        }
+    }
+
+    fn expect(&mut self, tok: Tok, what: &str) -> Result<(), SpecError> {
+        if self.peek() == Some(&tok) {
+            self.pos += 1;
+            Ok(())
+        } else {
+            Err(self.err(format!("expected {what}")))
+        }
+    }
+
+    /// `TYPE NAME [ child, child ... ]`, the `[`...`]` included.
+    fn topo_node(&mut self) -> Result<TopoNode, SpecError> {
+        let line = self.line();
+        let type_name = self.word("a component type")?;
+        let name = self.word("a component name")?;
+        self.expect(Tok::LOpen, "'[' after a topology component")?;
+        let mut children = Vec::new();
+        loop {
+            match self.peek() {
+                Some(Tok::LClose) => {
+                    self.pos += 1;
+                    break;
+                }
+                Some(Tok::Comma) => self.pos += 1,
+                None => return Err(self.err("topology list is not closed with ']'")),
+                Some(_) => children.push(self.topo_node()?),
+            }
+        }
+        Ok(TopoNode {
+            type_name,
+            name,
+            line,
+            children,
+        })
+    }
+
+    fn instantiate(&mut self, line: usize) -> Result<TopItem, SpecError> {
+        self.expect(Tok::LOpen, "'[' after 'instantiate'")?;
+        let mut names = Vec::new();
+        loop {
+            match self.next() {
+                Some(Tok::LClose) => break,
+                Some(Tok::Comma) => {}
+                Some(Tok::Word(w)) => names.push(w),
+                _ => return Err(SpecError::new(self.file, line, "bad 'instantiate' list")),
+            }
+        }
+        if self.word("'as'")? != "as" {
+            return Err(SpecError::new(
+                self.file,
+                line,
+                "expected 'as' in 'instantiate'",
+            ));
+        }
+        let spec = self.word("a spec name after 'as'")?;
+        Ok(TopItem::Instantiate { names, spec, line })
+    }
+}
+
+/// Parses the top-level items of a DiskSim file (a `.parv` run file, or a
+/// `.diskspecs` / `.model` file of blocks). `file` names it in errors.
+pub fn parse_top_level(file: &str, text: &str) -> Result<Vec<TopItem>, SpecError> {
     let mut p = Parser {
         file,
         toks: tokenize(text),
         pos: 0,
     };
-    let mut blocks = Vec::new();
+    let mut items = Vec::new();
     while p.peek().is_some() {
         let line = p.line();
+        match p.peek() {
+            Some(Tok::Word(w)) if w == "source" => {
+                p.pos += 1;
+                let file = p.word("a file name after 'source'")?;
+                items.push(TopItem::Source { file, line });
+                continue;
+            }
+            Some(Tok::Word(w)) if w == "instantiate" => {
+                p.pos += 1;
+                items.push(p.instantiate(line)?);
+                continue;
+            }
+            Some(Tok::Word(w)) if w == "topology" => {
+                p.pos += 1;
+                items.push(TopItem::Topology(p.topo_node()?));
+                continue;
+            }
+            _ => {}
+        }
         let ws = p.words();
         match p.next() {
             Some(Tok::Open) if !ws.is_empty() && ws.len() <= 2 => {
                 let mut it = ws.into_iter();
                 let type_name = it.next().unwrap_or_default();
-                blocks.push(p.block_body(type_name, it.next(), line)?);
+                items.push(TopItem::Block(p.block_body(type_name, it.next(), line)?));
             }
             _ => {
+                return Err(SpecError::new(
+                    file,
+                    line,
+                    "expected a block 'type name { ... }', 'source', 'instantiate' or 'topology' at top level",
+                ))
+            }
+        }
+    }
+    Ok(items)
+}
+
+/// Parses the top-level blocks of a DiskSim file. `file` names it in errors.
+pub fn parse_blocks(file: &str, text: &str) -> Result<Vec<Block>, SpecError> {
+    let mut blocks = Vec::new();
+    for item in parse_top_level(file, text)? {
+        match item {
+            TopItem::Block(b) => blocks.push(b),
+            TopItem::Source { line, .. }
+            | TopItem::Instantiate { line, .. }
+            | TopItem::Topology(TopoNode { line, .. }) => {
                 return Err(SpecError::new(
                     file,
                     line,
@@ -268,6 +405,31 @@ mod tests {
             Value::Source("x.model".into())
         );
         assert!(matches!(b[0].get("L").unwrap().value, Value::List(ref v) if v.len() == 2));
+    }
+
+    #[test]
+    fn run_file_items() {
+        let text = "disksim_bus B { x = 1 }\nsource d.diskspecs\ninstantiate [ bus1, bus2 ] as B\ntopology disksim_iodriver driver0 [\n disksim_bus bus0 [ disksim_disk disk0 [] ]\n]\n";
+        let items = parse_top_level("r.parv", text).unwrap();
+        assert_eq!(items.len(), 4);
+        assert_eq!(
+            items[1],
+            TopItem::Source {
+                file: "d.diskspecs".into(),
+                line: 2
+            }
+        );
+        let TopItem::Instantiate { names, spec, .. } = &items[2] else {
+            panic!("not an instantiate: {:?}", items[2]);
+        };
+        assert_eq!((names.len(), spec.as_str()), (2, "B"));
+        let TopItem::Topology(t) = &items[3] else {
+            panic!("not a topology: {:?}", items[3]);
+        };
+        assert_eq!(t.children[0].children[0].name, "disk0");
+        assert_eq!(t.children[0].line, 5);
+        let e = parse_top_level("r.parv", "topology a b [ c d [ ]").unwrap_err();
+        assert!(e.message.contains("not closed"), "{e}");
     }
 
     #[test]

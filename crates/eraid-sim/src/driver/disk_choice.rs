@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use crate::disk::presets;
 use crate::disk::{Device, DiskModel, DiskSpec, SsdModel, SsdSpec};
-use crate::diskspec::load_diskspecs_path;
+use crate::diskspec::load_disksim_model;
 
 /// Capacity of the `ssd` preset: that of the 146 GB Cheetahs, so SSD and
 /// HDD arrays built from the same trace fold addresses alike.
@@ -92,7 +92,7 @@ pub fn resolve_disk_model(model: &str, base_dir: Option<&Path>) -> Result<DiskCh
         _ => PathBuf::from(model),
     };
     if path.exists() {
-        return load_diskspecs_path(&path)
+        return load_disksim_model(&path)
             .map(|spec| DiskChoice::Hdd(Box::new(spec)))
             .map_err(|e| e.to_string());
     }

@@ -12,10 +12,15 @@
 //! Limitation: the model does not say when its buffered (write-back) data
 //! has been destaged, so that last step is not waited for; waiting for the
 //! drive to go idle instead would starve flushes under sustained load.
+//!
+//! Low-priority I/O (`IoPriority::Low`: DOR's rebuild) waits at the host
+//! while any normal-priority command of this member is at the drive or
+//! waiting, and goes to the drive one command at a time, as RAIDframe's
+//! disk queues serve users' requests before reconstruction's.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 
-use eraid_core::io::{DeviceOp, IoCause, IoId};
+use eraid_core::io::{DeviceOp, IoCause, IoId, IoPriority};
 
 use super::host_sched::{Cfq, HostSchedulerKind, IoClass};
 use super::stats::MemberStats;
@@ -28,7 +33,12 @@ pub struct DeviceInflight {
     pub parts: Vec<(IoId, InflightKind)>,
     pub submit_ns: u64,
     class: IoClass,
+    low: bool,
 }
+
+/// Low-priority commands at the drive at once (one: a user request
+/// arriving waits for at most one of them).
+pub const LOW_PRIORITY_AT_DRIVE_MAX: usize = 1;
 
 pub enum InflightKind {
     Read {
@@ -47,6 +57,7 @@ struct Command {
     /// Given when the command is complete (merging done), in issue order.
     id: u64,
     class: IoClass,
+    low: bool,
     is_read: bool,
     offset_bytes: u64,
     len_bytes: u64,
@@ -67,6 +78,8 @@ pub struct Member {
     flush_waiters: Vec<(IoId, u64)>,
     /// Commands held by a `cfq` host scheduler (`None`: noop).
     host: Option<Cfq<Command>>,
+    /// Low-priority commands held until no normal one is waiting.
+    low_waiting: VecDeque<Command>,
 }
 
 /// A command the model refused (beyond its capacity): fail it.
@@ -92,6 +105,7 @@ impl Member {
             next_command: 0,
             flush_waiters: Vec::new(),
             host: (scheduler == HostSchedulerKind::Cfq).then(Cfq::default),
+            low_waiting: VecDeque::new(),
         }
     }
 
@@ -104,17 +118,15 @@ impl Member {
     pub fn submit_batch(
         &mut self,
         now_ns: u64,
-        batch: Vec<(IoId, IoCause, DeviceOp)>,
+        batch: Vec<(IoId, IoCause, IoPriority, DeviceOp)>,
         merge_max_bytes: Option<u64>,
     ) -> Vec<Refused> {
         let mut refused = Vec::new();
         let mut commands: Vec<Command> = Vec::new();
-        for (io, cause, op) in batch {
+        for (io, cause, priority, op) in batch {
             let (is_read, offset_bytes, len_bytes, kind) = match op {
                 DeviceOp::Flush => {
-                    for command in commands.drain(..) {
-                        refused.extend(self.hand_over(now_ns, command));
-                    }
+                    refused.extend(self.hand_over_all(now_ns, std::mem::take(&mut commands)));
                     self.stats.count(cause, |c| c.flushes += 1);
                     self.flush_waiters.push((io, self.next_command));
                     continue;
@@ -167,11 +179,13 @@ impl Member {
                 }
             };
             let class = IoClass::of(cause);
+            let low = priority == IoPriority::Low;
             // CFQ keeps each class's requests apart; noop merges anything.
             let separate = self.host.is_some();
             let merged = merge_max_bytes.and_then(|max| {
                 commands.iter_mut().find(|c| {
                     c.is_read == is_read
+                        && c.low == low
                         && (!separate || c.class == class)
                         && c.len_bytes + len_bytes <= max
                         && (c.offset_bytes + c.len_bytes == offset_bytes
@@ -188,6 +202,7 @@ impl Member {
                 None => commands.push(Command {
                     id: 0,
                     class,
+                    low,
                     is_read,
                     offset_bytes,
                     len_bytes,
@@ -195,7 +210,16 @@ impl Member {
                 }),
             }
         }
-        for command in commands {
+        refused.extend(self.hand_over_all(now_ns, commands));
+        refused
+    }
+
+    /// Hands over the commands of one instant, normal-priority ones first
+    /// (so a low one does not reach an idle drive ahead of them).
+    fn hand_over_all(&mut self, now_ns: u64, commands: Vec<Command>) -> Vec<Refused> {
+        let (low, normal): (Vec<Command>, Vec<Command>) = commands.into_iter().partition(|c| c.low);
+        let mut refused = Vec::new();
+        for command in normal.into_iter().chain(low) {
             refused.extend(self.hand_over(now_ns, command));
         }
         refused
@@ -206,6 +230,10 @@ impl Member {
     fn hand_over(&mut self, now_ns: u64, mut command: Command) -> Vec<Refused> {
         command.id = self.next_command;
         self.next_command += 1;
+        if command.low {
+            self.low_waiting.push_back(command);
+            return self.pump_host(now_ns);
+        }
         match &mut self.host {
             None => self.dispatch(now_ns, command),
             Some(host) => {
@@ -221,7 +249,27 @@ impl Member {
         while let Some((_, command)) = self.host.as_mut().and_then(|h| h.next(now_ns)) {
             refused.extend(self.dispatch(now_ns, command));
         }
+        while self.low_may_go() {
+            let command = self.low_waiting.pop_front().expect("checked");
+            refused.extend(self.dispatch(now_ns, command));
+        }
         refused
+    }
+
+    /// A low-priority command may go to the drive: one is waiting, no
+    /// normal-priority command is at the drive or the host, and fewer than
+    /// `LOW_PRIORITY_AT_DRIVE_MAX` low ones are at the drive.
+    fn low_may_go(&self) -> bool {
+        let normal_at_host = self
+            .host
+            .as_ref()
+            .is_some_and(|h| h.waiting().next().is_some());
+        let normal_at_drive = self.inflight.values().any(|c| !c.low);
+        let low_at_drive = self.inflight.values().filter(|c| c.low).count();
+        !self.low_waiting.is_empty()
+            && !normal_at_host
+            && !normal_at_drive
+            && low_at_drive < LOW_PRIORITY_AT_DRIVE_MAX
     }
 
     /// When the host scheduler may let something through by itself.
@@ -233,6 +281,7 @@ impl Member {
     fn dispatch(&mut self, now_ns: u64, command: Command) -> Vec<Refused> {
         let id = command.id;
         let class = command.class;
+        let low = command.low;
         let request = DiskRequest {
             id,
             lbn: command.offset_bytes / 512,
@@ -240,7 +289,7 @@ impl Member {
             is_read: command.is_read,
         };
         if let Err(e) = self.device.submit(now_ns, request) {
-            if let Some(host) = &mut self.host {
+            if let (Some(host), false) = (&mut self.host, low) {
                 host.completed(class);
             }
             let reason = e.to_string();
@@ -260,6 +309,7 @@ impl Member {
                 parts: command.parts,
                 submit_ns: now_ns,
                 class,
+                low,
             },
         );
         Vec::new()
@@ -268,7 +318,7 @@ impl Member {
     /// Records a finished command and returns what it was.
     pub fn complete(&mut self, now_ns: u64, done: &DiskCompletion) -> Option<DeviceInflight> {
         let inflight = self.inflight.remove(&done.id)?;
-        if let Some(host) = &mut self.host {
+        if let (Some(host), false) = (&mut self.host, inflight.low) {
             host.completed(inflight.class);
         }
         let service_ns = now_ns.saturating_sub(inflight.submit_ns);
@@ -282,7 +332,12 @@ impl Member {
         if self.flush_waiters.is_empty() {
             return Vec::new();
         }
-        let at_host = self.host.iter().flat_map(|h| h.waiting()).map(|c| c.id);
+        let at_host = self
+            .host
+            .iter()
+            .flat_map(|h| h.waiting())
+            .chain(&self.low_waiting)
+            .map(|c| c.id);
         let oldest = self
             .inflight
             .keys()
@@ -299,5 +354,62 @@ impl Member {
             !done
         });
         ready
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::disk::presets::simple_ssd;
+    use crate::disk::SsdModel;
+
+    fn read(id: u64, priority: IoPriority, lbn: u64) -> (IoId, IoCause, IoPriority, DeviceOp) {
+        let cause = match priority {
+            IoPriority::Low => IoCause::Rebuild,
+            IoPriority::Normal => IoCause::User,
+        };
+        let op = DeviceOp::Read {
+            offset_bytes: lbn * 512,
+            len_bytes: 4096,
+        };
+        (IoId(id), cause, priority, op)
+    }
+
+    /// Runs the drive to idle; the engine I/Os in the order they finished.
+    fn finish_all(member: &mut Member) -> Vec<u64> {
+        let mut order = Vec::new();
+        while let Some(at) = member.device.next_event_ns() {
+            for done in member.device.advance(at) {
+                let inflight = member.complete(at, &done).expect("a command at the drive");
+                order.extend(inflight.parts.iter().map(|(io, _)| io.0));
+            }
+            assert!(member.pump_host(at).is_empty());
+        }
+        order
+    }
+
+    #[test]
+    fn low_priority_commands_wait_while_users_have_commands_waiting() {
+        let device = Device::Ssd(SsdModel::new(simple_ssd(1 << 20)));
+        let mut member = Member::new(device, None, false, HostSchedulerKind::Noop);
+        // Three rebuild reads queued, then two user reads at the same instant.
+        let batch = vec![
+            read(1, IoPriority::Low, 0),
+            read(2, IoPriority::Low, 64),
+            read(3, IoPriority::Low, 128),
+            read(10, IoPriority::Normal, 4096),
+            read(11, IoPriority::Normal, 8192),
+        ];
+        assert!(member.submit_batch(0, batch, None).is_empty());
+        assert!(
+            member.inflight.values().all(|c| !c.low),
+            "no rebuild command reaches the drive while users' wait"
+        );
+        assert_eq!(finish_all(&mut member), vec![10, 11, 1, 2, 3]);
+        // Alone, low-priority commands go one at a time.
+        let batch = vec![read(4, IoPriority::Low, 0), read(5, IoPriority::Low, 64)];
+        assert!(member.submit_batch(1_000_000_000, batch, None).is_empty());
+        assert_eq!(member.inflight.len(), LOW_PRIORITY_AT_DRIVE_MAX);
+        assert_eq!(finish_all(&mut member), vec![4, 5]);
     }
 }

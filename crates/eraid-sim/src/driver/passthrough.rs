@@ -39,6 +39,7 @@ impl Passthrough {
             member: 0,
             op,
             cause: IoCause::User,
+            priority: Default::default(),
         });
     }
 

@@ -465,7 +465,8 @@ impl Simulation {
         loop {
             let mut progressed = false;
             // The engine's I/Os of this instant, per member, in order.
-            let mut batches: BTreeMap<usize, Vec<(IoId, IoCause, DeviceOp)>> = BTreeMap::new();
+            let mut batches: BTreeMap<usize, Vec<(IoId, IoCause, IoPriority, DeviceOp)>> =
+                BTreeMap::new();
             while let Some(io) = self.machine.poll_io() {
                 progressed = true;
                 let member = io.member;
@@ -480,7 +481,7 @@ impl Simulation {
                 batches
                     .entry(member)
                     .or_default()
-                    .push((io.id, io.cause, io.op));
+                    .push((io.id, io.cause, io.priority, io.op));
             }
             for (member, batch) in batches {
                 let m = &mut self.members[member];

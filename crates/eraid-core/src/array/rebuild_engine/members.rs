@@ -207,7 +207,7 @@ impl Array {
             let finishing = self
                 .rebuild_record()
                 .is_some_and(|r| r.state == RebuildState::Done);
-            if finishing || rebuild.position.saturating_mul(JOIN_FRACTION_MAX) >= total {
+            if finishing || rebuild.done_stripes().saturating_mul(JOIN_FRACTION_MAX) >= total {
                 return;
             }
         }
@@ -275,7 +275,11 @@ impl Array {
 
     pub(in crate::array) fn tune_rebuild(&mut self, tuning: &RebuildTuning) -> Result<(), String> {
         if tuning.is_empty() {
-            return Err("no setting to change (speed_min_kib_s, speed_max_kib_s)".into());
+            return Err(
+                "no setting to change (strategy, speed_min_kib_s, speed_max_kib_s, \
+                 hot_zone_bytes, time_slice_ms, popularity_half_life_ms)"
+                    .into(),
+            );
         }
         let config = self
             .rebuild_record()
@@ -294,8 +298,10 @@ impl Array {
                 held: false,
                 reason: None,
                 counters: Default::default(),
+                rebuilt_units: None,
             })
-            .config = tuned;
+            .config = tuned.clone();
+        self.rebuild_config_changed(&tuned);
         self.request_superblock_write();
         self.ready.push(Ready::Rebuild);
         Ok(())

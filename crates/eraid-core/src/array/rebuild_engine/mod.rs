@@ -1,22 +1,32 @@
 //! Rebuild: one explicit, resumable state object per rebuild, a sibling of
-//! the growth engine. The PR strategy (Linux MD's pipelined rebuild) walks
-//! stripes in address order; each goes through the normal stripe pipeline
-//! (`OpKind::Rebuild`, under the stripe lock, equal to users), reads the
-//! surviving shards, reconstructs the targets' shards and writes them to
-//! the replacements. A window of stripes is in flight at once.
+//! the growth engine. Each stripe goes through the normal stripe pipeline
+//! (`OpKind::Rebuild`, under the stripe lock), reads the surviving shards,
+//! reconstructs the targets' shards and writes them to the replacements. A
+//! window of stripes is in flight at once. Which stripe comes next is the
+//! strategy's (`order`): address order for PR (Linux MD's pipelined
+//! rebuild, `pacing`) and DOR (RAIDframe's disk-oriented reconstruction,
+//! `dor`), PRO's hot zones by popularity (`zone_scheduler`,
+//! `access_monitor`) on top of either.
 //!
-//! `position`: every stripe below it is rebuilt. Users read a target's
-//! chunks below it from the replacement and reconstruct them at or above
-//! it; their writes go to the replacement everywhere (its chunks above the
-//! position are rewritten by the rebuild later anyway). The position is
-//! recorded in the superblocks (`RebuildRecord::checkpoint_stripe`) only
-//! after a flush made the rebuilt stripes durable on the replacements, every
-//! `checkpoint_bytes` and when the array closes, so a crash resumes from
-//! the record, never from zero and never past what is on the replacement.
+//! `map` (PRO's RBT, `rebuilt_map`) says which stripes are rebuilt: users
+//! read a target's chunks there from the replacement (redirection of
+//! reads) and reconstruct them elsewhere; their writes go to the
+//! replacement everywhere, and a write that rewrites a target's whole chunk
+//! marks its stripe rebuilt. The map (the prefix below which every stripe
+//! is rebuilt, and a compact bitmap of the units past it) is recorded in the
+//! superblocks only after a flush made those stripes durable on the
+//! replacements, every `checkpoint_bytes` and when the array closes, so a
+//! crash resumes from the record, never from zero and never past what is
+//! on the replacement.
 
+mod access_monitor;
+mod dor;
 mod members;
+mod order;
 mod pacing;
+mod rebuilt_map;
 mod status;
+mod zone_scheduler;
 
 use super::locks::LockMode;
 use super::op::{OpKind, OpTarget, Parent};
@@ -24,9 +34,12 @@ use super::{Array, FlushPurpose, Phase, Ready};
 use crate::io::{ArrayEvent, TimeNs, UserError};
 use crate::metadata::superblock::MemberState;
 use crate::rebuild::config::RebuildConfig;
-use crate::rebuild::record::{RebuildCounters, RebuildRecord, RebuildState};
+use crate::rebuild::record::{RebuildCounters, RebuildRecord, RebuildState, RebuiltUnits};
+use dor::DiskProcesses;
+use order::RebuildOrder;
 use pacing::RebuildPacing;
-use std::collections::BTreeSet;
+use rebuilt_map::RebuiltMap;
+use std::collections::BTreeMap;
 
 /// Where a checkpoint (or the final record) is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -37,6 +50,14 @@ pub(super) enum CheckpointStage {
     Recording { generation: u64 },
 }
 
+/// What a checkpoint records once its flush is done: the map as it was
+/// when the flush was issued.
+struct Snapshot {
+    prefix: u64,
+    units: Option<RebuiltUnits>,
+    done_stripes: u64,
+}
+
 /// The runtime state of a rebuild; its durable part is the superblock's
 /// `RebuildRecord`.
 pub(super) struct Rebuild {
@@ -45,15 +66,17 @@ pub(super) struct Rebuild {
     pub pass: u64,
     /// The member slots being rebuilt (as in the record).
     pub targets: Vec<usize>,
-    /// Every stripe below is rebuilt.
-    pub position: u64,
-    /// The next stripe to start.
-    next: u64,
-    /// Stripes at or past `position` already rebuilt (the window finishes
-    /// out of order).
-    finished_ahead: BTreeSet<u64>,
-    /// Stripe ops of this pass in flight.
-    inflight: usize,
+    /// Which stripes are rebuilt (PRO's RBT).
+    pub map: RebuiltMap,
+    order: RebuildOrder,
+    /// Stripe ops of this pass in flight, with the members each reads.
+    inflight: BTreeMap<u64, Vec<usize>>,
+    /// DOR's per-disk reconstruction processes (counted for every strategy,
+    /// a limit for DOR's only).
+    disks: DiskProcesses,
+    /// Stripes rebuilt as of the last record.
+    recorded_done: u64,
+    snapshot: Option<Snapshot>,
     pub checkpoint: Option<CheckpointStage>,
     pub pacing: RebuildPacing,
     /// Where this run started (for the status' elapsed time).
@@ -61,32 +84,37 @@ pub(super) struct Rebuild {
 }
 
 impl Rebuild {
-    fn new(targets: Vec<usize>, position: u64, now: TimeNs) -> Rebuild {
+    fn new(
+        targets: Vec<usize>,
+        map: RebuiltMap,
+        config: &RebuildConfig,
+        members: usize,
+        member_data_bytes: u64,
+        total_stripes: u64,
+        now: TimeNs,
+    ) -> Rebuild {
         Rebuild {
             pass: 0,
             targets,
-            position,
-            next: position,
-            finished_ahead: BTreeSet::new(),
-            inflight: 0,
+            recorded_done: map.done_stripes(),
+            map,
+            order: RebuildOrder::new(config, total_stripes, member_data_bytes),
+            inflight: BTreeMap::new(),
+            disks: DiskProcesses::new(members, config.dor_reads_ahead),
+            snapshot: None,
             checkpoint: None,
             pacing: RebuildPacing::default(),
             started_at: now,
         }
     }
 
-    /// Starts the pass again from stripe 0 (with more targets).
-    fn restart(&mut self, targets: Vec<usize>, now: TimeNs) {
-        let pass = self.pass + 1;
-        *self = Rebuild::new(targets, 0, now);
-        self.pass = pass;
+    /// Every stripe below is rebuilt.
+    pub fn position(&self) -> u64 {
+        self.map.prefix()
     }
 
-    fn stripe_finished(&mut self, stripe: u64) {
-        self.finished_ahead.insert(stripe);
-        while self.finished_ahead.remove(&self.position) {
-            self.position += 1;
-        }
+    pub fn done_stripes(&self) -> u64 {
+        self.map.done_stripes()
     }
 }
 
@@ -111,19 +139,32 @@ impl Array {
     }
 
     /// Whether `member`'s shard of current-layout `stripe` holds its data:
-    /// present, and not a replacement's shard the rebuild has not reached.
+    /// present, and not a replacement's shard the rebuild has not rebuilt.
     pub(super) fn shard_readable(&self, member: usize, stripe: u64) -> bool {
         self.present[member]
             && self
                 .rebuild
                 .as_ref()
-                .is_none_or(|r| stripe < r.position || !r.targets.contains(&member))
+                .is_none_or(|r| !r.targets.contains(&member) || r.map.is_rebuilt(stripe))
     }
 
-    /// Bytes of each replacement below `position`.
-    fn rebuilt_bytes_at(&self, position: u64) -> u64 {
+    /// Bytes of each replacement in `stripes` stripes.
+    fn rebuilt_bytes_at(&self, stripes: u64) -> u64 {
         let total = self.geometry.stripe_count().max(1);
-        (position as u128 * self.geometry.member_data_bytes as u128 / total as u128) as u64
+        (stripes as u128 * self.geometry.member_data_bytes as u128 / total as u128) as u64
+    }
+
+    /// A new runtime rebuild of `targets` with `map` rebuilt already.
+    fn new_rebuild(&self, targets: Vec<usize>, map: RebuiltMap, config: &RebuildConfig) -> Rebuild {
+        Rebuild::new(
+            targets,
+            map,
+            config,
+            self.geometry.member_count,
+            self.geometry.member_data_bytes,
+            self.geometry.stripe_count(),
+            self.now,
+        )
     }
 
     /// Resumes a rebuild recorded in the superblock (called at open).
@@ -146,11 +187,41 @@ impl Array {
         if !record.held {
             record.state = RebuildState::Running;
         }
-        self.rebuild = Some(Rebuild::new(
-            record.targets.clone(),
-            record.checkpoint_stripe,
-            self.now,
-        ));
+        // Checked at decode; a map that no longer decodes only costs redoing.
+        let bits = record
+            .rebuilt_units
+            .as_ref()
+            .and_then(|m| m.decode(stripes).ok());
+        let map = RebuiltMap::from_record(stripes, record.checkpoint_stripe, bits.as_deref());
+        let (targets, config) = (record.targets.clone(), record.config.clone());
+        self.rebuild = Some(self.new_rebuild(targets, map, &config));
+    }
+
+    /// A user request for `len_bytes` at `offset_bytes` arrived: PRO's
+    /// access monitor counts it once in each hot zone it touches.
+    pub(super) fn rebuild_note_user_access(&mut self, offset_bytes: u64, len_bytes: u64) {
+        let Some(rebuild) = &self.rebuild else {
+            return;
+        };
+        if rebuild.order.zones_ref().is_none() || len_bytes == 0 || self.reshape.is_some() {
+            return;
+        }
+        let chunk = self.geometry.chunk_bytes;
+        let first = self.route_chunk(offset_bytes / chunk).0.stripe;
+        let last = self
+            .route_chunk((offset_bytes + len_bytes - 1) / chunk)
+            .0
+            .stripe;
+        let now = self.now;
+        let zones = self
+            .rebuild
+            .as_mut()
+            .and_then(|r| r.order.zones())
+            .expect("checked above");
+        let (low, high) = (first.min(last), first.max(last));
+        for zone in zones.zone_of(low)..=zones.zone_of(high) {
+            zones.user_access(zone, now);
+        }
     }
 
     /// The rebuild's next step (`Ready::Rebuild`): a spare takes a failed
@@ -181,42 +252,70 @@ impl Array {
             .stripe_count()
             .saturating_mul(record.config.checkpoint_bytes)
             / self.geometry.member_data_bytes.max(1);
-        let done = rebuild.position == record.total_stripes && rebuild.inflight == 0;
-        let due = rebuild.position >= record.checkpoint_stripe.saturating_add(interval.max(1));
+        let done_stripes = rebuild.done_stripes();
+        let done = rebuild.map.complete() && rebuild.inflight.is_empty();
+        let due = done_stripes >= rebuild.recorded_done.saturating_add(interval.max(1));
         // Paused: what was rebuilt is recorded once the window is in.
         let paused_with_news = record.state == RebuildState::Paused
-            && rebuild.inflight == 0
-            && rebuild.position > record.checkpoint_stripe;
+            && rebuild.inflight.is_empty()
+            && done_stripes > rebuild.recorded_done;
         if done || due || paused_with_news {
             self.start_rebuild_checkpoint();
         }
     }
 
-    /// Starts stripes up to the window, skipping those without a target
-    /// shard, while the rate allows.
+    /// Starts stripes up to the window, in the strategy's order, skipping
+    /// those without a target shard, while the rate (PR) or the disks'
+    /// buffers (DOR) allow.
     fn start_rebuild_stripes(&mut self, config: &RebuildConfig) {
         let total = self.geometry.stripe_count();
+        let disk_oriented = config.strategy.disk_oriented();
         loop {
             let now = self.now;
             let last_user = self.last_user_request;
-            let rebuilt = self.rebuilt_bytes_at(self.rebuild.as_ref().expect("rebuild").position);
+            let done_stripes = self.rebuild.as_ref().expect("rebuild").done_stripes();
+            let rebuilt = self.rebuilt_bytes_at(done_stripes);
             let rebuild = self.rebuild.as_mut().expect("rebuild");
-            if rebuild.inflight as u64 >= config.window_stripes || rebuild.next >= total {
+            if rebuild.inflight.len() as u64 >= config.window_stripes {
                 break;
             }
-            if let Some(wake) = rebuild.pacing.gate(now, rebuilt, config, last_user) {
-                rebuild.pacing.not_before = wake;
-                break;
+            // DOR takes whatever bandwidth users leave: its I/O is below
+            // theirs instead of rate-limited.
+            if !disk_oriented {
+                if let Some(wake) = rebuild.pacing.gate(now, rebuilt, config, last_user) {
+                    rebuild.pacing.not_before = wake;
+                    break;
+                }
             }
-            let stripe = rebuild.next;
-            rebuild.next += 1;
+            let Rebuild {
+                order,
+                map,
+                inflight,
+                ..
+            } = rebuild;
+            let Some(stripe) = order.next(now, map, total, &|s| inflight.contains_key(&s)) else {
+                break;
+            };
             let pass = rebuild.pass;
-            let map = self.layout.stripe_map(stripe);
-            if !map.shards().any(|p| self.is_rebuild_target(p.member)) {
+            let stripe_map = self.layout.stripe_map(stripe);
+            if !stripe_map
+                .shards()
+                .any(|p| self.is_rebuild_target(p.member))
+            {
                 self.rebuild_stripe_finished(stripe);
                 continue;
             }
-            self.rebuild.as_mut().expect("rebuild").inflight += 1;
+            let sources: Vec<usize> = stripe_map
+                .shards()
+                .map(|p| p.member)
+                .filter(|&m| self.shard_readable(m, stripe))
+                .collect();
+            let rebuild = self.rebuild.as_mut().expect("rebuild");
+            if disk_oriented && !rebuild.disks.has_room(&sources) {
+                break;
+            }
+            rebuild.disks.started(&sources);
+            rebuild.inflight.insert(stripe, sources);
             self.create_op(
                 Parent::Rebuild { pass },
                 OpTarget::current(stripe),
@@ -230,14 +329,31 @@ impl Array {
     fn rebuild_stripe_finished(&mut self, stripe: u64) {
         let now = self.now;
         let rebuild = self.rebuild.as_mut().expect("rebuild");
-        rebuild.stripe_finished(stripe);
-        let position = rebuild.position;
-        let rebuilt = self.rebuilt_bytes_at(position);
+        rebuild.map.mark(stripe);
+        let done_stripes = rebuild.done_stripes();
+        let rebuilt = self.rebuilt_bytes_at(done_stripes);
         self.rebuild
             .as_mut()
             .expect("rebuild")
             .pacing
             .note(now, rebuilt);
+    }
+
+    /// A user write of pass `pass` rewrote every target's whole chunk of
+    /// `stripe`: it is rebuilt (once the write is durable, a checkpoint may
+    /// record it like any other).
+    pub(super) fn rebuild_stripe_written_by_user(&mut self, pass: u64, stripe: u64) {
+        if self.rebuild.as_ref().is_some_and(|r| r.pass == pass) {
+            self.rebuild_stripe_finished(stripe);
+            self.ready.push(Ready::Rebuild);
+        }
+    }
+
+    /// The pass of the running rebuild, if `stripe` has a target shard it
+    /// has not rebuilt (a user write there may rebuild it).
+    pub(super) fn rebuild_pass_needing(&self, stripe: u64) -> Option<u64> {
+        let rebuild = self.rebuild.as_ref()?;
+        (!rebuild.map.is_rebuilt(stripe)).then_some(rebuild.pass)
     }
 
     /// A rebuild stripe op finished (`error`: it could not be rebuilt).
@@ -248,7 +364,11 @@ impl Array {
         if rebuild.pass != pass {
             return;
         }
-        rebuild.inflight -= 1;
+        let sources = rebuild
+            .inflight
+            .remove(&stripe)
+            .expect("a rebuild stripe in flight");
+        rebuild.disks.finished(&sources);
         if let Some(error) = error {
             self.stop_rebuild(format!("stripe {stripe} could not be rebuilt: {error}"));
             return;
@@ -257,24 +377,29 @@ impl Array {
         self.ready.push(Ready::Rebuild);
     }
 
-    /// Flushes the members so the stripes below the position are durable,
-    /// then records the position (`rebuild_checkpoint_flushed`).
+    /// Flushes the members so the stripes rebuilt now are durable, then
+    /// records them (`rebuild_checkpoint_flushed`).
     fn start_rebuild_checkpoint(&mut self) {
         let rebuild = self.rebuild.as_mut().expect("rebuild");
         if rebuild.checkpoint.is_some() {
             return;
         }
         rebuild.checkpoint = Some(CheckpointStage::Flushing);
-        let (pass, position) = (rebuild.pass, rebuild.position);
+        rebuild.snapshot = Some(Snapshot {
+            prefix: rebuild.map.prefix(),
+            units: rebuild.map.recorded(),
+            done_stripes: rebuild.map.done_stripes(),
+        });
+        let (pass, position) = (rebuild.pass, rebuild.map.prefix());
         self.flush_members(FlushPurpose::RebuildCheckpoint { pass, position });
     }
 
-    /// The flush before a checkpoint finished: record the position, or,
-    /// at the end, the replacements as active members.
+    /// The flush before a checkpoint finished: record the map, or, at the
+    /// end, the replacements as active members.
     pub(super) fn rebuild_checkpoint_flushed(
         &mut self,
         pass: u64,
-        position: u64,
+        _position: u64,
         member_failed: bool,
     ) {
         let Some(rebuild) = &mut self.rebuild else {
@@ -284,22 +409,28 @@ impl Array {
             return;
         }
         rebuild.checkpoint = None;
+        let snapshot = rebuild.snapshot.take().expect("a checkpoint's snapshot");
         self.ready.push(Ready::Rebuild);
         // A member failed under the flush: what it covered is not known
         // to be durable; a later checkpoint records it.
         if member_failed {
             return;
         }
-        let targets = rebuild.targets.clone();
-        let record = self.rebuild_record_mut();
-        if position <= record.checkpoint_stripe && position < record.total_stripes {
+        let total = self.geometry.stripe_count();
+        let complete = snapshot.done_stripes == total;
+        if snapshot.done_stripes <= rebuild.recorded_done && !complete {
             return;
         }
-        record.checkpoint_stripe = record.checkpoint_stripe.max(position);
+        rebuild.recorded_done = snapshot.done_stripes;
+        let targets = rebuild.targets.clone();
+        let record = self.rebuild_record_mut();
+        record.checkpoint_stripe = record.checkpoint_stripe.max(snapshot.prefix);
+        record.rebuilt_units = snapshot.units;
         record.counters.checkpoints += 1;
-        if position == record.total_stripes {
+        if complete {
             record.state = RebuildState::Done;
             record.held = false;
+            record.rebuilt_units = None;
             for &target in &targets {
                 let member = &mut self.superblock.members[target];
                 member.state = MemberState::Active;
@@ -367,6 +498,7 @@ impl Array {
         let record = self.rebuild_record_mut();
         record.state = RebuildState::Stopped;
         record.reason = Some(reason.clone());
+        record.rebuilt_units = None;
         self.request_superblock_write();
         self.outbox_event
             .push_back(ArrayEvent::RebuildStopped { reason });
@@ -392,15 +524,21 @@ impl Array {
     }
 
     /// The array closes: every finished rebuild stripe has just been
-    /// flushed, so the position may be recorded by the closing superblock.
+    /// flushed, so the map may be recorded by the closing superblock.
     pub(super) fn rebuild_note_durable_at_close(&mut self) {
-        let Some(rebuild) = &self.rebuild else {
+        let Some(rebuild) = &mut self.rebuild else {
             return;
         };
-        let position = rebuild.position;
+        let (prefix, units, done) = (
+            rebuild.map.prefix(),
+            rebuild.map.recorded(),
+            rebuild.map.done_stripes(),
+        );
         if let Some(record) = &mut self.superblock.rebuild {
-            if record.state.unfinished() && position > record.checkpoint_stripe {
-                record.checkpoint_stripe = position;
+            if record.state.unfinished() && done > rebuild.recorded_done {
+                rebuild.recorded_done = done;
+                record.checkpoint_stripe = record.checkpoint_stripe.max(prefix);
+                record.rebuilt_units = units;
                 record.counters.checkpoints += 1;
             }
         }
@@ -415,24 +553,39 @@ impl Array {
         (running && rebuild.pacing.not_before > self.now).then_some(rebuild.pacing.not_before)
     }
 
+    /// The settings changed (`tune_rebuild`): a running rebuild takes the
+    /// new order (the map and what is in flight stay).
+    pub(super) fn rebuild_config_changed(&mut self, config: &RebuildConfig) {
+        let total = self.geometry.stripe_count();
+        let member_data_bytes = self.geometry.member_data_bytes;
+        if let Some(rebuild) = &mut self.rebuild {
+            rebuild.order = RebuildOrder::new(config, total, member_data_bytes);
+            rebuild.pacing.not_before = TimeNs(0);
+        }
+    }
+
     /// Starts rebuilding `targets` (just taken over by spares): a new
     /// record, or, if a rebuild has not gone far, the running one starts
     /// again from stripe 0 with them too (one pass for all).
     fn begin_rebuild(&mut self, targets: Vec<usize>) {
         let total = self.geometry.stripe_count();
-        let now = self.now;
         let joinable = self
             .rebuild
             .as_ref()
-            .is_some_and(|r| r.position.saturating_mul(JOIN_FRACTION_MAX) < total);
+            .is_some_and(|r| r.done_stripes().saturating_mul(JOIN_FRACTION_MAX) < total);
         if joinable {
-            let rebuild = self.rebuild.as_mut().expect("rebuild");
+            let rebuild = self.rebuild.as_ref().expect("rebuild");
             let mut all = rebuild.targets.clone();
             all.extend(&targets);
-            rebuild.restart(all.clone(), now);
+            let pass = rebuild.pass + 1;
+            let config = self.rebuild_record().expect("record").config.clone();
+            let mut restarted = self.new_rebuild(all.clone(), RebuiltMap::new(total), &config);
+            restarted.pass = pass;
+            self.rebuild = Some(restarted);
             let record = self.rebuild_record_mut();
             record.targets = all;
             record.checkpoint_stripe = 0;
+            record.rebuilt_units = None;
             record.counters.restarts += 1;
         } else {
             assert!(
@@ -442,7 +595,7 @@ impl Array {
             let previous = self.superblock.rebuild.take();
             let config = previous.map_or_else(|| self.options.rebuild.clone(), |r| r.config);
             self.superblock.rebuild = Some(RebuildRecord {
-                config,
+                config: config.clone(),
                 targets: targets.clone(),
                 checkpoint_stripe: 0,
                 total_stripes: total,
@@ -450,8 +603,9 @@ impl Array {
                 held: false,
                 reason: None,
                 counters: RebuildCounters::default(),
+                rebuilt_units: None,
             });
-            self.rebuild = Some(Rebuild::new(targets.clone(), 0, now));
+            self.rebuild = Some(self.new_rebuild(targets.clone(), RebuiltMap::new(total), &config));
         }
         self.request_superblock_write();
         self.outbox_event

@@ -8,23 +8,32 @@ impl Array {
     pub(in crate::array) fn rebuild_status_json(&self) -> Option<serde_json::Value> {
         let record = self.rebuild_record()?;
         let total_bytes = self.geometry.member_data_bytes;
-        let position = match &self.rebuild {
-            Some(r) => r.position,
-            None if record.state == RebuildState::Done => record.total_stripes,
-            None => record.checkpoint_stripe,
+        let total_stripes = record.total_stripes;
+        let recorded_stripes = record.recorded_stripes();
+        let (position, done_stripes) = match &self.rebuild {
+            Some(r) => (r.position(), r.done_stripes()),
+            None if record.state == RebuildState::Done => (total_stripes, total_stripes),
+            None => (record.checkpoint_stripe, recorded_stripes),
         };
-        let rebuilt_bytes = self.rebuilt_bytes_at(position);
+        let rebuilt_bytes = self.rebuilt_bytes_at(done_stripes);
         let rate = self
             .rebuild
             .as_ref()
             .map_or(0.0, |r| r.pacing.rate_bytes_s(self.now, rebuilt_bytes));
         let eta_s = (rate > 0.0 && record.state.unfinished())
             .then(|| total_bytes.saturating_sub(rebuilt_bytes) as f64 / rate);
-        let progress = if record.total_stripes == 0 {
+        let progress = if total_stripes == 0 {
             1.0
         } else {
-            position as f64 / record.total_stripes as f64
+            done_stripes as f64 / total_stripes as f64
         };
+        let zones = self.rebuild.as_ref().and_then(|r| r.order.zones_ref());
+        let active_zone = zones.and_then(|z| match z.active() {
+            Some(super::zone_scheduler::Thread::Zone(zone)) => Some(json!(zone)),
+            Some(super::zone_scheduler::Thread::Cold) => Some(json!("cold")),
+            None => None,
+        });
+        let hot_threads = zones.map(|z| z.hot_threads());
         let targets: Vec<_> = record
             .targets
             .iter()
@@ -42,9 +51,12 @@ impl Array {
             "reason": record.reason,
             "progress": progress,
             "position_stripes": position,
+            "rebuilt_stripes": done_stripes,
+            "active_zone": active_zone,
+            "hot_threads": hot_threads,
             "total_stripes": record.total_stripes,
             "rebuilt_bytes": rebuilt_bytes,
-            "checkpoint_bytes": self.rebuilt_bytes_at(record.checkpoint_stripe),
+            "checkpoint_bytes": self.rebuilt_bytes_at(recorded_stripes),
             "total_bytes": total_bytes,
             "rate_bytes_per_s": rate,
             "eta_s": eta_s,

@@ -1,8 +1,8 @@
 //! The mechanism's side of the drive: picking the next media operation,
 //! stopping read-ahead, and reading or writing on the platters.
 
-use super::{DiskModel, Op, Prefetch};
-use crate::disk::config::{ReadAhead, SchedulerKind};
+use super::{DiskModel, Op, Prefetch, NS_PER_MS};
+use crate::disk::config::{ReadAhead, RequestData, SchedulerKind};
 use crate::disk::mechanics::HeadPos;
 use crate::disk::scheduler::{choose, Candidate};
 
@@ -79,11 +79,14 @@ impl DiskModel {
 
     /// When the mechanism may start moving for `op` at `t`: a new access
     /// needs the controller; a stream continuing where the head stopped does not.
-    fn media_start(&self, t: f64, op: &Op) -> f64 {
-        let continues = self.last_media.is_some_and(|(lbn, end_ns, was_read)| {
-            lbn == op.lbn && was_read == op.is_read && t <= end_ns + 1.0
-        });
-        if continues {
+    fn continues_stream(&self, t: f64, lbn: u64, is_read: bool) -> bool {
+        self.last_media.is_some_and(|(end_lbn, end_ns, was_read)| {
+            end_lbn == lbn && was_read == is_read && t <= end_ns + 1.0
+        })
+    }
+
+    fn media_start(&self, t: f64, lbn: u64, is_read: bool) -> f64 {
+        if self.continues_stream(t, lbn, is_read) {
             t
         } else {
             t.max(self.ctrl_free_ns)
@@ -96,19 +99,24 @@ impl DiskModel {
         let (id, submit_ns) = op.report.unwrap_or((0, 0));
         // An earlier command may have brought the data in meanwhile.
         if self.spec.cache.enabled {
-            if let Some(seg) = self.cache.lookup(op.lbn, op.sectors) {
+            if let Some(seg) = self.cache.lookup(op.lbn, op.sectors, free) {
                 self.hda_free_ns = free;
                 self.read_from_buffer(seg, free, id, op.lbn, op.sectors, submit_ns);
                 return;
             }
         }
-        let start = self.media_start(free, &op);
-        let (seg, seg_start) = self.segment_for_read(start, op.lbn);
+        let start = self.media_start(free, op.lbn, op.is_read);
+        let (seg, seg_start, from) = self.segment_for_read(start, op.lbn);
+        // A partial hit reads on from the buffered part's end.
+        let start = if from == op.lbn {
+            start
+        } else {
+            self.media_start(free, from, op.is_read)
+        };
         let target = self.read_ahead_end(op.lbn, op.sectors, seg_start);
-        let total = target - op.lbn;
         let acc = self
             .mech
-            .access(start, self.head, op.lbn, total, false, None);
+            .access(start, self.head, from, target - from, false, None, 0.0);
         let req_end = op.lbn + op.sectors;
         let req_done_ns = acc
             .runs
@@ -117,25 +125,42 @@ impl DiskModel {
             .map_or(acc.end_ns, |r| {
                 r.start_ns + (req_end - r.lbn) as f64 * r.sector_ns
             });
-        {
+        let buffered = {
             let s = &mut self.cache.segments[seg];
+            let buffered = s.clone();
             s.valid = true;
             s.readable = true;
-            s.start_lbn = seg_start
-                .max(target.saturating_sub(self.cache.segment_sectors))
-                .min(op.lbn);
+            let seg_sectors = self.cache.segment_sectors;
+            let wraps = self.spec.cache.segments_wrap;
+            s.start_lbn = match self.spec.cache.request_data {
+                RequestData::Dropped => seg_start.max(req_end),
+                _ if wraps => seg_start,
+                _ => seg_start
+                    .max(target.saturating_sub(seg_sectors))
+                    .min(op.lbn),
+            };
             s.end_lbn = target;
-            s.runs = acc.runs.clone();
+            s.runs.retain(|r| r.lbn < from);
+            s.runs.extend(acc.runs.iter().copied());
             s.dirty_until_ns = 0.0;
-        }
+            s.ring_sectors = wraps.then_some(seg_sectors);
+            buffered
+        };
         self.cache.touch(seg);
         let runs = acc.runs.clone();
         let ready = |l: u64| {
+            if l < from {
+                return buffered.ready_ns(l);
+            }
             runs.iter()
                 .find(|r| l >= r.lbn && l < r.end_lbn())
                 .map_or(0.0, |r| r.start_ns + (l - r.lbn + 1) as f64 * r.sector_ns)
         };
-        let done = self.bus_transfer(start, op.lbn, op.sectors, ready);
+        let send = op.send_ns.unwrap_or_else(|| {
+            ready(op.lbn + self.read_water_sectors(op.sectors) - 1)
+                + (self.spec.overheads.reselect_ms + self.spec.overheads.data_prep_ms) * NS_PER_MS
+        });
+        let done = self.bus_transfer(start.max(send), op.lbn, op.sectors, ready);
         if op.report.is_some() {
             let finish = done + self.completion_overhead_ns(true);
             self.complete(finish, id, submit_ns, false, acc.seek_cyls);
@@ -161,24 +186,42 @@ impl DiskModel {
         }
     }
 
-    /// Segment to read into: the one this read continues, else a victim.
-    /// Returns it and the first LBN it keeps.
-    fn segment_for_read(&mut self, t: f64, lbn: u64) -> (usize, u64) {
+    /// Sectors of a read of `sectors` that must be in the buffer before it
+    /// reconnects to send them (DiskSim's read water mark, at least one).
+    fn read_water_sectors(&self, sectors: u64) -> u64 {
+        let c = &self.spec.cache;
+        let seg = self.cache.segment_sectors;
+        let water = if c.water_by_request {
+            (sectors.min(seg) as f64 * c.read_high_water) as u64
+        } else {
+            (seg as f64 * c.read_high_water).ceil() as u64
+        };
+        water.clamp(1, sectors)
+    }
+
+    /// Segment to read `lbn..` into: the one holding its first sectors or
+    /// ending right before it, else a victim. Returns it, the first LBN it
+    /// keeps and the first LBN the media must supply.
+    fn segment_for_read(&mut self, t: f64, lbn: u64) -> (usize, u64, u64) {
         if self.spec.cache.enabled {
             if let Some(i) = self
                 .cache
-                .continuing(lbn)
+                .continuing(lbn, t)
                 .filter(|&i| self.cache.segments[i].dirty_until_ns <= t)
             {
+                let partial_hits = self.spec.cache.partial_hits;
                 let s = &mut self.cache.segments[i];
-                s.truncate(lbn);
-                let start = s.start_lbn;
-                return (i, start);
+                s.start_lbn = s.start_at(t);
+                if !partial_hits {
+                    s.truncate(lbn);
+                }
+                let from = s.end_lbn.max(lbn);
+                return (i, s.start_lbn, from);
             }
         }
         let i = self.cache.victim(t);
         self.detach_prefetch(i);
-        (i, lbn)
+        (i, lbn, lbn)
     }
 
     /// End (exclusive) of what a read of `lbn..lbn+sectors` brings into the
@@ -189,8 +232,52 @@ impl DiskModel {
         if !c.enabled {
             return req_end;
         }
+        let cap = self.mech.geometry.capacity_sectors();
+        let target = if c.segments_wrap {
+            self.read_ahead_wrapping(lbn, sectors, seg_start)
+        } else {
+            self.read_ahead_within_segment(lbn, sectors, seg_start)
+        };
+        target.min(cap).max(req_end)
+    }
+
+    /// As DiskSim sets it for its wrapping segments: the next-track scheme
+    /// reads to the end of the track after the request (one track more in a
+    /// stream) whatever the limits; the others read up to the maximum
+    /// read-ahead, else a segment's worth (from the request's start when
+    /// its data must stay), and stop at the end of the track or cylinder
+    /// when asked to.
+    fn read_ahead_wrapping(&self, lbn: u64, sectors: u64, seg_start: u64) -> u64 {
+        let c = self.spec.cache;
         let g = &self.mech.geometry;
-        let cap = g.capacity_sectors();
+        let req_end = lbn + sectors;
+        let seg = self.cache.segment_sectors;
+        let limit = if c.read_ahead_max_sectors > 0 {
+            req_end + c.read_ahead_max_sectors
+        } else if c.request_data == RequestData::Kept {
+            if sectors >= seg || seg - sectors < c.read_ahead_min_sectors {
+                req_end + c.read_ahead_min_sectors
+            } else {
+                lbn + seg
+            }
+        } else {
+            req_end + seg
+        };
+        match c.read_ahead {
+            ReadAhead::None => req_end,
+            ReadAhead::ToTrackEnd => limit.min(g.track_lbn_range(req_end - 1).1),
+            ReadAhead::ToCylinderEnd => limit.min(g.cylinder_lbn_range(req_end - 1).1),
+            ReadAhead::ToSegmentEnd => limit,
+            ReadAhead::NextTrack => self.next_track_end(req_end, seg_start),
+        }
+    }
+
+    /// For segments that do not wrap: the scheme's end, cut to the maximum
+    /// read-ahead and to a segment's worth past the request.
+    fn read_ahead_within_segment(&self, lbn: u64, sectors: u64, seg_start: u64) -> u64 {
+        let c = self.spec.cache;
+        let g = &self.mech.geometry;
+        let req_end = lbn + sectors;
         let mut target = match c.read_ahead {
             ReadAhead::None => req_end,
             ReadAhead::ToTrackEnd => g.track_lbn_range(req_end - 1).1,
@@ -198,32 +285,49 @@ impl DiskModel {
             // The segment slides along a stream: data already sent to the
             // host may be replaced by read-ahead.
             ReadAhead::ToSegmentEnd => lbn + self.cache.segment_sectors,
-            ReadAhead::NextTrack if req_end >= cap => req_end,
-            ReadAhead::NextTrack => {
-                let (first, end) = g.track_lbn_range(req_end);
-                if seg_start < first {
-                    end + (end - first)
-                } else {
-                    end
-                }
-            }
+            ReadAhead::NextTrack => self.next_track_end(req_end, seg_start),
         };
         if c.read_ahead_max_sectors > 0 {
             target = target.min(req_end + c.read_ahead_max_sectors);
         }
-        target
-            .min(req_end + self.cache.segment_sectors)
-            .min(cap)
-            .max(req_end)
+        target.min(req_end + self.cache.segment_sectors)
+    }
+
+    /// End of the track holding `req_end`, one track further when the
+    /// segment already held the track before (a sequential stream).
+    fn next_track_end(&self, req_end: u64, seg_start: u64) -> u64 {
+        let g = &self.mech.geometry;
+        if req_end >= g.capacity_sectors() {
+            return req_end;
+        }
+        let (first, end) = g.track_lbn_range(req_end);
+        if seg_start < first {
+            end + (end - first)
+        } else {
+            end
+        }
     }
 
     fn media_write(&mut self, t: f64, op: Op) {
         let (free, pos) = self.stop_prefetch(t);
         self.head = pos;
-        let start = self.media_start(free, &op);
-        let acc = self
-            .mech
-            .access(start, self.head, op.lbn, op.sectors, true, op.data);
+        let start = self.media_start(free, op.lbn, op.is_read);
+        // A write that does not stream on from the last one waits at least
+        // the minimum positioning delay before touching the media.
+        let min_move_ns = if self.continues_stream(free, op.lbn, op.is_read) {
+            0.0
+        } else {
+            self.spec.overheads.min_write_position_ms * NS_PER_MS
+        };
+        let acc = self.mech.access(
+            start,
+            self.head,
+            op.lbn,
+            op.sectors,
+            true,
+            op.data,
+            min_move_ns,
+        );
         self.head = acc.end_pos;
         self.hda_free_ns = acc.end_ns;
         self.last_media = Some((op.lbn + op.sectors, acc.end_ns, false));
@@ -233,7 +337,11 @@ impl DiskModel {
             s.dirty_until_ns = acc.end_ns;
         }
         if let Some((id, submit_ns)) = op.report {
-            let finish = acc.end_ns + self.completion_overhead_ns(false);
+            // The drive disconnected while the media worked; it reconnects
+            // to report.
+            let finish = acc.end_ns
+                + self.spec.overheads.reselect_ms * NS_PER_MS
+                + self.completion_overhead_ns(false);
             self.complete(finish, id, submit_ns, false, acc.seek_cyls);
         }
     }

@@ -89,6 +89,9 @@ struct Op {
     is_read: bool,
     ready_ns: f64,
     data: Option<DataArrival>,
+    /// A read whose first sectors were already in the buffer: it starts
+    /// sending them at this instant rather than reconnecting later.
+    send_ns: Option<f64>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -129,7 +132,8 @@ pub struct DiskModel {
     /// Where and when the last media transfer ended, to recognise streams.
     last_media: Option<(u64, f64, bool)>,
     last_was_read: bool,
-    bus_ns_per_sector: f64,
+    bus_read_ns_per_sector: f64,
+    bus_write_ns_per_sector: f64,
 }
 
 impl DiskModel {
@@ -139,7 +143,8 @@ impl DiskModel {
                 "rotation speed must be positive".into(),
             ));
         }
-        if spec.bus_ms_per_sector < 0.0 || !spec.bus_ms_per_sector.is_finite() {
+        let bus_ok = |ms: f64| ms >= 0.0 && ms.is_finite();
+        if !bus_ok(spec.bus_read_ms_per_sector) || !bus_ok(spec.bus_write_ms_per_sector) {
             return Err(ModelError::Parameter(
                 "bus transfer time must be a non-negative number".into(),
             ));
@@ -153,7 +158,8 @@ impl DiskModel {
         };
         Ok(DiskModel {
             cache: Cache::new(segments, spec.cache.segment_sectors.max(1)),
-            bus_ns_per_sector: spec.bus_ms_per_sector * NS_PER_MS,
+            bus_read_ns_per_sector: spec.bus_read_ms_per_sector * NS_PER_MS,
+            bus_write_ns_per_sector: spec.bus_write_ms_per_sector * NS_PER_MS,
             mech,
             spec,
             now_ns: 0,
@@ -357,14 +363,26 @@ impl DiskModel {
         self.inside += 1;
         let sectors = u64::from(req.sectors);
         if req.is_read {
-            let hit = if self.spec.cache.enabled {
-                self.cache.lookup(req.lbn, sectors)
+            let (hit, partial) = if self.spec.cache.enabled {
+                (
+                    self.cache.lookup(req.lbn, sectors, t),
+                    self.spec.cache.partial_hits
+                        && self.cache.continuing(req.lbn, t).is_some_and(|i| {
+                            let s = &self.cache.segments[i];
+                            req.lbn < s.end_lbn && s.dirty_until_ns <= t
+                        }),
+                )
             } else {
-                None
+                (None, false)
             };
-            let ready = self.command_overhead(t, true, hit.is_some());
+            // A partial hit pays the hit overhead and sends what it has at
+            // once; the media supplies the rest.
+            let ready = self.command_overhead(t, true, hit.is_some() || partial);
+            let send_ns = ready + self.spec.overheads.data_prep_ms * NS_PER_MS;
             match hit {
-                Some(seg) => self.read_from_buffer(seg, ready, req.id, req.lbn, sectors, submit_ns),
+                Some(seg) => {
+                    self.read_from_buffer(seg, send_ns, req.id, req.lbn, sectors, submit_ns)
+                }
                 None => {
                     let seq = self.next_seq();
                     self.ops.push(Op {
@@ -375,6 +393,7 @@ impl DiskModel {
                         is_read: true,
                         ready_ns: ready,
                         data: None,
+                        send_ns: partial.then_some(send_ns),
                     });
                 }
             }
@@ -407,13 +426,15 @@ impl DiskModel {
                 FastWrite::Always => true,
             };
         let ready = self.command_overhead(t, false, write_back);
-        // The host sends the data right after the command overhead.
-        let bus_start = ready.max(self.bus_free_ns);
+        // The host sends the data right after the command overhead and the
+        // data preparation.
+        let data_prep_ns = self.spec.overheads.data_prep_ms * NS_PER_MS;
+        let bus_start = (ready + data_prep_ns).max(self.bus_free_ns);
         let data = DataArrival {
-            first_ns: bus_start + self.bus_ns_per_sector,
-            per_sector_ns: self.bus_ns_per_sector,
+            first_ns: bus_start + self.bus_write_ns_per_sector,
+            per_sector_ns: self.bus_write_ns_per_sector,
         };
-        let data_end = bus_start + sectors as f64 * self.bus_ns_per_sector;
+        let data_end = bus_start + sectors as f64 * self.bus_write_ns_per_sector;
         self.bus_free_ns = data_end;
         if c.enabled {
             self.buffer_write(req.lbn, sectors, bus_start);
@@ -434,6 +455,7 @@ impl DiskModel {
             is_read: false,
             ready_ns: ready,
             data: Some(data),
+            send_ns: None,
         });
     }
 
@@ -452,7 +474,7 @@ impl DiskModel {
             lbn,
             sectors,
             start_ns: bus_start,
-            sector_ns: self.bus_ns_per_sector,
+            sector_ns: self.bus_write_ns_per_sector,
             pos: HeadPos::default(),
         };
         let s = &mut self.cache.segments[i];
@@ -503,7 +525,7 @@ impl DiskModel {
         self.complete(finish, id, submit_ns, true, 0);
     }
 
-    /// Bus transfer of `lbn..lbn+sectors`, sector i leaving once it is ready
+    /// Bus transfer of read data `lbn..lbn+sectors`, sector i leaving once it is ready
     /// and the previous one has left. Returns when the last sector has left.
     fn bus_transfer(
         &mut self,
@@ -512,7 +534,7 @@ impl DiskModel {
         sectors: u64,
         ready: impl Fn(u64) -> f64,
     ) -> f64 {
-        let bus = self.bus_ns_per_sector;
+        let bus = self.bus_read_ns_per_sector;
         let start = start_ns.max(self.bus_free_ns);
         // Finish = max(start + n*bus, max_i(ready_i + (n - i) * bus)); ready is
         // piecewise linear in i, so checking each sector is exact but costly
