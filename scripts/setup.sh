@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Installs what eraid needs on a fresh Debian machine: ISA-L (parity and
 # Reed-Solomon), Jerasure (Cauchy Reed-Solomon matrices), NBD clients and
-# tools used by the demo and the tests.
+# tools used by the demo and the tests (openssl makes the TLS tests' certificates).
 set -euo pipefail
-packages=(libisal-dev libjerasure-dev libnbd-bin nbdfuse nbdkit fio fuse3 qemu-utils e2fsprogs util-linux jq)
+packages=(libisal-dev libjerasure-dev libnbd-bin nbdfuse nbdkit fio fuse3 qemu-utils e2fsprogs util-linux jq openssl)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

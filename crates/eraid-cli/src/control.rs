@@ -31,11 +31,19 @@
 //! - `{"command": "add", "path": "/abs/path", "spare": false, "strategy": "pro"}`
 //!   (strategy optional: pr, dor, pro or pro-dor, for the rebuild): adds the
 //!   file (checked as for grow) as a replacement of a failed member, which
-//!   is rebuilt at once, or with `"spare": true` as a hot spare.
+//!   is rebuilt at once, or with `"spare": true` as a hot spare. A failed
+//!   member the server still holds goes back into its slot (re-added from
+//!   the bitmap, or rebuilt in full); the answer then has `added_back`
+//!   (`slot`, `kind`).
 //! - `{"command": "fail", "member": "/abs/path"}`: fails a member (a spare
 //!   takes over if there is one); refused if the array would lose data.
 //! - `{"command": "remove", "member": "/abs/path"}`: forgets a failed
-//!   member or drops a spare; the server lets go of its file.
+//!   member or drops a spare (a replace's new member: the replace stops);
+//!   the server lets go of its file.
+//! - `{"command": "replace", "member": "/abs/path", "with": "/abs/new"}`:
+//!   copies the member onto the new file (checked as for add) while it
+//!   keeps serving (MD's `--replace`); when done the new file takes its
+//!   slot and the old member is retired (`rebuild.kind` is `replace`).
 //! - `{"command": "pause-rebuild"}`, `{"command": "resume-rebuild"}`,
 //!   `{"command": "tune-rebuild", "settings": {"strategy": "pro-dor",
 //!   "speed_min_kib_s": 1000, "speed_max_kib_s": 20000, "hot_zone_bytes": ...,
@@ -109,6 +117,10 @@ pub struct ControlContext {
     /// One growth request at a time (the array would refuse the second,
     /// but its files would be opened and locked meanwhile).
     pub grow_lock: Mutex<()>,
+    /// Devices served by a stand-in that fails every I/O (slots missing
+    /// or stale at the start, spares not given): nothing can be added back
+    /// through them.
+    pub detached_devices: Vec<usize>,
 }
 
 impl ControlListener {
@@ -273,6 +285,10 @@ fn answer(request: &Value, context: &ControlContext) -> Value {
             Ok(slot) => run_admin(context, AdminCommand::FailMember { slot }, "cannot fail it: "),
             Err(error) => failure(format!("{error:#}")),
         },
+        Some("replace") => match replace_member(request, context) {
+            Ok(status) => json!({"ok": true, "status": status}),
+            Err(error) => failure(format!("{error:#}")),
+        },
         Some("remove") => match remove_member(request, context) {
             Ok(status) => json!({"ok": true, "status": status}),
             Err(error) => failure(format!("{error:#}")),
@@ -294,7 +310,7 @@ fn answer(request: &Value, context: &ControlContext) -> Value {
 
 /// Every command the server answers, for messages.
 const COMMANDS: &str = "status, grow, check, pause-grow, resume-grow, tune-grow, add, fail, \
-                        remove, pause-rebuild, resume-rebuild or tune-rebuild";
+                        remove, replace, pause-rebuild, resume-rebuild or tune-rebuild";
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex
@@ -324,6 +340,9 @@ fn add_member(request: &Value, context: &ControlContext) -> Result<Value> {
     // One change of the device list at a time (grow uses it too).
     let _one_at_a_time = lock(&context.grow_lock);
     let current = lock(&context.members).clone();
+    if let Some(status) = add_back_former_member(path, spare, &current, context)? {
+        return Ok(status);
+    }
     let added = check_added_members(
         &[PathBuf::from(path)],
         &current,
@@ -374,6 +393,110 @@ fn add_member(request: &Value, context: &ControlContext) -> Result<Value> {
     Ok(status)
 }
 
+/// `replace`: checks the new file, serves it as the next device, and the
+/// array copies the member onto it while the member keeps serving.
+fn replace_member(request: &Value, context: &ControlContext) -> Result<Value> {
+    let Some(with) = request.get("with").and_then(Value::as_str) else {
+        bail!("replace needs \"with\": the file or block device to copy the member onto");
+    };
+    let _one_at_a_time = lock(&context.grow_lock);
+    let slot = named_member(request, context)?;
+    let current = lock(&context.members).clone();
+    let added = check_added_members(
+        &[PathBuf::from(with)],
+        &current,
+        context.member_bytes_needed,
+    )?;
+    let paths = added.paths.clone();
+    let (mut members, locks) = added.into_grow_members();
+    let member = members.pop().expect("one member checked");
+    let status = context
+        .handle
+        .replace_member(slot, member)
+        .map_err(|e| match e {
+            MemberChangeError::Refused(reason) => anyhow::anyhow!("cannot replace it: {reason}"),
+            MemberChangeError::ShuttingDown => anyhow::anyhow!("the array is shutting down"),
+        })?;
+    lock(&context.locks).extend(locks);
+    lock(&context.members).extend(paths);
+    say!("replacing member {slot} by {with}");
+    Ok(status)
+}
+
+/// `add` of a failed member the server still holds (failed by the
+/// operator, or stale at the start): it goes back into its slot, re-added
+/// from the write-intent bitmap when it left without losing a write (MD's
+/// `--re-add`), else rebuilt in full. None: `path` is no such member.
+fn add_back_former_member(
+    path: &str,
+    spare: bool,
+    devices: &[PathBuf],
+    context: &ControlContext,
+) -> Result<Option<Value>> {
+    use eraid_core::metadata::superblock::Superblock;
+    let Some(device) = devices
+        .iter()
+        .position(|p| crate::members::same_file(p, Path::new(path)))
+    else {
+        return Ok(None);
+    };
+    let status = context
+        .handle
+        .admin(AdminCommand::Status)
+        .map_err(|e| anyhow::anyhow!("the array is not running: {e}"))?;
+    let members = status["members"].as_array().cloned().unwrap_or_default();
+    let Some(slot) = members
+        .iter()
+        .find(|m| m["device"].as_u64() == Some(device as u64))
+        .and_then(|m| m["index"].as_u64())
+    else {
+        // A file the array no longer uses (a member a spare replaced).
+        return Ok(None);
+    };
+    if context.detached_devices.contains(&device) {
+        bail!(
+            "{path} is member {slot}, but this server does not serve its file (it was missing \
+             or stale when the server started); stop the server and serve again naming every \
+             member: a member that left without losing a write is re-added from the bitmap \
+             then, a stale one is replaced by a new member (eraid add NEW); nothing changed"
+        );
+    }
+    if spare {
+        bail!(
+            "{path} is member {slot} of this array; it goes back into its slot, not as a spare \
+             (eraid add {path} without --spare)"
+        );
+    }
+    let mut area = vec![0u8; eraid_core::geometry::METADATA_BYTES as usize];
+    std::fs::File::open(&devices[device])
+        .and_then(|mut file| file.read_exact(&mut area))
+        .with_context(|| format!("cannot read the metadata of {path}"))?;
+    let copy = Superblock::decode_newest(&area).map_err(|e| {
+        anyhow::anyhow!("{path} is member {slot} but its superblock is unusable: {e}")
+    })?;
+    let answer = context
+        .handle
+        .admin(AdminCommand::ReAddMember {
+            slot: slot as usize,
+            copy: Box::new(copy),
+        })
+        .map_err(|e| anyhow::anyhow!("the array is not running: {e}"))?;
+    if let Some(error) = answer.get("error") {
+        bail!(
+            "the array refused {path}: {}",
+            error.as_str().unwrap_or("unknown reason")
+        );
+    }
+    say!(
+        "added back {path} as member {slot} ({})",
+        answer["rebuild"]["kind"].as_str().unwrap_or("rebuild")
+    );
+    let mut answer = answer;
+    answer["warnings"] = json!([]);
+    answer["added_back"] = json!({"slot": slot, "kind": answer["rebuild"]["kind"].clone()});
+    Ok(Some(answer))
+}
+
 /// The member slot (or `member_count + j` for spare j) a request's
 /// `"member"` names: the path it is served from, or the path its
 /// superblock remembers.
@@ -386,6 +509,13 @@ fn named_member(request: &Value, context: &ControlContext) -> Result<usize> {
         .admin(AdminCommand::Status)
         .map_err(|e| anyhow::anyhow!("the array is not running: {e}"))?;
     let devices = lock(&context.members).clone();
+    find_member(&status, &devices, name)
+}
+
+/// The member slot (or `member_count + j` for spare j) that `name` is in
+/// `status`: the path a member is served from (`devices`, by device
+/// index), or the path its superblock remembers.
+pub fn find_member(status: &Value, devices: &[PathBuf], name: &str) -> Result<usize> {
     let members = status["members"].as_array().cloned().unwrap_or_default();
     let name_path = Path::new(name);
     let served_from = |m: &Value| {
@@ -418,7 +548,7 @@ fn named_member(request: &Value, context: &ControlContext) -> Result<usize> {
                 })
                 .collect();
             bail!(
-                "{name} is not a member or spare of the served array; it has: {}",
+                "{name} is not a member or spare of the array; it has: {}",
                 known.join(", ")
             )
         }

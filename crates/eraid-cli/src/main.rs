@@ -6,6 +6,7 @@ mod commands;
 mod control;
 mod export;
 mod growth_flags;
+mod level_args;
 mod locks;
 mod members;
 mod output;
@@ -36,6 +37,7 @@ enum Command {
     Add(commands::add::AddArgs),
     Fail(commands::fail::FailArgs),
     Remove(commands::fail::RemoveArgs),
+    Replace(commands::replace::ReplaceArgs),
     Rebuild(commands::rebuild::RebuildArgs),
     Demo(commands::demo::DemoArgs),
     /// Simulate an array of modelled drives replaying a trace or workload.
@@ -81,6 +83,7 @@ fn main() {
         Command::Add(args) => args.run(),
         Command::Fail(args) => args.run(),
         Command::Remove(args) => args.run(),
+        Command::Replace(args) => args.run(),
         Command::Rebuild(args) => args.run(),
         Command::Demo(args) => args.run(),
         Command::Sim(args) => args.run(),

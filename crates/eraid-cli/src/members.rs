@@ -120,12 +120,12 @@ pub fn check_added_members(
             .with_context(|| format!("cannot read {}", path.display()))?;
         if let Ok(sb) = Superblock::decode_newest(&area) {
             bail!(
-                "{} already belongs to eraid array {} (member {} of a RAID-{} of {} members); \
+                "{} already belongs to eraid array {} (member {} of a {} of {} members); \
                  only a file or device without eraid metadata can be added",
                 path.display(),
                 sb.array_uuid,
                 sb.this_member,
-                sb.geometry.level.number(),
+                sb.geometry.level.name(),
                 sb.geometry.member_count
             );
         }
@@ -247,6 +247,13 @@ pub fn assemble_members_with(paths: &[PathBuf], options: AssembleOptions) -> Res
     for (slot, state) in assembly.slots.iter().enumerate() {
         match state {
             SlotState::Present { probe } => {
+                let file = files[*probe].take().expect("each probe used once");
+                slot_paths.push(file.path().to_path_buf());
+                direct.push(file.direct());
+                devices.push(Arc::new(file));
+            }
+            // Re-added from the bitmap: served, and brought up to date.
+            SlotState::Stale { probe, .. } if assembly.re_add.contains(&slot) => {
                 let file = files[*probe].take().expect("each probe used once");
                 slot_paths.push(file.path().to_path_buf());
                 direct.push(file.direct());

@@ -1,7 +1,8 @@
 //! A member left off `serve`'s command line costs nothing until data is
 //! written without it: stopped before any write, the array serves again
-//! with every member current. Once written without it, it is stale, and
-//! the messages say which case the user is in.
+//! with every member current. Once written without it, it is out of date
+//! and re-added from the write-intent bitmap when served again, and the
+//! messages say which case the user is in.
 
 mod support;
 use std::time::Duration;
@@ -40,7 +41,7 @@ fn a_member_left_off_serve_stays_current_until_a_write() {
 }
 
 #[test]
-fn a_member_written_without_is_stale_and_the_refusal_says_so() {
+fn a_member_written_without_is_re_added_and_the_log_says_so() {
     if !require_tools("a_member_written_without", &["nbdcopy"]) {
         return;
     }
@@ -51,17 +52,25 @@ fn a_member_written_without_is_stale_and_the_refusal_says_so() {
     run_tool(dir.path(), "nbdcopy", &["data", &server.uri]).expect_ok();
     server.stop();
     let status = detail_json(dir.path(), &["d0", "d1", "d2", "d3"]);
-    assert_ne!(status["members"][3]["state"], "active", "{status:#}");
-    // Served with every member: the stale one is named as stale, and the
-    // advice is not to name members the user already named.
+    assert_eq!(status["members"][3]["state"], "re-addable", "{status:#}");
+    // Served with every member: it only left (no write lost on it), so it
+    // is re-added from the bitmap; the advice is not to name members the
+    // user already named.
     let mut server = Server::start(dir.path(), &["d0", "d1", "d2", "d3"]);
-    server.wait_for_log("is stale", Duration::from_secs(10));
+    server.wait_for_log(
+        "re-added from the write-intent bitmap",
+        Duration::from_secs(10),
+    );
     let log = server.log_text();
     assert!(
         !log.contains("was not given") && !log.contains("naming every member"),
         "{log}"
     );
     server.stop();
+    let status = detail_json(dir.path(), &["d0", "d1", "d2", "d3"]);
+    for member in status["members"].as_array().expect("members") {
+        assert_eq!(member["state"], "active", "{status:#}");
+    }
 }
 
 /// Like MD, `serve` runs degraded without a member whose superblock is

@@ -273,6 +273,27 @@ pub enum AdminCommand {
     FailMember {
         slot: usize,
     },
+    /// Replace member `slot` by `member` (which the driver has opened and
+    /// serves as the next device): `slot` is copied onto it while it keeps
+    /// serving (Linux MD's `--replace`), then `member` takes the slot and
+    /// the old member is retired. Refused, changing nothing, if it cannot
+    /// be done; the driver then drops the device again.
+    ReplaceMember {
+        slot: usize,
+        member: crate::growth::config::NewMember,
+    },
+    /// A failed member whose device the driver still serves in `slot`
+    /// comes back (Linux MD's `--re-add`, or `--add` of a former member):
+    /// `copy` is the superblock read from it. If it left without losing a
+    /// write and the bitmap covers what it missed
+    /// (`metadata::readd::re_add_refusal`), only the marked regions are
+    /// copied onto it; otherwise it is rebuilt in full. Refused, changing
+    /// nothing, if it is not this array's member of that slot, is in use,
+    /// or a growth or another rebuild is under way.
+    ReAddMember {
+        slot: usize,
+        copy: Box<crate::metadata::superblock::Superblock>,
+    },
     /// Forget a failed member (slot below the member count) or drop a
     /// spare (slot `member_count + j` for spare `j`, as in the status).
     RemoveMember {

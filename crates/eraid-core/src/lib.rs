@@ -2,12 +2,14 @@
 //! places chunks; `metadata` encodes superblocks and bitmaps and assembles
 //! arrays; `array` is the engine that serves requests.
 pub mod array;
+pub mod cache;
 pub mod geometry;
 pub mod growth;
 pub mod io;
 pub mod layout;
 pub mod metadata;
 pub mod rebuild;
+pub mod stripe_code;
 pub mod testing;
 
 pub use array::{Array, ArrayOptions};

@@ -44,6 +44,17 @@ pub struct MemHarness {
 impl MemHarness {
     /// Creates the members and writes a new array's metadata onto them.
     pub fn create(geometry: Geometry, seed: u64) -> MemHarness {
+        Self::create_with_regions(geometry, seed, None)
+    }
+
+    /// `create`, with write-intent bitmap regions of `stripes_per_region`
+    /// stripes (default: the real granularity), so small test arrays can
+    /// have several regions.
+    pub fn create_with_regions(
+        geometry: Geometry,
+        seed: u64,
+        stripes_per_region: Option<u64>,
+    ) -> MemHarness {
         let member_bytes = geometry.data_offset_bytes + geometry.member_data_bytes;
         let members = (0..geometry.member_count)
             .map(|_| {
@@ -75,6 +86,10 @@ impl MemHarness {
                 .collect(),
             0,
         );
+        let mut sb = sb;
+        if let Some(stripes) = stripes_per_region {
+            sb.bitmap_stripes_per_region = stripes;
+        }
         for (member, offset, bytes) in initial_writes(&sb, false) {
             let m = harness.members[member].as_mut().expect("member");
             m.write(offset, &bytes);
@@ -125,6 +140,7 @@ impl MemHarness {
             match self.assemble() {
                 Err(
                     AssemblyError::ReplacedMember { path, .. }
+                    | AssemblyError::Retired { path, .. }
                     | AssemblyError::SlotBeyondArray { path, .. },
                 ) => {
                     let index: usize = path

@@ -166,7 +166,10 @@ fn flushed_writes_survive_crashes_and_resync_restores_parity() {
         (Level::Raid6, ParityLayout::LeftSymmetric, 5),
         (Level::Raid10, ParityLayout::Near2, 4),
         (Level::Raid0, ParityLayout::None, 3),
-    ] {
+    ]
+    .into_iter()
+    .chain(crs_shapes())
+    {
         for seed in 0..seeds() {
             let outcome = crash_once(seed, level, layout, members, true, true);
             if level != Level::Raid0 {
@@ -212,7 +215,10 @@ fn without_a_bitmap_an_unclean_shutdown_resyncs_the_whole_array() {
         for (level, layout, members) in [
             (Level::Raid5, ParityLayout::LeftSymmetric, 4),
             (Level::Raid6, ParityLayout::LeftSymmetric, 5),
-        ] {
+        ]
+        .into_iter()
+        .chain(crs_shapes())
+        {
             let outcome = crash_once(seed, level, layout, members, true, false);
             assert_eq!(
                 outcome.mismatches, 0,

@@ -123,6 +123,14 @@ fn base_spec() -> impl Strategy<Value = BaseSpec> {
         (3usize..6, 0usize..4).prop_map(|(n, l)| (Level::Raid5, parity_layout(l), n)),
         (4usize..6, 0usize..4).prop_map(|(n, l)| (Level::Raid6, parity_layout(l), n)),
         (2usize..5).prop_map(|n| (Level::Raid10, ParityLayout::Near2, n)),
+        // CRS: m of 1..=3 on 3 to 6 members, at Jerasure's default w.
+        (3usize..7, 1usize..4).prop_map(|(n, m)| {
+            let level = Level::Crs {
+                parity_members: m.min(n - 1),
+                w: eraid_core::geometry::crs_default_w(n).expect("small arrays fit"),
+            };
+            (level, ParityLayout::LeftSymmetric, n)
+        }),
     ];
     let kind = prop_oneof![
         1 => Just(BaseKind::Clean),
@@ -815,6 +823,7 @@ fn check_error(error: &AssemblyError, probes: &[MemberProbe]) {
         | AssemblyError::ForeignMember { path, .. }
         | AssemblyError::DuplicateSlot { path, .. }
         | AssemblyError::ReplacedMember { path, .. }
+        | AssemblyError::Retired { path, .. }
         | AssemblyError::TooSmall { path, .. }
         | AssemblyError::SlotBeyondArray { path, .. }
         | AssemblyError::Disagreement { path, .. } => {

@@ -4,22 +4,11 @@
 
 mod common;
 use common::*;
-use eraid_core::geometry::{Level, SECTOR_BYTES};
+use eraid_core::geometry::Level;
 use eraid_core::io::UserOp;
 use eraid_core::testing::MemHarness;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-
-fn random_range(rng: &mut ChaCha8Rng, capacity: u64, max_bytes: u64) -> (u64, u64) {
-    let sectors = capacity / SECTOR_BYTES;
-    let len = rng.gen_range(1..=(max_bytes / SECTOR_BYTES).min(sectors));
-    let start = rng.gen_range(0..=sectors - len);
-    (start * SECTOR_BYTES, len * SECTOR_BYTES)
-}
-
-fn overlaps(a: (u64, u64), b: (u64, u64)) -> bool {
-    a.0 < b.0 + b.1 && b.0 < a.0 + a.1
-}
 
 fn run_model(seed: u64, level: Level, layout: eraid_core::geometry::ParityLayout, members: usize) {
     let g = geometry(level, layout, members, 24);
@@ -30,11 +19,10 @@ fn run_model(seed: u64, level: Level, layout: eraid_core::geometry::ParityLayout
     let mut model = vec![0u8; capacity as usize];
     let mut next_id = 1u64;
     let mut failed_members = 0usize;
-    let tolerated = match level {
-        Level::Raid0 => 0,
-        Level::Raid5 | Level::Raid10 => 1,
-        Level::Raid6 => 2,
-    };
+    // RAID-10: one member (of a pair) in this test.
+    let tolerated = level.redundancy();
+    // Up to four failures, spread over the run (RAID-6: rounds 20 and 40).
+    let fail_rounds = [20, 40, 30, 50];
     for round in 0..60 {
         // A batch of concurrent requests: writes never overlap each other
         // or the batch's reads, so the expected result is well defined.
@@ -80,7 +68,9 @@ fn run_model(seed: u64, level: Level, layout: eraid_core::geometry::ParityLayout
             h.submit(&mut array, *id, op.clone());
         }
         // Fail a member while the batch is in flight, if the level allows.
-        if (round == 20 || (round == 40 && level == Level::Raid6)) && failed_members < tolerated {
+        if fail_rounds[..tolerated.min(fail_rounds.len())].contains(&round)
+            && failed_members < tolerated
+        {
             let victim = rng.gen_range(0..members);
             if let Some(m) = h.members[victim].as_mut() {
                 if !(m.failed || level == Level::Raid10 && failed_members > 0) {

@@ -37,6 +37,9 @@ fn shapes() -> Vec<(Level, ParityLayout, usize)> {
         (Level::Raid6, ParityLayout::LeftSymmetric, 5),
         (Level::Raid10, ParityLayout::Near2, 4),
         (Level::Raid10, ParityLayout::Near2, 3),
+        // CRS 4 + 2 (w = 3) and 3 + 3 (w = 3).
+        (crs_shapes()[0].0, ParityLayout::LeftSymmetric, 6),
+        (crs_shapes()[1].0, ParityLayout::LeftSymmetric, 6),
     ]
 }
 
@@ -120,50 +123,6 @@ fn member_states(array: &Array) -> Vec<String> {
         .iter()
         .map(|m| m["state"].as_str().unwrap().to_string())
         .collect()
-}
-
-fn random_range(rng: &mut ChaCha8Rng, capacity: u64, max_bytes: u64) -> (u64, u64) {
-    let sectors = capacity / SECTOR_BYTES;
-    let len = rng.gen_range(1..=(max_bytes / SECTOR_BYTES).min(sectors));
-    let start = rng.gen_range(0..=sectors - len);
-    (start * SECTOR_BYTES, len * SECTOR_BYTES)
-}
-
-fn overlaps(a: (u64, u64), b: (u64, u64)) -> bool {
-    a.0 < b.0 + b.1 && b.0 < a.0 + a.1
-}
-
-fn read_all(h: &mut MemHarness, array: &mut Array, id: u64) -> Vec<u8> {
-    let len_bytes = array.capacity_bytes() as usize;
-    call(
-        h,
-        array,
-        id,
-        UserOp::Read {
-            offset_bytes: 0,
-            len_bytes,
-        },
-    )
-    .expect("read ok")
-    .expect("read data")
-}
-
-/// Fills the array with random bytes and flushes; returns the model.
-fn fill(h: &mut MemHarness, array: &mut Array, rng: &mut ChaCha8Rng) -> Vec<u8> {
-    let capacity = array.capacity_bytes();
-    let model: Vec<u8> = (0..capacity).map(|_| rng.gen()).collect();
-    call(
-        h,
-        array,
-        1,
-        UserOp::Write {
-            offset_bytes: 0,
-            data: model.clone(),
-            fua: true,
-        },
-    )
-    .expect("fill");
-    model
 }
 
 /// One batch of concurrent requests that never overlap a write of the same
@@ -250,7 +209,9 @@ fn user_batch(
 /// read the replacements (only k shards, or one mirror copy, left).
 fn others_to_remove(level: Level, members: usize, replaced: &[usize]) -> Vec<usize> {
     let keep_others = match level {
-        Level::Raid5 | Level::Raid6 => members - level.redundancy() - replaced.len(),
+        Level::Raid5 | Level::Raid6 | Level::Crs { .. } => {
+            members - level.redundancy() - replaced.len()
+        }
         _ => unreachable!("mirrors choose their partners"),
     };
     (0..members)
@@ -635,6 +596,9 @@ fn crash_during_rebuild(
     // did not survive): a new one is added then.
     let record = assembly.superblock.rebuild.clone();
     let spare_here = assembly.spares.iter().any(|s| s.is_some());
+    // Or the failed member itself, still here and failed only by the
+    // operator, is re-added from the bitmap at open.
+    let re_added = !assembly.re_add.is_empty();
     let mut array = Array::open(assembly, rebuild_options(), h.now);
     // The stripes recorded rebuilt, where the rebuild goes on from (None:
     // it had finished durably).
@@ -672,7 +636,7 @@ fn crash_during_rebuild(
         None => Some(vec![false; total_stripes as usize]),
     };
     h.run(&mut array);
-    if record.is_none() && !spare_here {
+    if record.is_none() && !spare_here && !re_added {
         let member = blank_member(&mut h);
         admin_ok(
             &mut h,

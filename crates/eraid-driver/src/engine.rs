@@ -248,9 +248,10 @@ impl Runner {
                 Input::Command(Command::AddMember {
                     member,
                     spare,
+                    replaces,
                     done,
                 }) => {
-                    let answer = self.add_member(member, spare);
+                    let answer = self.add_member(member, spare, replaces);
                     let _ = done.send(answer);
                 }
                 Input::Command(Command::RemoveMember { slot, done }) => {
@@ -408,6 +409,7 @@ impl Runner {
         &mut self,
         member: GrowMember,
         spare: bool,
+        replaces: Option<usize>,
     ) -> Result<serde_json::Value, MemberChangeError> {
         if self.closing {
             return Err(MemberChangeError::ShuttingDown);
@@ -426,13 +428,17 @@ impl Runner {
             label: label.clone(),
             io: IoCounters::default(),
         });
-        let answer = self.machine.handle_admin(
-            now,
-            AdminCommand::AddMember {
+        let command = match replaces {
+            Some(slot) => AdminCommand::ReplaceMember {
+                slot,
+                member: member.member,
+            },
+            None => AdminCommand::AddMember {
                 member: member.member,
                 spare,
             },
-        );
+        };
+        let answer = self.machine.handle_admin(now, command);
         let pool = self.pool.as_mut().expect("checked above");
         if let Some(error) = answer.get("error") {
             // The machine changed nothing, so no I/O addresses the device.

@@ -46,6 +46,8 @@ pub(crate) enum Command {
     AddMember {
         member: GrowMember,
         spare: bool,
+        /// A replace's new member: the slot it copies.
+        replaces: Option<usize>,
         done: Sender<Result<serde_json::Value, MemberChangeError>>,
     },
     RemoveMember {
@@ -272,6 +274,28 @@ impl EngineHandle {
         member: GrowMember,
         spare: bool,
     ) -> Result<serde_json::Value, MemberChangeError> {
+        self.add_device(member, spare, None)
+    }
+
+    /// Replaces member `slot` by `member` (Linux MD's `--replace`): the
+    /// engine serves `member.device` as its next device, then hands
+    /// `AdminCommand::ReplaceMember` to the machine, which copies the slot
+    /// onto it while the slot keeps serving; if refused, the device is
+    /// dropped again and nothing changed. Returns the status after it.
+    pub fn replace_member(
+        &self,
+        slot: usize,
+        member: GrowMember,
+    ) -> Result<serde_json::Value, MemberChangeError> {
+        self.add_device(member, false, Some(slot))
+    }
+
+    fn add_device(
+        &self,
+        member: GrowMember,
+        spare: bool,
+        replaces: Option<usize>,
+    ) -> Result<serde_json::Value, MemberChangeError> {
         if self.shared.stopping.load(Ordering::Acquire) {
             return Err(MemberChangeError::ShuttingDown);
         }
@@ -280,6 +304,7 @@ impl EngineHandle {
             .send(Command::AddMember {
                 member,
                 spare,
+                replaces,
                 done: done_tx,
             })
             .map_err(|_| MemberChangeError::ShuttingDown)?;

@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use crate::tls::TlsPolicy;
+
 /// Limits and knobs of a `Server`. `Default` gives the values the CLI uses.
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
@@ -42,6 +44,9 @@ pub struct ServerConfig {
     /// do: half of it is granted to finish messages already begun, then
     /// what is still open is cut.
     pub shutdown_timeout: Duration,
+    /// TLS through NBD_OPT_STARTTLS (None: plaintext only, STARTTLS gets
+    /// NBD_REP_ERR_UNSUP).
+    pub tls: Option<TlsPolicy>,
 }
 
 impl Default for ServerConfig {
@@ -58,6 +63,7 @@ impl Default for ServerConfig {
             multi_conn: true,
             send_timeout: Duration::from_secs(30),
             shutdown_timeout: Duration::from_secs(10),
+            tls: None,
         }
     }
 }

@@ -48,7 +48,7 @@ fn serve_registered(
         }
     };
     let mut reader = MessageReader::new(read_half, watch.clone());
-    let mut writer = DeadlineWriter::new(write_half, watch);
+    let mut writer = DeadlineWriter::new(write_half, watch.clone());
     // The whole handshake, reads and writes, must end by the deadline.
     reader.set_deadline(Some(deadline));
     writer.set_deadline(Some(deadline));
@@ -59,6 +59,10 @@ fn serve_registered(
         export.as_ref(),
         config,
         &mut admit,
+        &handshake::TlsUpgrade {
+            watch: &watch,
+            deadline,
+        },
     ) {
         Ok(Negotiated::Transmission(session)) => {
             tracing::debug!("nbd: client entered transmission ({session:?})");

@@ -2,11 +2,13 @@
 //! option haggling, up to the switch to transmission.
 
 use std::io::{self, Write};
+use std::time::Instant;
 
 use crate::config::ServerConfig;
 use crate::export::Export;
 use crate::protocol::{self as p, be_u16, be_u32, be_u64};
-use crate::stream::{DeadlineWriter, MessageReader, NextMessage, Stream};
+use crate::stream::{DeadlineWriter, MessageReader, NextMessage, Stream, Watch};
+use crate::tls;
 
 /// Largest option payload accepted; real options are a name plus a few
 /// info requests, so anything bigger is abuse and closes the connection.
@@ -60,6 +62,13 @@ pub fn transmission_flags(export: &dyn Export, config: &ServerConfig) -> u16 {
     flags
 }
 
+/// What a TLS handshake after NBD_OPT_STARTTLS must respect: the same
+/// stop and cancel flags and the same deadline as the NBD handshake.
+pub struct TlsUpgrade<'a> {
+    pub watch: &'a Watch,
+    pub deadline: Instant,
+}
+
 /// Runs the handshake on a fresh connection. `admit` is asked once the
 /// client chose the export: false means the transmission slots are full.
 pub fn negotiate(
@@ -68,8 +77,11 @@ pub fn negotiate(
     export: &dyn Export,
     config: &ServerConfig,
     admit: &mut dyn FnMut() -> bool,
+    upgrade: &TlsUpgrade,
 ) -> Result<Negotiated, HandshakeError> {
     let mut session = Session::default();
+    let tls_required = config.tls.as_ref().is_some_and(|policy| policy.required);
+    let mut tls_active = false;
     let mut greeting = Vec::with_capacity(18);
     greeting.extend_from_slice(&p::NBDMAGIC.to_be_bytes());
     greeting.extend_from_slice(&p::IHAVEOPT.to_be_bytes());
@@ -107,7 +119,56 @@ pub fn negotiate(
         let mut data = vec![0u8; data_len_bytes as usize];
         reader.fill(&mut data)?;
 
+        if tls_required && !tls_active && option != p::OPT_STARTTLS && option != p::OPT_ABORT {
+            if option == p::OPT_EXPORT_NAME {
+                // No error reply exists for EXPORT_NAME: the spec says close.
+                return Err(HandshakeError::Violation(
+                    "EXPORT_NAME before STARTTLS while TLS is required".into(),
+                ));
+            }
+            send_option_reply(
+                writer,
+                option,
+                p::REP_ERR_TLS_REQD,
+                b"TLS is required: send NBD_OPT_STARTTLS first",
+            )?;
+            continue;
+        }
         match option {
+            p::OPT_STARTTLS => {
+                let Some(policy) = &config.tls else {
+                    send_option_reply(
+                        writer,
+                        option,
+                        p::REP_ERR_UNSUP,
+                        b"TLS is not configured on this server",
+                    )?;
+                    continue;
+                };
+                if tls_active || !data.is_empty() {
+                    send_option_reply(
+                        writer,
+                        option,
+                        p::REP_ERR_INVALID,
+                        b"STARTTLS takes no data and only once",
+                    )?;
+                    continue;
+                }
+                send_option_reply(writer, option, p::REP_ACK, &[])?;
+                // A failed TLS handshake ends the connection (the spec's
+                // MUST: nothing can be said in plaintext after the ACK).
+                let tls_stream = tls::accept(
+                    reader.get_mut(),
+                    &policy.server_config,
+                    upgrade.watch,
+                    upgrade.deadline,
+                )?;
+                *writer.get_mut() = Stream::Tls(tls_stream.try_clone()?);
+                *reader.get_mut() = Stream::Tls(tls_stream);
+                tls_active = true;
+                // Nothing agreed in plaintext carries over into TLS.
+                session = Session::default();
+            }
             p::OPT_EXPORT_NAME => {
                 if !names_export(&data, export) {
                     // EXPORT_NAME has no error reply: the spec says hard disconnect.
@@ -174,8 +235,7 @@ pub fn negotiate(
                 return Ok(Negotiated::Closed);
             }
             _ => {
-                // STARTTLS, extended headers...:
-                // unsupported, and the client may go on negotiating.
+                // Extended headers...: unsupported, and the client may go on negotiating.
                 send_option_reply(writer, option, p::REP_ERR_UNSUP, b"option not supported")?;
             }
         }

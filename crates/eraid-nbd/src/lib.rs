@@ -5,8 +5,10 @@
 //! small blocking client, both handy for tests and demos.
 //!
 //! Protocol: fixed newstyle handshake (NBD_OPT_GO/INFO/EXPORT_NAME/LIST/
-//! ABORT/STRUCTURED_REPLY/LIST_META_CONTEXT/SET_META_CONTEXT; everything
-//! else gets NBD_REP_ERR_UNSUP), simple or structured replies,
+//! ABORT/STRUCTURED_REPLY/LIST_META_CONTEXT/SET_META_CONTEXT, and STARTTLS
+//! when `ServerConfig::tls` is set (rustls; when TLS is required, other
+//! options before it get NBD_REP_ERR_TLS_REQD); everything else gets
+//! NBD_REP_ERR_UNSUP), simple or structured replies,
 //! READ/WRITE/FLUSH/TRIM/WRITE_ZEROES/BLOCK_STATUS (`base:allocation`)/DISC
 //! with FUA, replies out of order. Every request is judged against the
 //! spec (`transmission::judge`): flags a command may not carry get EINVAL.
@@ -32,6 +34,7 @@ mod reply;
 mod server;
 mod slots;
 mod stream;
+pub mod tls;
 mod transmission;
 
 pub use config::ServerConfig;
@@ -39,3 +42,4 @@ pub use export::{Done, Export, ExportCommand, ExportError, ExportResult};
 pub use handshake::OPTION_DATA_BYTES_MAX;
 pub use mem_export::MemExport;
 pub use server::{Listener, RunningServer, Server, ServerError};
+pub use tls::{load_cert_dir, TlsPolicy, TlsSetupError};

@@ -56,6 +56,8 @@ const REP_FLAG_ERROR: u32 = 1 << 31;
 pub const REP_ERR_UNSUP: u32 = REP_FLAG_ERROR | 1;
 pub const REP_ERR_POLICY: u32 = REP_FLAG_ERROR | 2;
 pub const REP_ERR_INVALID: u32 = REP_FLAG_ERROR | 3;
+/// Options other than STARTTLS (and ABORT) sent before TLS when TLS is required.
+pub const REP_ERR_TLS_REQD: u32 = REP_FLAG_ERROR | 5;
 pub const REP_ERR_UNKNOWN: u32 = REP_FLAG_ERROR | 6;
 pub const REP_ERR_SHUTDOWN: u32 = REP_FLAG_ERROR | 7;
 

@@ -65,6 +65,12 @@ impl Server {
         config: ServerConfig,
     ) -> Result<Server, ServerError> {
         config.validate().map_err(ServerError::Config)?;
+        // A client told `nbds` insists on TLS; with TLS only allowed, the
+        // plain scheme works for both kinds of client.
+        let scheme = match &config.tls {
+            Some(policy) if policy.required => "nbds",
+            _ => "nbd",
+        };
         let (bound, unix_path, uri) = match listener {
             Listener::Unix(path) => {
                 remove_stale_socket(&path)?;
@@ -72,7 +78,7 @@ impl Server {
                     what: path.display().to_string(),
                     error,
                 })?;
-                let uri = format!("nbd+unix:///?socket={}", percent_encode_path(&path));
+                let uri = format!("{scheme}+unix:///?socket={}", percent_encode_path(&path));
                 (Bound::Unix(listener), Some(path), uri)
             }
             Listener::Tcp(address) => {
@@ -82,7 +88,7 @@ impl Server {
                 };
                 let listener = TcpListener::bind(address).map_err(bind_error)?;
                 let local = listener.local_addr().map_err(bind_error)?;
-                (Bound::Tcp(listener), None, format!("nbd://{local}/"))
+                (Bound::Tcp(listener), None, format!("{scheme}://{local}/"))
             }
         };
         let nonblocking = match &bound {
@@ -104,7 +110,8 @@ impl Server {
         })
     }
 
-    /// `nbd+unix:///?socket=PATH` or `nbd://HOST:PORT/`, for qemu, nbdinfo, nbdcopy.
+    /// `nbd+unix:///?socket=PATH` or `nbd://HOST:PORT/` (`nbds` when TLS is
+    /// required), for qemu, nbdinfo, nbdcopy.
     pub fn uri(&self) -> String {
         self.uri.clone()
     }
@@ -196,6 +203,8 @@ impl Server {
                 match &stream {
                     Stream::Unix(s) => s.set_nonblocking(false)?,
                     Stream::Tcp(s) => s.set_nonblocking(false)?,
+                    // TLS starts later, inside the handshake.
+                    Stream::Tls(_) => {}
                 }
                 Ok(Some(stream))
             }

@@ -1,5 +1,5 @@
-//! One socket type for Unix and TCP connections, and a reader that notices
-//! server shutdown between messages.
+//! One socket type for Unix, TCP and TLS connections, and a reader that
+//! notices server shutdown between messages.
 
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpStream};
@@ -8,11 +8,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// A connected byte stream, Unix or TCP.
+use crate::tls::TlsStream;
+
+/// A connected byte stream, Unix or TCP, or TLS over one of them.
 #[derive(Debug)]
 pub enum Stream {
     Unix(UnixStream),
     Tcp(TcpStream),
+    Tls(TlsStream),
 }
 
 impl Stream {
@@ -20,6 +23,7 @@ impl Stream {
         Ok(match self {
             Stream::Unix(s) => Stream::Unix(s.try_clone()?),
             Stream::Tcp(s) => Stream::Tcp(s.try_clone()?),
+            Stream::Tls(s) => Stream::Tls(s.try_clone()?),
         })
     }
 
@@ -27,6 +31,7 @@ impl Stream {
         match self {
             Stream::Unix(s) => s.shutdown(how),
             Stream::Tcp(s) => s.shutdown(how),
+            Stream::Tls(s) => s.socket().shutdown(how),
         }
     }
 
@@ -34,6 +39,7 @@ impl Stream {
         match self {
             Stream::Unix(s) => s.set_read_timeout(timeout),
             Stream::Tcp(s) => s.set_read_timeout(timeout),
+            Stream::Tls(s) => s.socket().set_read_timeout(timeout),
         }
     }
 
@@ -41,6 +47,7 @@ impl Stream {
         match self {
             Stream::Unix(s) => s.set_write_timeout(timeout),
             Stream::Tcp(s) => s.set_write_timeout(timeout),
+            Stream::Tls(s) => s.socket().set_write_timeout(timeout),
         }
     }
 
@@ -50,6 +57,16 @@ impl Stream {
         match self {
             Stream::Unix(_) => Ok(()),
             Stream::Tcp(s) => s.set_nodelay(true),
+            Stream::Tls(s) => s.socket().set_nodelay(),
+        }
+    }
+
+    /// Sends what a TLS session still holds from earlier writes (nothing
+    /// to do on a plain socket, whose writes are final).
+    pub fn send_pending(&mut self) -> io::Result<()> {
+        match self {
+            Stream::Unix(_) | Stream::Tcp(_) => Ok(()),
+            Stream::Tls(s) => s.send_pending(),
         }
     }
 }
@@ -59,6 +76,7 @@ impl Read for Stream {
         match self {
             Stream::Unix(s) => s.read(buf),
             Stream::Tcp(s) => s.read(buf),
+            Stream::Tls(s) => s.read(buf),
         }
     }
 }
@@ -68,6 +86,7 @@ impl Write for Stream {
         match self {
             Stream::Unix(s) => s.write(buf),
             Stream::Tcp(s) => s.write(buf),
+            Stream::Tls(s) => s.write(buf),
         }
     }
 
@@ -75,6 +94,7 @@ impl Write for Stream {
         match self {
             Stream::Unix(s) => s.flush(),
             Stream::Tcp(s) => s.flush(),
+            Stream::Tls(s) => s.flush(),
         }
     }
 }
@@ -96,7 +116,7 @@ pub struct Watch {
 impl Watch {
     /// Why an operation that has waited since `stop_seen_at` (set here on
     /// the first stop seen) must give up now, if it must.
-    fn give_up(
+    pub(crate) fn give_up(
         &self,
         deadline: Option<Instant>,
         stop_seen_at: &mut Option<Instant>,
@@ -152,6 +172,11 @@ impl<R: Read> MessageReader<R> {
             watch,
             deadline: None,
         }
+    }
+
+    /// The stream, to be upgraded in place (NBD_OPT_STARTTLS).
+    pub fn get_mut(&mut self) -> &mut R {
+        &mut self.inner
     }
 
     /// Every read fails once `deadline` passes (None: no deadline).
@@ -255,6 +280,25 @@ impl DeadlineWriter {
     pub fn get_ref(&self) -> &Stream {
         &self.inner
     }
+
+    /// The stream, to be upgraded in place (NBD_OPT_STARTTLS).
+    pub fn get_mut(&mut self) -> &mut Stream {
+        &mut self.inner
+    }
+
+    /// Retries sending what the stream still holds until it is out, under
+    /// the same deadline, stop and cancel checks as `write`.
+    fn send_pending(&mut self) -> io::Result<()> {
+        loop {
+            if let Some(error) = self.watch.give_up(self.deadline, &mut self.stop_seen_at) {
+                return Err(error);
+            }
+            match self.inner.send_pending() {
+                Err(e) if is_timeout(&e) => {}
+                other => return other,
+            }
+        }
+    }
 }
 
 impl Write for DeadlineWriter {
@@ -267,17 +311,24 @@ impl Write for DeadlineWriter {
             }
             match self.inner.write(buf) {
                 Err(e) if is_timeout(&e) => {}
-                other => return other,
+                Ok(n) => {
+                    // A TLS write only queues records: they must be on the
+                    // socket before the caller counts the bytes as sent.
+                    self.send_pending()?;
+                    return Ok(n);
+                }
+                Err(e) => return Err(e),
             }
         }
     }
 
     fn flush(&mut self) -> io::Result<()> {
+        self.send_pending()?;
         self.inner.flush()
     }
 }
 
-fn is_timeout(error: &io::Error) -> bool {
+pub(crate) fn is_timeout(error: &io::Error) -> bool {
     matches!(
         error.kind(),
         io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted

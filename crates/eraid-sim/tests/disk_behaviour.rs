@@ -1,6 +1,8 @@
 //! The effects the papers rest on, shown by the model alone on the presets.
 
-use eraid_sim::disk::presets::{barracuda_7200_10, cheetah_10k7, cheetah_15k4, cheetah_15k5};
+use eraid_sim::disk::presets::{
+    barracuda_7200_10, barracuda_7200_8, cheetah_10k7, cheetah_15k4, cheetah_15k5,
+};
 use eraid_sim::disk::{DiskCompletion, DiskModel, DiskRequest, DiskSpec, SchedulerKind};
 
 /// A tiny deterministic generator (xorshift), so tests need no RNG crate.
@@ -241,5 +243,31 @@ fn write_back_completes_at_media_pace_once_the_buffer_is_full() {
     assert!(
         total_ms > media_bound_ms,
         "{n} writes finished in {total_ms:.1} ms (at least {media_bound_ms:.0} ms at media pace)"
+    );
+}
+
+/// The PRO paper's drive (Barracuda 7200.8 ST3300831AS) matches the figures
+/// its preset was built from: 300 GB, 76 MB/s media rate at the outer zone
+/// (the paper's "up to 76 MB/s") and 54 MB/s at the inner, and a random
+/// 4 KiB read of about the 8 ms average seek plus half a 7,200 rpm turn
+/// (4.17 ms).
+#[test]
+fn the_pro_paper_drive_matches_its_datasheet() {
+    let spec = barracuda_7200_8();
+    let cap = DiskModel::new(spec.clone()).unwrap().capacity_sectors();
+    assert_eq!(cap, 586_072_368);
+    let zone_mb_s = |z: &eraid_sim::disk::ZoneSpec| {
+        f64::from(z.sectors_per_track) * 512.0 * spec.mechanics.rpm / 60.0 / 1e6
+    };
+    let zones = &spec.geometry.zones;
+    let (outer, inner) = (zone_mb_s(&zones[0]), zone_mb_s(&zones[zones.len() - 1]));
+    assert!((75.5..=76.5).contains(&outer), "outer zone {outer:.1} MB/s");
+    assert!((53.5..=54.5).contains(&inner), "inner zone {inner:.1} MB/s");
+    let rnd = random_reads(&spec, 2000, 8, 11);
+    let (_, t) = closed_loop(&mut DiskModel::new(spec).unwrap(), &rnd, 1);
+    let mean_ms = t as f64 / 2000.0 / 1e6;
+    assert!(
+        (11.0..=14.0).contains(&mean_ms),
+        "random 4K read {mean_ms:.2} ms"
     );
 }

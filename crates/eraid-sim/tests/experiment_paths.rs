@@ -1,7 +1,7 @@
 //! Every file a shipped experiment names (a trace, a DiskSim model, a
 //! workload spec) exists relative to the experiment file and lies inside
 //! the repository, so a fresh clone alone runs every experiment. A path
-//! that leaves the repository (as `../../shared/traces/` once did) works
+//! that leaves the repository (as the traces folder beside it once did) works
 //! only on a machine that happens to have that folder, so it is refused
 //! even where it exists. No simulation runs here.
 

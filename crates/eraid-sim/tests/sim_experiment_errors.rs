@@ -124,3 +124,16 @@ fn every_shipped_experiment_loads() {
     }
     assert!(checked >= 12, "only {checked} experiment files found");
 }
+
+#[test]
+fn bad_cache_settings_name_the_setting() {
+    let e = error(&format!("{GOOD}[cache]\npolicy = \"lru\"\n"));
+    assert!(e.contains("[cache] policy") && e.contains("\"lru\""), "{e}");
+    let e = error(&format!(
+        "{GOOD}[cache]\npolicy = \"sc\"\nallocation = \"pages\"\n"
+    ));
+    assert!(e.contains("[cache] allocation"), "{e}");
+    let disk = GOOD.replace("level = 5", "level = \"disk\"");
+    let e = error(&format!("{disk}[cache]\npolicy = \"msc-ct\"\n"));
+    assert!(e.contains("[cache]") && e.contains("bare disk"), "{e}");
+}

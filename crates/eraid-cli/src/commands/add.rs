@@ -1,14 +1,17 @@
 //! `eraid add`: add a replacement for a failed member (rebuilt at once) or
-//! a hot spare to a running array.
+//! a hot spare to an array (served, or offline on its members).
 
+use super::offline::OfflineArray;
 use super::rebuild::{follow_rebuild, rebuild_line};
 use crate::control::ControlClient;
+use crate::members::{check_added_members, member_bytes_needed};
 use anyhow::{Context, Result};
 use clap::Args;
+use eraid_core::metadata::member_change::MemberChange;
 use serde_json::json;
 use std::path::PathBuf;
 
-/// Add a replacement or a hot spare to a running array
+/// Add a replacement or a hot spare to an array (served or offline)
 ///
 /// On an array with a failed or missing member, NEW takes that member's
 /// place and is rebuilt from the others while the array serves, by
@@ -28,10 +31,17 @@ use std::path::PathBuf;
 ///   eraid add --spare d4 --control ctl.sock
 ///
 /// NEW must exist, be at least as large as the members, and carry no eraid
-/// metadata; otherwise nothing changes. RAID-0 has nothing to rebuild and
+/// metadata; otherwise nothing changes. A failed member the server still
+/// holds (failed by `eraid fail`, or stale at the start) goes back into its
+/// slot instead: re-added from the write-intent bitmap when it left without
+/// losing a write (MD's --re-add: only the regions written since are
+/// copied), else rebuilt in full. RAID-0 has nothing to rebuild and
 /// no use for spares; a healthy array takes a new member only as a spare.
 /// With --wait, a progress bar follows the rebuild until it is done.
-/// Only on a running server (--control) for now.
+/// Offline, given the array's MEMBERS instead of --control, the same rules
+/// apply and the superblocks record NEW (as the replacement to rebuild, or
+/// a spare); the next `eraid serve` with NEW among the members rebuilds it:
+///   eraid add d4 d0 d2 d3
 #[derive(Args, Debug)]
 #[command(verbatim_doc_comment)]
 pub struct AddArgs {
@@ -47,15 +57,21 @@ pub struct AddArgs {
     #[arg(long, value_name = "NAME", value_parser = super::rebuild::parse_strategy)]
     strategy: Option<eraid_core::rebuild::config::RebuildStrategy>,
     /// The control socket of a running `eraid serve --control PATH`.
-    #[arg(long, value_name = "PATH")]
-    control: PathBuf,
+    #[arg(long, value_name = "PATH", conflicts_with = "members")]
+    control: Option<PathBuf>,
     /// The file or block device to add.
     new: PathBuf,
+    /// The array's members, when no server runs it (offline).
+    #[arg(required_unless_present = "control")]
+    members: Vec<PathBuf>,
 }
 
 impl AddArgs {
     pub fn run(self) -> Result<i32> {
-        let mut client = ControlClient::connect(&self.control)?;
+        let Some(control) = self.control.clone() else {
+            return self.run_offline();
+        };
+        let mut client = ControlClient::connect(&control)?;
         // The server resolves paths against its own directory.
         let path = std::path::absolute(&self.new).unwrap_or_else(|_| self.new.clone());
         let status = client
@@ -76,6 +92,25 @@ impl AddArgs {
             .flatten()
             .any(|t| t["path"].as_str() == Some(&path.display().to_string()))
             && rebuild["state"] == "running";
+        let added_back = &status["added_back"];
+        if !added_back.is_null() {
+            let how = if added_back["kind"] == "re-add" {
+                "re-added from the write-intent bitmap (only the regions written while it was \
+                 away are copied)"
+            } else {
+                "added back and rebuilt in full (the bitmap does not cover what it missed)"
+            };
+            println!(
+                "{} is member {} again, {how}: {}",
+                self.new.display(),
+                added_back["slot"],
+                rebuild_line(rebuild)
+            );
+            if self.wait {
+                return follow_rebuild(&mut client, &control);
+            }
+            return Ok(0);
+        }
         if rebuilding {
             println!(
                 "{} replaces a failed member: {}",
@@ -91,7 +126,51 @@ impl AddArgs {
             );
         }
         if self.wait && rebuilding {
-            return follow_rebuild(&mut client, &self.control);
+            return follow_rebuild(&mut client, &control);
+        }
+        Ok(0)
+    }
+
+    fn run_offline(self) -> Result<i32> {
+        if self.wait {
+            anyhow::bail!(
+                "--wait needs --control: offline, the rebuild runs when the array is next served"
+            );
+        }
+        if let Some(strategy) = self.strategy {
+            anyhow::bail!(
+                "--strategy {} needs --control: offline, the rebuild runs with the array's \
+                 recorded settings (eraid rebuild set --strategy on the served array changes them)",
+                strategy.name()
+            );
+        }
+        let array = OfflineArray::open(&self.members)?;
+        let needed = member_bytes_needed(&array.superblock().geometry);
+        let added = check_added_members(
+            std::slice::from_ref(&self.new),
+            &array.assembled.paths,
+            needed,
+        )?;
+        let (mut members, _added_locks) = added.into_grow_members();
+        let member = members.pop().expect("one member checked");
+        let changed = array.apply(
+            MemberChange::Add {
+                member: member.member,
+                spare: self.spare,
+            },
+            Some(member.device.as_ref()),
+        )?;
+        let count = changed.superblock.geometry.member_count;
+        match changed.added_at {
+            Some(slot) if slot < count => println!(
+                "{} replaces member {slot}; the next eraid serve with it among the members rebuilds it",
+                self.new.display()
+            ),
+            _ if self.spare => println!("{} is a hot spare", self.new.display()),
+            _ => println!(
+                "{} is kept as a spare until the unfinished rebuild is done",
+                self.new.display()
+            ),
         }
         Ok(0)
     }

@@ -80,7 +80,7 @@ impl CheckArgs {
                 );
             }
         }
-        if sb.geometry.level.number() == 0 {
+        if sb.geometry.level.redundancy() == 0 {
             println!("{NOTHING_TO_CHECK}");
             return Ok(0);
         }
@@ -155,6 +155,11 @@ fn refuse_degraded(assembly: &Assembly) -> Result<()> {
             let record = &sb.members[slot];
             match state {
                 SlotState::Present { .. } => None,
+                SlotState::Stale { .. } if assembly.re_add.contains(&slot) => Some(format!(
+                    "member {slot} ({}) is out of date: `eraid serve` with every member \
+                     re-adds it from the write-intent bitmap",
+                    record.path_hint
+                )),
                 SlotState::Stale { .. } => Some(format!(
                     "member {slot} ({}) is stale: out of date, it needs a rebuild",
                     record.path_hint

@@ -17,15 +17,42 @@ use std::path::{Path, PathBuf};
 /// impossible geometries (too few members, a chunk that is not a power of two
 /// from 4K to 4M, members of unequal size without --size). Nothing is written
 /// until every check has passed. Members that held data before are fully
-/// resynchronised on the first start.
+/// resynchronised on the first start. --spare adds hot spares (checked as
+/// the members, and at least as large), recorded in the superblocks as
+/// `eraid add --spare` records them:
+///   eraid create --level 5 --size 64M d0 d1 d2 d3 --spare d4
+///
+/// CRS (Cauchy Reed-Solomon): `--level crs --data K --parity M [--w W]`
+/// stores k data and m parity chunks per stripe on k + m members and
+/// survives any m missing members. Each chunk is cut into w packets and
+/// parity is computed by XORs over GF(2^w) with Jerasure's cauchy_good
+/// matrix; w defaults to the smallest with k + m <= 2^w (as Jerasure picks
+/// it: 2 for up to 4 members, 3 up to 8, 4 up to 16, ...). A CRS chunk is w
+/// packets of a power of two bytes (default w x 16K, e.g. 48K for w = 3).
+/// Writes smaller than a chunk read and rewrite whole parity chunks
+/// (read-modify-write over the chunk), since each parity packet depends on
+/// every packet of the data chunk. CRS arrays cannot be grown yet.
 #[derive(Args, Debug)]
+#[command(verbatim_doc_comment)]
 pub struct CreateArgs {
-    /// RAID level: 0 (striping), 5 (single parity), 6 (P+Q), 10 (mirrored pairs, near layout).
+    /// RAID level: 0 (striping), 5 (single parity), 6 (P+Q), 10 (mirrored
+    /// pairs, near layout), or crs (Cauchy Reed-Solomon, with --data and --parity).
     #[arg(long)]
     level: String,
-    /// Chunk size, a power of two from 4K to 4M.
-    #[arg(long, default_value = "64K")]
-    chunk: String,
+    /// CRS: data members per stripe (k).
+    #[arg(long, value_name = "K")]
+    data: Option<usize>,
+    /// CRS: parity members per stripe (m); any m members may be missing.
+    #[arg(long, value_name = "M")]
+    parity: Option<usize>,
+    /// CRS: packets per chunk, the field GF(2^w) (2 to 8; default the
+    /// smallest with k + m <= 2^w).
+    #[arg(long, value_name = "W")]
+    w: Option<usize>,
+    /// Chunk size, a power of two from 4K to 4M (default 64K); for CRS,
+    /// w packets of a power of two bytes (default w x 16K).
+    #[arg(long)]
+    chunk: Option<String>,
     /// Parity layout for RAID-5/6: left-symmetric (default, as Linux MD),
     /// left-asymmetric, right-asymmetric, right-symmetric.
     #[arg(long)]
@@ -37,6 +64,11 @@ pub struct CreateArgs {
     /// Overwrite members that already belong to an eraid array.
     #[arg(long)]
     force: bool,
+    /// Hot spares (files or block devices, created with --size if missing):
+    /// recorded in the superblocks, they take over a member that fails.
+    /// Put the members first, or end the --spare list with `--`.
+    #[arg(long = "spare", value_name = "NEW", num_args = 1..)]
+    spares: Vec<PathBuf>,
     /// Member files or block devices, in slot order.
     #[arg(required = true)]
     members: Vec<PathBuf>,
@@ -44,14 +76,23 @@ pub struct CreateArgs {
 
 impl CreateArgs {
     pub fn run(self) -> Result<i32> {
-        let level = Level::parse(&self.level)?;
+        let level = crate::level_args::level_from_flags(
+            &self.level,
+            self.data,
+            self.parity,
+            self.w,
+            self.members.len(),
+        )?;
         let layout = match &self.layout {
             Some(name) => ParityLayout::parse(name)?,
             None => ParityLayout::default_for(level),
         };
-        let chunk_bytes = parse_size_bytes(&self.chunk)
-            .map_err(anyhow::Error::msg)
-            .context("--chunk")?;
+        let chunk_bytes = match &self.chunk {
+            Some(text) => parse_size_bytes(text)
+                .map_err(anyhow::Error::msg)
+                .context("--chunk")?,
+            None => crate::level_args::default_chunk_bytes(level),
+        };
         let size_bytes = match &self.size {
             Some(s) => Some(
                 parse_size_bytes(s)
@@ -63,12 +104,29 @@ impl CreateArgs {
         if let (Some(text), Some(bytes)) = (&self.size, size_bytes) {
             check_size_supported(text, bytes, self.members.len())?;
         }
-        check_distinct(&self.members)?;
+        if !self.spares.is_empty() && level.redundancy() == 0 {
+            bail!(
+                "{} has no redundancy: nothing could be rebuilt onto a spare (--spare {})",
+                level.name(),
+                self.spares[0].display()
+            );
+        }
+        if self.spares.len() > eraid_core::metadata::SPARES_MAX {
+            bail!(
+                "{} spares given; an array records at most {}",
+                self.spares.len(),
+                eraid_core::metadata::SPARES_MAX
+            );
+        }
+        // Members, then spares: every check below applies to both.
+        let members_count = self.members.len();
+        let all: Vec<PathBuf> = self.members.iter().chain(&self.spares).cloned().collect();
+        check_distinct(&all)?;
         // Members in use (a running serve, check or grow, another path to
         // the same data, a mounted device) are refused whatever --force
         // says: overwriting them would pull an array from under its server.
         let mut locks = crate::locks::MemberLocks::default();
-        for path in &self.members {
+        for path in &all {
             if path.exists() {
                 locks.extend(crate::locks::lock_member(path)?);
             }
@@ -77,7 +135,7 @@ impl CreateArgs {
         let mut existing_sizes = Vec::new();
         let mut any_existing = false;
         let mut locked_arrays: Vec<String> = Vec::new();
-        for path in &self.members {
+        for (index, path) in all.iter().enumerate() {
             if !path.exists() {
                 if size_bytes.is_none() {
                     bail!(
@@ -88,7 +146,8 @@ impl CreateArgs {
                 existing_sizes.push(None);
                 continue;
             }
-            any_existing = true;
+            // A spare's old contents do not matter: it is rebuilt in full.
+            any_existing |= index < members_count;
             let read_only = MemberOptions {
                 writable: false,
                 ..MemberOptions::default()
@@ -100,11 +159,11 @@ impl CreateArgs {
             if let Ok(sb) = Superblock::decode_newest(&area) {
                 if !self.force {
                     bail!(
-                        "{} already belongs to array {} (member {} of a RAID-{}); use --force to overwrite it",
+                        "{} already belongs to array {} (member {} of a {}); use --force to overwrite it",
                         path.display(),
                         sb.array_uuid,
                         sb.this_member,
-                        sb.geometry.level.number()
+                        sb.geometry.level.name()
                     );
                 }
                 // Its array may be served through other paths.
@@ -129,7 +188,11 @@ impl CreateArgs {
             match size_bytes {
                 Some(size) => size,
                 None => {
-                    let sizes: Vec<u64> = existing_sizes.iter().flatten().copied().collect();
+                    let sizes: Vec<u64> = existing_sizes[..members_count]
+                        .iter()
+                        .flatten()
+                        .copied()
+                        .collect();
                     let smallest = *sizes.iter().min().expect("at least one member");
                     if sizes.iter().any(|&s| s != smallest) {
                         bail!(
@@ -140,9 +203,16 @@ impl CreateArgs {
                     smallest
                 }
             };
+        for (path, size) in self.spares.iter().zip(&existing_sizes[members_count..]) {
+            if let Some(size) = size.filter(|&s| s < member_bytes) {
+                bail!(
+                    "spare {} is too small: {size} bytes, but every member of this array needs                      {member_bytes} bytes",
+                    path.display()
+                );
+            }
+        }
         let geometry = Geometry::new(level, layout, self.members.len(), chunk_bytes, member_bytes)?;
-        let new_paths: Vec<&PathBuf> = self
-            .members
+        let new_paths: Vec<&PathBuf> = all
             .iter()
             .zip(&existing_sizes)
             .filter(|(_, existing)| existing.is_none())
@@ -180,25 +250,35 @@ impl CreateArgs {
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_secs())
             .unwrap_or(0);
-        let superblock = new_superblock(geometry, array_uuid.clone(), members, created_unix_s);
-        let files: Vec<MemberFile> = self
-            .members
+        let mut superblock = new_superblock(geometry, array_uuid.clone(), members, created_unix_s);
+        superblock.spares = self
+            .spares
+            .iter()
+            .map(|p| eraid_core::metadata::superblock::MemberRecord {
+                uuid: uuid::Uuid::new_v4().to_string(),
+                state: eraid_core::metadata::superblock::MemberState::Spare,
+                path_hint: std::fs::canonicalize(p)
+                    .unwrap_or_else(|_| p.clone())
+                    .display()
+                    .to_string(),
+                failure: None,
+                absent_unwritten_since_events: None,
+                re_add_from_events: None,
+            })
+            .collect();
+        let files: Vec<MemberFile> = all
             .iter()
             .map(|p| MemberFile::open(p).with_context(|| format!("cannot open {}", p.display())))
             .collect::<Result<_>>()?;
         for (member, offset, bytes) in initial_writes(&superblock, any_existing) {
-            write_at_sync(&files[member], offset, &bytes).with_context(|| {
-                format!(
-                    "cannot write metadata to {}",
-                    self.members[member].display()
-                )
-            })?;
+            write_at_sync(&files[member], offset, &bytes)
+                .with_context(|| format!("cannot write metadata to {}", all[member].display()))?;
         }
         created.keep();
         drop(locks);
         println!(
-            "created RAID-{} {} array {}: {} members, chunk {} KiB, capacity {} bytes ({:.1} MiB)",
-            level.number(),
+            "created {} {} array {}: {} members, chunk {} KiB, capacity {} bytes ({:.1} MiB)",
+            level.name(),
             layout.name(),
             array_uuid,
             geometry.member_count,
@@ -206,10 +286,12 @@ impl CreateArgs {
             geometry.capacity_bytes(),
             geometry.capacity_bytes() as f64 / (1 << 20) as f64
         );
-        for warning in crate::space::shortfall_warnings(
-            &self.members,
-            crate::members::member_bytes_needed(&geometry),
-        ) {
+        if !self.spares.is_empty() {
+            println!("hot spares: {}", self.spares.len());
+        }
+        for warning in
+            crate::space::shortfall_warnings(&all, crate::members::member_bytes_needed(&geometry))
+        {
             eprintln!("{warning}");
         }
         if any_existing && level != Level::Raid0 {

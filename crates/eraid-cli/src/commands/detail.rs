@@ -4,6 +4,7 @@
 use crate::control::ControlClient;
 use anyhow::Result;
 use clap::Args;
+use eraid_core::geometry::Level;
 use eraid_core::metadata::assemble::{
     survey, AssemblyError, MemberProbe, SlotState, UnusableMember,
 };
@@ -132,7 +133,13 @@ impl DetailArgs {
             "array {} (live)",
             status["array_uuid"].as_str().unwrap_or("?")
         );
-        println!("  level       RAID-{}", status["level"]);
+        match status["level"].as_u64() {
+            Some(number) => println!("  level       RAID-{number}"),
+            None => println!(
+                "  level       CRS (k = {}, m = {}, w = {})",
+                status["data_members"], status["parity_members"], status["w"]
+            ),
+        }
         println!("  layout      {}", status["layout"].as_str().unwrap_or("?"));
         println!(
             "  chunk       {} KiB",
@@ -222,6 +229,15 @@ impl DetailArgs {
                 return Err(error.into());
             }
         };
+        // A member retired by a replace is named by mistake: refused (as a
+        // replaced one is), saying what took its place.
+        if let Some(retired) = survey
+            .unusable
+            .iter()
+            .find(|u| matches!(u.error, AssemblyError::Retired { .. }))
+        {
+            return Err(retired.error.clone().into());
+        }
         let assembly = &survey.assembly;
         let sb = &assembly.superblock;
         let g = &sb.geometry;
@@ -236,6 +252,14 @@ impl DetailArgs {
                     (probes[*probe].path.clone(), "rebuilding", None)
                 }
                 SlotState::Present { probe } => (probes[*probe].path.clone(), "active", None),
+                SlotState::Stale { probe, .. } if assembly.re_add.contains(&index) => (
+                    probes[*probe].path.clone(),
+                    "re-addable",
+                    Some(
+                        "left without losing a write: `serve` re-adds it from the bitmap"
+                            .to_string(),
+                    ),
+                ),
                 SlotState::Stale { probe, .. } => (probes[*probe].path.clone(), "stale", None),
                 SlotState::Missing => {
                     let found = unmatched
@@ -259,8 +283,17 @@ impl DetailArgs {
                 "reason": reason,
             }));
         }
+        let replacing = sb
+            .rebuild
+            .as_ref()
+            .filter(|r| r.state.unfinished())
+            .and_then(|r| r.replace.as_ref())
+            .map(|r| r.replacement.clone());
         for (j, probe) in assembly.spares.iter().enumerate() {
             let (path, state) = match probe {
+                Some(probe) if replacing.as_deref() == Some(sb.spares[j].uuid.as_str()) => {
+                    (probes[*probe].path.clone(), "replacement")
+                }
                 Some(probe) => (probes[*probe].path.clone(), "spare"),
                 None => (sb.spares[j].path_hint.clone(), "missing-spare"),
             };
@@ -301,9 +334,9 @@ impl DetailArgs {
         let capacity = crate::members::visible_capacity_bytes(sb);
         let reshape = reshape_json(sb);
         let rebuild = rebuild_json(sb);
-        let detail = json!({
+        let mut detail = json!({
             "array_uuid": sb.array_uuid,
-            "level": g.level.number(),
+            "level": g.level.json_value(),
             "layout": g.layout.name(),
             "chunk_bytes": g.chunk_bytes,
             "member_count": g.member_count,
@@ -325,12 +358,17 @@ impl DetailArgs {
             "reshape": reshape,
             "rebuild": rebuild,
         });
+        if let Level::Crs { parity_members, w } = g.level {
+            detail["data_members"] = g.data_per_stripe().into();
+            detail["parity_members"] = parity_members.into();
+            detail["w"] = w.into();
+        }
         if self.json {
             println!("{}", serde_json::to_string_pretty(&detail)?);
             return Ok(0);
         }
         println!("array {}", sb.array_uuid);
-        println!("  level       RAID-{}", g.level.number());
+        println!("  level       {}", g.level.name());
         println!("  layout      {}", g.layout.name());
         println!("  chunk       {} KiB", g.chunk_bytes >> 10);
         println!(
@@ -385,12 +423,39 @@ pub fn rebuild_json(sb: &Superblock) -> Value {
     let bytes = |stripes: u64| {
         (stripes as u128 * sb.geometry.member_data_bytes as u128 / total as u128) as u64
     };
-    let targets: Vec<Value> = record
+    let mut targets: Vec<Value> = record
         .targets
         .iter()
         .map(|&slot| json!({"slot": slot, "path": sb.members.get(slot).map(|m| m.path_hint.clone())}))
         .collect();
+    // A replace: the source slot, and the new member (a spare until done).
+    let (kind, source) = match &record.replace {
+        Some(replace) => {
+            let in_slot = sb.members.get(replace.source);
+            let path_of = |uuid: &str| {
+                sb.spares
+                    .iter()
+                    .chain(in_slot)
+                    .find(|m| m.uuid == uuid)
+                    .map(|m| m.path_hint.clone())
+            };
+            targets = vec![json!({
+                "slot": replace.source,
+                "path": path_of(&replace.replacement),
+                "uuid": replace.replacement,
+            })];
+            let source = json!({
+                "slot": replace.source,
+                "path": path_of(&replace.source_uuid),
+                "uuid": replace.source_uuid,
+            });
+            ("replace", source)
+        }
+        None => ("rebuild", Value::Null),
+    };
     json!({
+        "kind": kind,
+        "source": source,
         "strategy": record.config.strategy.name(),
         "state": record.state.name(),
         "held": record.held,

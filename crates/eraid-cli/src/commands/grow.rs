@@ -267,6 +267,12 @@ impl GrowArgs {
     fn run_control(self, path: &std::path::Path, stop: &AtomicBool) -> Result<i32> {
         let mut client = ControlClient::connect(path)?;
         let status = client.status()?;
+        if status["level"] == "crs" {
+            bail!(
+                "growing a CRS array is not supported yet (RAID-0 and RAID-5 grow); \
+                 the array is unchanged"
+            );
+        }
         let level = status["level"].as_u64().unwrap_or(u64::MAX);
         let config = self.config(level)?;
         check_distinct(&self.add)?;
@@ -316,7 +322,14 @@ impl GrowArgs {
                 );
             }
         }
-        let level = sb.geometry.level.number() as u64;
+        // Scale-CRS and EPU are not built yet: refuse before anything is read or written.
+        let Some(level) = sb.geometry.level.number().map(u64::from) else {
+            bail!(
+                "growing a {} array is not supported yet (RAID-0 and RAID-5 grow); \
+                 the array is unchanged",
+                sb.geometry.level.name()
+            );
+        };
         let config = self.config(level)?;
         // A RAID-0 grown by fastscale or semi-rr keeps growing that way
         // (the core refuses otherwise; say so before anything is written).

@@ -152,15 +152,34 @@ pub fn rebuild_line(r: &Value) -> String {
         })
         .collect();
     let config = &r["config"];
+    let what = if r["kind"] == "replace" {
+        format!(
+            "replace {} ({}) of member {} ({}) onto {}",
+            r["state"].as_str().unwrap_or("?"),
+            r["strategy"].as_str().unwrap_or("?"),
+            r["source"]["slot"],
+            r["source"]["path"].as_str().unwrap_or("retired"),
+            r["target"]["path"].as_str().unwrap_or("?"),
+        )
+    } else {
+        format!(
+            "rebuild {} ({}) of {}",
+            r["state"].as_str().unwrap_or("?"),
+            r["strategy"].as_str().unwrap_or("?"),
+            if targets.is_empty() {
+                "nothing".to_string()
+            } else {
+                targets.join(", ")
+            },
+        )
+    };
+    let done = if r["kind"] == "replace" {
+        "copied"
+    } else {
+        "rebuilt"
+    };
     let mut line = format!(
-        "rebuild {} ({}) of {}: {:.1}%, {} of {} rebuilt ({} recorded), speed {}..{} KiB/s",
-        r["state"].as_str().unwrap_or("?"),
-        r["strategy"].as_str().unwrap_or("?"),
-        if targets.is_empty() {
-            "nothing".to_string()
-        } else {
-            targets.join(", ")
-        },
+        "{what}: {:.1}%, {} of {} {done} ({} recorded), speed {}..{} KiB/s",
         100.0 * r["progress"].as_f64().unwrap_or(0.0),
         mib(r["rebuilt_bytes"].as_f64().unwrap_or(0.0)),
         mib(r["total_bytes"].as_f64().unwrap_or(0.0)),
@@ -183,6 +202,19 @@ pub fn rebuild_line(r: &Value) -> String {
 /// Shows the served rebuild's progress until it is done (0), stops or is
 /// paused (1), or SIGINT/SIGTERM (130; the rebuild goes on).
 pub fn follow_rebuild(client: &mut ControlClient, path: &Path) -> Result<i32> {
+    let interrupted = format!(
+        "stopped waiting; the rebuild goes on in the server (eraid detail --control {})",
+        path.display()
+    );
+    follow_rebuild_with(&mut || client.status(), &interrupted)
+}
+
+/// `follow_rebuild` on any status source (a served array's control socket,
+/// or an engine run offline); `interrupted` says what happens on a signal.
+pub fn follow_rebuild_with(
+    poll: &mut dyn FnMut() -> Result<Value>,
+    interrupted: &str,
+) -> Result<i32> {
     let stop = stop_on_signals()?;
     let bar = ProgressBar::new(1);
     bar.set_style(
@@ -194,13 +226,10 @@ pub fn follow_rebuild(client: &mut ControlClient, path: &Path) -> Result<i32> {
     let code = loop {
         if stop.load(Ordering::Relaxed) {
             bar.finish_and_clear();
-            eprintln!(
-                "stopped waiting; the rebuild goes on in the server (eraid detail --control {})",
-                path.display()
-            );
+            eprintln!("{interrupted}");
             break 130;
         }
-        let status = client.status()?;
+        let status = poll()?;
         let r = &status["rebuild"];
         if r.is_null() {
             bar.finish_and_clear();

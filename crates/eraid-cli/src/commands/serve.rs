@@ -1,6 +1,7 @@
 //! `eraid serve`: run the array and export it over NBD until SIGINT/SIGTERM/SIGHUP,
 //! optionally with a control socket (see `crate::control` for its protocol).
 
+use crate::commands::serve_tls::{tls_policy, TlsMode};
 use crate::control::{ControlContext, ControlListener};
 use crate::export::ArrayExport;
 use crate::output::{say, say_out};
@@ -11,6 +12,7 @@ use eraid_core::geometry::Level;
 use eraid_core::growth::record::ReshapeState;
 use eraid_core::io::{AdminCommand, ArrayEvent};
 use eraid_core::metadata::assemble::SlotState;
+use eraid_core::metadata::superblock::ArrayState;
 use eraid_core::ArrayOptions;
 use eraid_nbd::{Listener, Server, ServerConfig};
 use std::net::SocketAddr;
@@ -124,6 +126,20 @@ pub struct ServeArgs {
     #[arg(long, value_name = "SECONDS", default_value_t = 10,
           value_parser = clap::value_parser!(u64).range(1..=3600))]
     shutdown_timeout_s: u64,
+    /// Serve NBD over TLS with the X.509 certificates in DIR, laid out as
+    /// for qemu: server-cert.pem (leaf first, then any intermediates) and
+    /// server-key.pem; ca-cert.pem is for the clients. Implies --tls require.
+    #[arg(long, value_name = "DIR")]
+    tls_cert: Option<PathBuf>,
+    /// require: plaintext clients are refused (NBD_REP_ERR_TLS_REQD);
+    /// allow: TLS and plaintext clients are both served; off: no TLS.
+    /// Default: require with --tls-cert, else off.
+    #[arg(long, value_name = "MODE")]
+    tls: Option<TlsMode>,
+    /// TLS with pre-shared keys (nbdkit's PSK file): not supported yet
+    /// (rustls has no TLS-PSK); refused with an error.
+    #[arg(long, value_name = "FILE")]
+    tls_psk: Option<PathBuf>,
     /// Member files or block devices of the array (any order).
     #[arg(required = true)]
     members: Vec<PathBuf>,
@@ -131,9 +147,9 @@ pub struct ServeArgs {
 
 impl ServeArgs {
     /// The NBD server's limits from the command line (clap bounds each).
-    fn server_config(&self) -> ServerConfig {
+    fn server_config(&self) -> Result<ServerConfig> {
         use std::time::Duration;
-        ServerConfig {
+        Ok(ServerConfig {
             handshake_timeout: Duration::from_secs(self.handshake_timeout_s),
             max_connections: self.max_connections as usize,
             handshake_reserve: self.handshake_reserve as usize,
@@ -141,12 +157,15 @@ impl ServeArgs {
             max_in_flight_bytes: self.max_in_flight_mib << 20,
             send_timeout: Duration::from_secs(self.send_timeout_s),
             shutdown_timeout: Duration::from_secs(self.shutdown_timeout_s),
+            tls: tls_policy(self.tls, self.tls_cert.as_deref(), self.tls_psk.as_deref())?,
             ..ServerConfig::default()
-        }
+        })
     }
 
     pub fn run(self) -> Result<i32> {
-        let server_config = self.server_config();
+        // TLS files are read first: a bad one stops serve before any member
+        // is opened.
+        let server_config = self.server_config()?;
         let stop = Arc::new(AtomicBool::new(false));
         // SIGHUP too (a closed terminal or ssh session): a daemon that dies
         // on it leaves its array dirty.
@@ -222,12 +241,15 @@ impl ServeArgs {
             .as_ref()
             .is_some_and(|r| r.state != ReshapeState::Done);
         let left_out = !assembled.assembly.left_out.is_empty();
+        let re_add = &assembled.assembly.re_add;
         let absent: Vec<String> = assembled
             .assembly
             .slots
             .iter()
             .enumerate()
-            .filter(|(_, slot)| !matches!(slot, SlotState::Present { .. }))
+            .filter(|(index, slot)| {
+                !matches!(slot, SlotState::Present { .. }) && !re_add.contains(index)
+            })
             .map(|(index, slot)| match slot {
                 // (Members given but unusable are named above, with why.)
                 SlotState::Stale { .. } => format!(
@@ -289,15 +311,38 @@ impl ServeArgs {
             say!("{warning}");
         }
         let dirty_regions = assembled.assembly.bitmap.dirty_regions().count();
-        let parity_level = matches!(geometry.level, Level::Raid5 | Level::Raid6);
+        let parity_level = matches!(
+            geometry.level,
+            Level::Raid5 | Level::Raid6 | Level::Crs { .. }
+        );
         let allow_dirty_degraded = self.allow_dirty_degraded || self.force;
-        if parity_level && dirty_regions > 0 && !absent.is_empty() && !allow_dirty_degraded {
+        // A clean array keeps marks only for a member that may be re-added
+        // (older versions also kept regions a resync had not finished).
+        let marks_for_re_add = superblock.state == ArrayState::Clean
+            && superblock
+                .members
+                .iter()
+                .any(|m| m.re_add_from_events.is_some());
+        // A member being re-added is reconstructed from that parity too.
+        let mut absent_or_re_added = absent.clone();
+        absent_or_re_added.extend(re_add.iter().map(|slot| {
+            format!(
+                "member {slot} ({}) is being re-added",
+                assembled.paths[*slot].display()
+            )
+        }));
+        if parity_level
+            && dirty_regions > 0
+            && !marks_for_re_add
+            && !absent_or_re_added.is_empty()
+            && !allow_dirty_degraded
+        {
             anyhow::bail!(
                 "the array was not shut down cleanly ({dirty_regions} bitmap regions await a \
                  resync, so their parity may not match their data) and {}: data rebuilt for \
                  it from that parity could be wrong. {remedy}, or pass \
                  --allow-dirty-degraded to serve anyway",
-                absent.join(", ")
+                absent_or_re_added.join(", ")
             );
         }
         let control = match &self.control {
@@ -305,14 +350,35 @@ impl ServeArgs {
             None => None,
         };
         let member_paths = assembled.paths.clone();
+        // Slots and spares served by a stand-in (see ControlContext).
+        let detached_devices: Vec<usize> = assembled
+            .assembly
+            .slots
+            .iter()
+            .enumerate()
+            .filter(|(slot, state)| {
+                !matches!(state, SlotState::Present { .. })
+                    && !assembled.assembly.re_add.contains(slot)
+            })
+            .map(|(slot, _)| slot)
+            .chain(
+                assembled
+                    .assembly
+                    .spares
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, probe)| probe.is_none())
+                    .map(|(j, _)| geometry.member_count + j),
+            )
+            .collect();
         let handle = Arc::new(OnceLock::new());
         let export = ArrayExport {
             handle: Arc::clone(&handle),
             size_bytes: Arc::clone(&size_bytes),
             preferred_block_bytes: geometry.stripe_data_bytes().min(32 << 20) as u32,
             description: format!(
-                "eraid RAID-{} on {} members",
-                geometry.level.number(),
+                "eraid {} on {} members",
+                geometry.level.name(),
                 geometry.member_count
             ),
         };
@@ -371,6 +437,7 @@ impl ServeArgs {
             member_bytes_needed: crate::members::member_bytes_needed(&geometry),
             locks: Mutex::new(locks),
             grow_lock: Mutex::new(()),
+            detached_devices,
         });
         let control_thread = match control {
             Some(listener) => {

@@ -25,7 +25,7 @@ pub struct SimArgs {
     #[arg(long, default_value = "64K")]
     pub chunk: String,
     /// A DiskSim .diskspecs file or folder, or a preset: cheetah-15k5,
-    /// cheetah-10k7, barracuda-7200-10, cheetah-15k4, ssd.
+    /// cheetah-10k7, barracuda-7200-10, barracuda-7200-8, cheetah-15k4, ssd.
     #[arg(long = "disk-model")]
     pub disk_model: String,
     /// A trace to replay at its arrival times (all devices onto the array,

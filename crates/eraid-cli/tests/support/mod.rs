@@ -313,12 +313,26 @@ impl Server {
         options: &[&str],
         members: &[&str],
     ) -> Result<Server, String> {
+        Server::spawn(dir, false, options, members)
+    }
+
+    /// Like `start_with`, listening on TCP (127.0.0.1, a free port); `uri`
+    /// is then the one the server printed.
+    pub fn start_tcp(dir: &Path, options: &[&str], members: &[&str]) -> Server {
+        Server::spawn(dir, true, options, members).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    fn spawn(dir: &Path, tcp: bool, options: &[&str], members: &[&str]) -> Result<Server, String> {
         let n = SERVER_COUNTER.fetch_add(1, Ordering::SeqCst);
         let socket = dir.join(format!("s{n}.sock"));
         let log = dir.join(format!("serve{n}.log"));
         let _ = std::fs::remove_file(&socket);
         let socket_arg = socket.display().to_string();
-        let mut args = vec!["serve", "--socket", socket_arg.as_str()];
+        let mut args = if tcp {
+            vec!["serve", "--listen", "127.0.0.1:0"]
+        } else {
+            vec!["serve", "--socket", socket_arg.as_str()]
+        };
         args.extend_from_slice(options);
         args.extend_from_slice(members);
         let mut child = Command::new(eraid_bin())
@@ -369,6 +383,10 @@ impl Server {
                 ));
             }
             std::thread::sleep(Duration::from_millis(10));
+        }
+        if tcp {
+            server.uri = server.printed_uri.clone();
+            return Ok(server);
         }
         while !socket.exists() {
             if started.elapsed() > Duration::from_secs(30) {

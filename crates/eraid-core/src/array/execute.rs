@@ -9,7 +9,7 @@ use eraid_codes::xor_into;
 use std::ops::Range;
 
 /// What a shard write carries.
-enum Payload {
+pub(super) enum Payload {
     Bytes(Vec<u8>),
     /// Zeroes over the range: no buffer, a zero-range device op.
     Zeroes,
@@ -35,6 +35,7 @@ impl Array {
                 }
             }
             Parent::Rebuild { .. } => IoCause::Rebuild,
+            Parent::Destage => IoCause::Destage,
         }
     }
 
@@ -104,7 +105,18 @@ impl Array {
                 .map(|p| self.shard_readable(p.member, op.stripe))
                 .collect()
         };
+        if self.ops[&op_id].kind == OpKind::Destage {
+            self.destage_op_start(op_id, &present);
+            return;
+        }
+        // A replace copies the source's shard alone (a rebuild op planned
+        // again after the source failed is an ordinary rebuild).
+        let copy_plan = match self.ops[&op_id].kind {
+            OpKind::Rebuild => self.replace_copy_plan(&self.ops[&op_id].map),
+            _ => None,
+        };
         let op = self.ops.get_mut(&op_id).expect("op exists");
+        op.copy_to = copy_plan.map(|(_, device)| device);
         // The op's own stripe shape: during a growth old and new stripes differ.
         let k = op.map.data.len();
         let m = op.map.parity.len();
@@ -154,6 +166,11 @@ impl Array {
                     Some(Vec::new())
                 }
             }
+            OpKind::Rebuild if copy_plan.is_some() => {
+                let (shard, _) = copy_plan.expect("checked");
+                Some(vec![(shard, op.row.clone())])
+            }
+            OpKind::Destage => unreachable!("planned by the destage engine"),
             // Every readable shard over the whole chunk: the targets are
             // reconstructed from them (and suspect parity checked).
             OpKind::Rebuild => (present.iter().filter(|&&p| p).count() >= k).then(|| {
@@ -207,6 +224,14 @@ impl Array {
     ) {
         // A failure was already charged to its device by `handle_completion`.
         let failed = match completion {
+            IoCompletion::Read(bytes) if is_read && self.ops[&op_id].destage.is_some() => {
+                let op = self.ops.get_mut(&op_id).expect("op");
+                op.destage
+                    .as_mut()
+                    .expect("destage")
+                    .read_done(shard, bytes);
+                false
+            }
             IoCompletion::Read(bytes) if is_read => {
                 let op = self.ops.get_mut(&op_id).expect("op");
                 let slot = op.reads[shard].as_mut().expect("read was planned");
@@ -243,6 +268,10 @@ impl Array {
 
     /// All reads are in: compute, then write (or finish a read).
     pub(super) fn op_compute(&mut self, op_id: u64) {
+        if self.ops[&op_id].kind == OpKind::Destage {
+            self.destage_op_compute(op_id);
+            return;
+        }
         let mut op = self.ops.remove(&op_id).expect("op");
         let k = op.map.data.len();
         let m = op.map.parity.len();
@@ -253,7 +282,7 @@ impl Array {
         // `overwritten` marks data shards the write replaces entirely: their
         // old bytes are not needed (reconstruct-write never reads them).
         let rebuild_row = |op: &super::op::StripeOp,
-                           code: Option<&eraid_codes::MatrixCode>,
+                           code: Option<&crate::stripe_code::StripeCode>,
                            overwritten: &[bool]|
          -> Result<Vec<Vec<u8>>, String> {
             let mut shards: Vec<Vec<u8>> = vec![vec![0u8; row_len]; k + m];
@@ -282,8 +311,8 @@ impl Array {
             OpKind::Read => {
                 let parent = match op.parent {
                     Parent::User(id) => id,
-                    Parent::Scrub | Parent::Rebuild { .. } => {
-                        unreachable!("scrub and rebuild ops are not reads")
+                    Parent::Scrub | Parent::Rebuild { .. } | Parent::Destage => {
+                        unreachable!("scrub, rebuild and destage ops are not reads")
                     }
                 };
                 let direct = op
@@ -357,11 +386,13 @@ impl Array {
                                 .1
                                 .clone();
                             xor_into(&mut delta, &s.write_bytes());
-                            let window = sub(&s.intra, &row);
-                            let mut refs: Vec<&mut [u8]> =
-                                parity.iter_mut().map(|p| &mut p[window.clone()]).collect();
-                            code.apply_delta(s.data_index, &delta, &mut refs)
-                                .expect("shapes match");
+                            code.apply_delta_window(
+                                s.data_index,
+                                &delta,
+                                sub(&s.intra, &row),
+                                &mut parity,
+                            )
+                            .expect("shapes match");
                         }
                         for (i, bytes) in parity.into_iter().enumerate() {
                             writes.push((k + i, row.clone(), Payload::Bytes(bytes)));
@@ -440,6 +471,20 @@ impl Array {
                     op.completes_rebuild = self.rebuild_pass_needing(op.stripe);
                 }
             }
+            OpKind::Rebuild if op.copy_to.is_some() => {
+                // A replace's copy: the source's shard, as read.
+                let (shard, read) = op
+                    .reads
+                    .iter_mut()
+                    .enumerate()
+                    .find_map(|(i, r)| r.take().map(|r| (i, r)))
+                    .expect("the copy read the source's shard");
+                let member = op.map.shards().nth(shard).expect("shard").member;
+                let device = op.copy_to.expect("checked");
+                if self.copy_destination_live(member, device) {
+                    writes.push((shard, read.0, Payload::Bytes(read.1)));
+                }
+            }
             OpKind::Rebuild => {
                 let suspect = self.intent.pinned.contains(&op.region)
                     || self.unresynced_regions.contains(&op.region);
@@ -474,6 +519,7 @@ impl Array {
                     op.map.shards().map(|p| self.present[p.member]).collect();
                 writes.retain(|(shard, _, _)| place_present[*shard]);
             }
+            OpKind::Destage => unreachable!("computed by the destage engine"),
             OpKind::Scrub { repair } => {
                 if op.reads.iter().all(|r| r.is_some()) {
                     let data: Vec<&[u8]> = (0..k)
@@ -503,17 +549,42 @@ impl Array {
                 }
             }
         }
+        self.op_issue_writes(op_id, op, writes, error);
+    }
+
+    /// Issues an op's computed writes (or finishes it if there are none).
+    pub(super) fn op_issue_writes(
+        &mut self,
+        op_id: u64,
+        mut op: super::op::StripeOp,
+        writes: Vec<(usize, Range<u64>, Payload)>,
+        error: Option<UserError>,
+    ) {
+        let place_present: Vec<bool> = op.map.shards().map(|p| self.present[p.member]).collect();
+        let writes: Vec<_> = writes
+            .into_iter()
+            .filter(|(shard, _, _)| place_present[*shard])
+            .collect();
         op.reads.iter_mut().for_each(|r| *r = None);
         let places: Vec<_> = op.map.shards().collect();
+        // Each write's devices: a copy goes to the new member only; any
+        // other write to a replace's source goes to the new member too.
+        let devices: Vec<Vec<usize>> = writes
+            .iter()
+            .map(|(shard, _, _)| match op.copy_to {
+                Some(device) => vec![device],
+                None => self.write_devices(places[*shard].member),
+            })
+            .collect();
         op.state = OpState::Writing;
-        op.pending_ios = writes.len();
+        op.pending_ios = devices.iter().map(Vec::len).sum();
         self.ops.insert(op_id, op);
         if error.is_some() || writes.is_empty() {
             self.ready.push(Ready::OpFinish(op_id, error));
             return;
         }
         let cause = self.op_cause(op_id);
-        for (shard, range, payload) in writes {
+        for ((shard, range, payload), devices) in writes.into_iter().zip(devices) {
             let place = places[shard];
             let offset_bytes = self.member_offset_bytes(place.member_chunk, range.start);
             let device_op = match payload {
@@ -526,16 +597,16 @@ impl Array {
                     len_bytes: range.end - range.start,
                 },
             };
-            self.issue(
-                place.member,
-                device_op,
-                cause,
-                Owner::Op {
-                    op: op_id,
-                    shard,
-                    is_read: false,
-                },
-            );
+            let owner = Owner::Op {
+                op: op_id,
+                shard,
+                is_read: false,
+            };
+            let (&last, others) = devices.split_last().expect("a write goes somewhere");
+            for &device in others {
+                self.issue_to_device(device, place.member, device_op.clone(), cause, owner);
+            }
+            self.issue_to_device(last, place.member, device_op, cause, owner);
         }
     }
 
@@ -586,10 +657,14 @@ impl Array {
     pub(super) fn op_finish(&mut self, op_id: u64, error: Option<UserError>) {
         let op = self.ops.remove(&op_id).expect("op");
         let error = error.or_else(|| {
-            (op.kind == OpKind::Write && !self.survivable()).then(|| self.unavailable())
+            (matches!(op.kind, OpKind::Write | OpKind::Destage) && !self.survivable())
+                .then(|| self.unavailable())
         });
         if op.intent_taken {
             self.intent.end_write(op.region);
+        }
+        if op.kind == OpKind::Write {
+            self.forget_clean_copies(&op);
         }
         for granted in self.locks.release(op.lock_key, op.lock) {
             self.ready.push(Ready::OpLocked(granted));
@@ -597,6 +672,10 @@ impl Array {
         match op.parent {
             Parent::Scrub => self.scrub_op_done(op.stripe),
             Parent::Rebuild { pass } => self.rebuild_op_done(pass, op.stripe, error),
+            Parent::Destage => {
+                let work = op.destage.expect("destage work");
+                self.destage_op_done(work, error)
+            }
             Parent::User(id) => {
                 if let (Some(pass), None, false) = (op.completes_rebuild, &error, op.member_failed)
                 {
@@ -615,10 +694,18 @@ impl Array {
                             result: Err(error),
                         }),
                         None if pending.fua => self.flush_members(FlushPurpose::Reply(id)),
-                        None => self.outbox_reply.push_back(UserReply {
-                            id,
-                            result: Ok(pending.read_buf),
-                        }),
+                        None => {
+                            let mut read_buf = pending.read_buf;
+                            if let Some(buf) = &mut read_buf {
+                                for (at, bytes) in &pending.overlay {
+                                    buf[*at..*at + bytes.len()].copy_from_slice(bytes);
+                                }
+                            }
+                            self.outbox_reply.push_back(UserReply {
+                                id,
+                                result: Ok(read_buf),
+                            })
+                        }
                     }
                 }
             }

@@ -23,6 +23,14 @@ enum Job {
         members: Vec<usize>,
         generation: u64,
     },
+    /// A replaced member's retired superblock copy (`bytes` at
+    /// `offset_bytes` of `device`), then a flush of that device; close
+    /// waits for it like any metadata.
+    Retire {
+        device: usize,
+        offset_bytes: u64,
+        bytes: Vec<u8>,
+    },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -87,6 +95,20 @@ impl Array {
         generation
     }
 
+    pub(super) fn request_retirement_write(
+        &mut self,
+        device: usize,
+        offset_bytes: u64,
+        bytes: Vec<u8>,
+    ) {
+        self.metadata.queue.push(Job::Retire {
+            device,
+            offset_bytes,
+            bytes,
+        });
+        self.pump_metadata();
+    }
+
     pub(super) fn request_bitmap_write(&mut self, flush: bool) {
         if let Some(Job::Bitmap { flush: queued }) = self
             .metadata
@@ -130,6 +152,7 @@ impl Array {
             }
             Job::Superblock { .. } => self.metadata_devices(true),
             Job::Bitmap { .. } => self.metadata_devices(false),
+            Job::Retire { device, .. } => vec![(*device, usize::MAX)],
         };
         let mut snapshot = None;
         let mut second_writes = None;
@@ -164,6 +187,11 @@ impl Array {
                     })
                     .collect()
             }
+            Job::Retire {
+                device,
+                offset_bytes,
+                bytes,
+            } => vec![(*device, *offset_bytes, bytes.clone())],
             Job::Bitmap { .. } => {
                 self.intent.sequence += 1;
                 let bitmap = self.intent.desired.clone();
@@ -224,13 +252,16 @@ impl Array {
     pub(super) fn metadata_stage_done(&mut self) {
         let active = self.metadata.active.as_mut().expect("active job");
         let needs_flush = match active.job {
-            Job::Superblock { .. } | Job::Joining { .. } => true,
+            Job::Superblock { .. } | Job::Joining { .. } | Job::Retire { .. } => true,
             Job::Bitmap { flush } => flush,
         };
         if active.stage == Stage::Writing && needs_flush {
             active.stage = Stage::Flushing;
-            let with_spares = !matches!(active.job, Job::Bitmap { .. });
-            let devices = self.metadata_devices(with_spares);
+            let devices = match &active.job {
+                Job::Retire { device, .. } => vec![(*device, usize::MAX)],
+                Job::Bitmap { .. } => self.metadata_devices(false),
+                _ => self.metadata_devices(true),
+            };
             let active = self.metadata.active.as_mut().expect("active job");
             active.pending = devices.len();
             for &(device, _) in &devices {
@@ -273,6 +304,7 @@ impl Array {
                 self.metadata.superblock_durable = self.metadata.superblock_durable.max(generation);
                 self.reshape_superblock_durable();
             }
+            Job::Retire { .. } => {}
         }
         self.pump_metadata();
         self.advance_close();
@@ -299,7 +331,10 @@ impl Array {
             }
             self.request_bitmap_write(false);
         } else if !dirty.is_empty() && self.options.resync_on_open {
-            if self.is_degraded() {
+            if !self.opened_unclean && self.keeps_bits_for_re_add() {
+                // Shut down cleanly, parity matches: the marks only say
+                // what a member being re-added (or away) has to copy.
+            } else if self.is_degraded() {
                 // Parity cannot be made consistent without all members; the
                 // regions stay marked until a rebuild resyncs them.
                 self.unresynced_regions = dirty;

@@ -3,6 +3,8 @@
 //! lock their stripe, make sure the write intent is on disk, read what their
 //! plan needs, compute, write, and complete their parent request.
 
+mod cached_io;
+mod destage_engine;
 mod execute;
 mod growth_engine;
 mod intent;
@@ -22,7 +24,7 @@ use crate::io::*;
 use crate::layout::{layout_with, Layout};
 use crate::metadata::assemble::{Assembly, SlotState};
 use crate::metadata::superblock::{ArrayState, MemberState, Superblock};
-use eraid_codes::MatrixCode;
+use crate::stripe_code::StripeCode;
 use growth_engine::{Reshape, ReshapeIo};
 use intent::Intent;
 use locks::StripeLocks;
@@ -50,6 +52,9 @@ pub struct ArrayOptions {
     /// Settings of rebuilds started from now on when the array has none
     /// recorded (a rebuild keeps its own in the superblock).
     pub rebuild: crate::rebuild::config::RebuildConfig,
+    /// The write-back cache (policy `none`: none). Check it with
+    /// `CacheConfig::validate` before `Array::open`.
+    pub cache: crate::cache::config::CacheConfig,
 }
 
 impl Default for ArrayOptions {
@@ -60,6 +65,7 @@ impl Default for ArrayOptions {
             resync_on_open: true,
             write_intent_bitmap: true,
             rebuild: Default::default(),
+            cache: Default::default(),
         }
     }
 }
@@ -134,12 +140,14 @@ struct Pending {
     fua: bool,
     /// Logical chunks the request touches (a growth window waits for these).
     chunks: std::ops::Range<u64>,
+    /// Cached bytes laid over a read's result: (offset in it, bytes).
+    overlay: Vec<(usize, Vec<u8>)>,
 }
 
 pub struct Array {
     geometry: Geometry,
     layout: Box<dyn Layout>,
-    code: Option<Arc<MatrixCode>>,
+    code: Option<Arc<StripeCode>>,
     superblock: Superblock,
     /// Whether each member slot can be used now.
     present: Vec<bool>,
@@ -195,8 +203,12 @@ pub struct Array {
     device_count: usize,
     /// The rebuild in progress, if any.
     rebuild: Option<rebuild_engine::Rebuild>,
+    /// Rebuild passes started so far (each pass's number is unique).
+    rebuild_passes: u64,
     /// When the last user request arrived (the rebuild's idle rule).
     last_user_request: Option<TimeNs>,
+    /// The write-back cache and its destage engine (None: policy none).
+    cache: Option<destage_engine::DestageEngine>,
 }
 
 impl Array {
@@ -205,14 +217,10 @@ impl Array {
     pub fn open(assembly: Assembly, options: ArrayOptions, now: TimeNs) -> Array {
         let geometry = assembly.superblock.geometry;
         let layout = layout_with(&geometry, assembly.superblock.placement.as_ref());
-        let code = match geometry.level {
-            Level::Raid0 => None,
-            Level::Raid5 => Some(MatrixCode::raid5(geometry.data_per_stripe())),
-            Level::Raid6 => Some(MatrixCode::raid6_pq(geometry.data_per_stripe())),
-            // A mirror is a one-data-shard code whose "parity" is a copy.
-            Level::Raid10 => Some(MatrixCode::raid5(1)),
-        }
-        .map(Arc::new);
+        // The superblock's validation built this code once already.
+        let code = StripeCode::for_geometry(&geometry)
+            .expect("a validated geometry has a code")
+            .map(Arc::new);
         let present: Vec<bool> = assembly
             .slots
             .iter()
@@ -239,7 +247,9 @@ impl Array {
                 record.absent_unwritten_since_events = None;
                 record.failure = Some("missing when the array started during a growth".into());
             } else if record.state == MemberState::Rebuilding {
-                // Only partly rebuilt: nothing to keep current.
+                // Only partly rebuilt: nothing to keep current. (A member
+                // being re-added keeps its mark: what it lacks is still
+                // marked in the bitmap.)
                 record.state = MemberState::Faulty;
                 record.failure =
                     Some("missing or stale when the array started, mid-rebuild".into());
@@ -253,6 +263,11 @@ impl Array {
             .map(|(j, probe)| probe.map(|_| geometry.member_count + j))
             .collect();
         let device_count = geometry.member_count + spare_devices.len();
+        if let Err(reason) = options.cache.validate(&geometry) {
+            panic!("Array::open with an invalid cache config (validate it first): {reason}");
+        }
+        let cache = (options.cache.policy != crate::cache::config::CachePolicy::None)
+            .then(|| destage_engine::DestageEngine::new(options.cache.clone(), &geometry));
         let opened_unclean = superblock.state == ArrayState::Dirty;
         superblock.state = ArrayState::Dirty;
         let intent = Intent::new(
@@ -260,6 +275,7 @@ impl Array {
             assembly.bitmap_sequence,
             superblock.bitmap_stripes_per_region,
         );
+        let (re_add, bitmap_whole) = (assembly.re_add, assembly.bitmap_whole);
         let mut array = Array {
             geometry,
             layout,
@@ -298,10 +314,13 @@ impl Array {
             spare_devices,
             device_count,
             rebuild: None,
+            rebuild_passes: 0,
             last_user_request: None,
+            cache,
         };
         array.resume_reshape();
-        array.resume_rebuild();
+        array.resume_rebuild(bitmap_whole);
+        array.start_re_adds_at_open(&re_add);
         array.request_superblock_write();
         array.run_ready();
         array
@@ -328,6 +347,11 @@ impl Array {
     /// True once `handle_close` has finished.
     pub fn is_closed(&self) -> bool {
         self.phase == Phase::Closed
+    }
+
+    /// What the write-back cache did (None without a cache).
+    pub fn cache_counters(&self) -> Option<destage_engine::CacheCounters> {
+        self.cache.as_ref().map(|c| c.counters.clone())
     }
 
     /// True when a check or resync is running.
@@ -402,6 +426,13 @@ impl Array {
     /// Marks a member failed: it is no longer read or written, and the
     /// superblocks on the others record it as faulty.
     fn fail_member(&mut self, member: usize, reason: String) {
+        self.fail_member_marked(member, reason, None);
+    }
+
+    /// `fail_member`, recording that it may come back by a re-add from
+    /// `re_add_from` events (None: an I/O failure, a write may be lost on
+    /// it, so only a full rebuild brings it back).
+    fn fail_member_marked(&mut self, member: usize, reason: String, re_add_from: Option<u64>) {
         if !self.present[member] {
             return;
         }
@@ -409,6 +440,7 @@ impl Array {
         let record = &mut self.superblock.members[member];
         record.state = MemberState::Faulty;
         record.failure = Some(crate::metadata::superblock::bounded_failure_reason(&reason));
+        record.re_add_from_events = re_add_from;
         if let Some(scrub) = &mut self.scrub {
             scrub.member_failed(member);
         }
@@ -438,9 +470,14 @@ impl Array {
         if self.absent_unrecorded.is_empty() {
             return None;
         }
+        let events = self.superblock.events;
         for slot in std::mem::take(&mut self.absent_unrecorded) {
             let record = &mut self.superblock.members[slot];
             record.state = MemberState::Faulty;
+            // Its copy is current up to when it went missing; what is
+            // written from now on is marked in the bitmap and kept.
+            record.re_add_from_events =
+                Some(record.absent_unwritten_since_events.unwrap_or(events));
             record.absent_unwritten_since_events = None;
             record.failure =
                 Some("missing when the array started; data was written without it".into());
@@ -465,18 +502,24 @@ impl Array {
             | FlushPurpose::RebuildCheckpoint { .. } => IoCause::Metadata,
             FlushPurpose::ReshapeBackup => IoCause::Redistribution,
         };
+        // A replace's new member holds what a checkpoint records, and user
+        // writes acknowledged by a flush must survive on it too.
+        let replace_device = self.replace_device();
         self.flushes.insert(
             id,
             FlushWait {
                 purpose,
-                pending: members.len(),
+                pending: members.len() + replace_device.iter().count(),
                 member_failed: false,
             },
         );
         for member in &members {
             self.issue(*member, DeviceOp::Flush, cause, Owner::Flush { id });
         }
-        if members.is_empty() {
+        if let Some((device, member)) = replace_device {
+            self.issue_to_device(device, member, DeviceOp::Flush, cause, Owner::Flush { id });
+        }
+        if members.is_empty() && replace_device.is_none() {
             self.ready.push(Ready::FlushDone(id));
         }
     }
@@ -500,7 +543,9 @@ impl Array {
                 // next cycle. (The metadata queue is FIFO, so a bitmap write
                 // clearing them could not overtake the failure's record
                 // anyway; this keeps the rule local.)
-                let candidates = if wait.member_failed {
+                // Likewise while a member that may be re-added is away: the
+                // marks are what it will copy.
+                let candidates = if wait.member_failed || self.keeps_bits_for_re_add() {
                     Vec::new()
                 } else {
                     candidates
@@ -519,13 +564,23 @@ impl Array {
                 }
             }
             FlushPurpose::Close => {
-                // Everything is durable: only regions never resynced stay set.
+                // Everything is durable: only regions never resynced stay
+                // set, and the marks a member that may be re-added needs.
+                let keep_marks = self.keeps_bits_for_re_add();
                 for region in 0..self.intent.desired.region_count() {
                     let keep = self.intent.pinned.contains(&region)
-                        || self.unresynced_regions.contains(&region);
+                        || self.unresynced_regions.contains(&region)
+                        || (keep_marks && self.intent.desired.get(region));
                     self.intent.desired.set(region, keep);
                 }
-                self.superblock.state = ArrayState::Clean;
+                // Clean means no region awaits a resync: marks on a clean
+                // array are only a re-add's.
+                self.superblock.state =
+                    if self.intent.pinned.is_empty() && self.unresynced_regions.is_empty() {
+                        ArrayState::Clean
+                    } else {
+                        ArrayState::Dirty
+                    };
                 // Every rebuilt stripe is durable now: record the position.
                 self.rebuild_note_durable_at_close();
                 self.request_bitmap_write(true);
@@ -615,7 +670,12 @@ impl Array {
                     .reshape
                     .as_ref()
                     .is_none_or(|r| !r.mover_busy() && r.blocked.is_empty());
+                let cache_idle = self
+                    .cache
+                    .as_ref()
+                    .is_none_or(|c| c.drained() || c.failed.is_some() && c.in_flight == 0);
                 if self.ops.is_empty()
+                    && cache_idle
                     && self.requests.is_empty()
                     && scrub_idle
                     && reshape_idle
@@ -762,7 +822,8 @@ impl Machine for Array {
         if self.rebuild.is_some() {
             self.ready.push(Ready::Rebuild);
         }
-        if self.phase == Phase::Running && !self.clean_cycle_active {
+        if self.phase == Phase::Running && !self.clean_cycle_active && !self.keeps_bits_for_re_add()
+        {
             let delay_ns = self.options.bitmap_clean_delay_ms * 1_000_000;
             let candidates = self.intent.clear_candidates(now, delay_ns);
             if !candidates.is_empty() {
@@ -785,6 +846,8 @@ impl Machine for Array {
                     });
                 }
                 self.phase = Phase::Closing(CloseStage::Draining);
+                // Everything cached goes to the members before the close.
+                self.ready.push(Ready::Destage);
                 if let Some(scrub) = &mut self.scrub {
                     scrub.stop();
                 }
@@ -808,7 +871,9 @@ impl Machine for Array {
             AdminCommand::TuneGrow(tuning) => self.tune_reshape(&tuning),
             AdminCommand::AddMember { member, spare } => self.add_member(member, spare),
             AdminCommand::FailMember { slot } => self.fail_member_by_operator(slot),
+            AdminCommand::ReAddMember { slot, copy } => self.re_add_member(slot, &copy),
             AdminCommand::RemoveMember { slot } => self.remove_member(slot),
+            AdminCommand::ReplaceMember { slot, member } => self.start_replace(slot, member),
             AdminCommand::PauseRebuild => self.hold_rebuild(),
             AdminCommand::ResumeRebuild => self.release_rebuild(),
             AdminCommand::TuneRebuild(tuning) => self.tune_rebuild(&tuning),
@@ -841,7 +906,7 @@ impl Machine for Array {
         if self.phase != Phase::Running {
             return None;
         }
-        let clean = if self.clean_cycle_active {
+        let clean = if self.clean_cycle_active || self.keeps_bits_for_re_add() {
             None
         } else {
             self.intent

@@ -52,6 +52,8 @@ pub enum Parent {
     Rebuild {
         pass: u64,
     },
+    /// The destage engine writing a cache unit back.
+    Destage,
 }
 
 /// A contiguous piece of a user request inside one data chunk.
@@ -94,6 +96,9 @@ pub enum OpKind {
     /// Reconstruct the rebuild targets' shards of one stripe from the
     /// other members and write them to the replacements.
     Rebuild,
+    /// Write a cache unit's dirty blocks back with new parity (planned by
+    /// the destage engine's rxw-matrix).
+    Destage,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -140,13 +145,21 @@ pub struct StripeOp {
     /// A member failed under this op: wait for the superblock record.
     pub member_failed: bool,
     pub intent_taken: bool,
+    /// A replace's copy op: the source's shard is read and written to this
+    /// device (the new member's) only.
+    pub copy_to: Option<usize>,
     /// A user write rewriting every rebuild target's whole chunk of an
     /// unrebuilt stripe: the rebuild pass whose map it marks when done.
     pub completes_rebuild: Option<u64>,
+    /// A destage op's plan and data.
+    pub destage: Option<Box<super::destage_engine::work::DestageWork>>,
 }
 
 impl StripeOp {
     pub fn writes_data(&self) -> bool {
-        matches!(self.kind, OpKind::Write | OpKind::Scrub { repair: true })
+        matches!(
+            self.kind,
+            OpKind::Write | OpKind::Scrub { repair: true } | OpKind::Destage
+        )
     }
 }

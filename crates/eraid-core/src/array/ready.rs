@@ -24,6 +24,9 @@ pub(super) enum Ready {
     OpFinish(u64, Option<UserError>),
     /// The check or resync may start its next stripes.
     Scrub,
+    /// The destage engine may start destages, answer flushes, admit
+    /// writes waiting for room.
+    Destage,
     /// The rebuild may take its next step: start (a spare takes a failed
     /// slot over), reconstruct its next stripes, checkpoint or finish.
     Rebuild,
@@ -43,6 +46,8 @@ pub(super) struct ReadyQueue {
     scrub_queued: bool,
     /// Likewise for `Ready::Rebuild`.
     rebuild_queued: bool,
+    /// Likewise for `Ready::Destage`.
+    destage_queued: bool,
     /// Most items drained by one handler, for tests and status.
     pub drained_max: usize,
 }
@@ -52,6 +57,7 @@ impl ReadyQueue {
         let queued = match work {
             Ready::Scrub => &mut self.scrub_queued,
             Ready::Rebuild => &mut self.rebuild_queued,
+            Ready::Destage => &mut self.destage_queued,
             _ => {
                 self.queue.push_back(work);
                 return;
@@ -68,6 +74,7 @@ impl ReadyQueue {
         match work {
             Ready::Scrub => self.scrub_queued = false,
             Ready::Rebuild => self.rebuild_queued = false,
+            Ready::Destage => self.destage_queued = false,
             _ => {}
         }
         Some(work)
@@ -104,6 +111,7 @@ impl Array {
             Ready::OpFinish(op, error) => self.op_finish(op, error),
             Ready::Scrub => self.pump_scrub(),
             Ready::Rebuild => self.pump_rebuild(),
+            Ready::Destage => self.pump_destage(),
             Ready::FlushDone(id) => self.finish_flush(id),
             Ready::MetadataStageDone => self.metadata_stage_done(),
             Ready::WindowStageDone { ahead: true } => self.ahead_reads_done(),

@@ -32,16 +32,30 @@ impl Array {
         // More members failed than the array survives: every I/O fails (MD: FAILED).
         // Spares follow, numbered after the members (as their superblock
         // copies and `RemoveMember` number them).
-        members.extend(self.superblock.spares.iter().enumerate().map(|(j, record)| {
-            json!({
-                "index": count + j,
-                "uuid": record.uuid,
-                "path": record.path_hint,
-                "state": if self.spare_devices[j].is_some() { "spare" } else { "missing-spare" },
-                "failure": record.failure,
-                "device": self.spare_devices[j],
-            })
-        }));
+        members.extend(
+            self.superblock
+                .spares
+                .iter()
+                .enumerate()
+                .map(|(j, record)| {
+                    let replacing = self.spare_devices[j]
+                        .is_some_and(|d| self.replace_device().is_some_and(|(r, _)| r == d));
+                    json!({
+                        "index": count + j,
+                        "uuid": record.uuid,
+                        "path": record.path_hint,
+                        "state": if replacing {
+                            "replacement"
+                        } else if self.spare_devices[j].is_some() {
+                            "spare"
+                        } else {
+                            "missing-spare"
+                        },
+                        "failure": record.failure,
+                        "device": self.spare_devices[j],
+                    })
+                }),
+        );
         let state = match (self.phase, self.superblock.state) {
             _ if !self.survivable() => "failed",
             (Phase::Closed, ArrayState::Clean) => "clean",
@@ -70,10 +84,10 @@ impl Array {
             Phase::Closing(_) => "closing",
             Phase::Closed => "closed",
         };
-        json!({
+        let mut status = json!({
             "phase": phase,
             "array_uuid": self.superblock.array_uuid,
-            "level": self.geometry.level.number(),
+            "level": self.geometry.level.json_value(),
             "layout": self.geometry.layout.name(),
             "chunk_bytes": self.geometry.chunk_bytes,
             "member_count": self.geometry.member_count,
@@ -81,7 +95,7 @@ impl Array {
             "device_count": self.device_count,
             "capacity_bytes": self.capacity_bytes(),
             "state": state,
-            "degraded": self.is_degraded() || self.rebuild_active(),
+            "degraded": self.is_degraded() || self.rebuild_restoring(),
             "events": self.superblock.events,
             "dirty_regions": self.intent.desired.dirty_regions().count(),
             "unresynced_regions": self.unresynced_regions.len(),
@@ -90,6 +104,13 @@ impl Array {
             "activity": activity,
             "reshape": self.reshape_status_json(),
             "rebuild": self.rebuild_status_json(),
-        })
+            "cache": self.cache.as_ref().map(|c| c.status_json()),
+        });
+        if let crate::geometry::Level::Crs { parity_members, w } = self.geometry.level {
+            status["data_members"] = self.geometry.data_per_stripe().into();
+            status["parity_members"] = parity_members.into();
+            status["w"] = w.into();
+        }
+        status
     }
 }

@@ -10,7 +10,13 @@ impl Array {
     pub(super) fn submit(&mut self, request: UserRequest) {
         let id = request.id;
         let Some((offset_bytes, len_bytes)) = request.op.byte_range() else {
-            self.flush_members(FlushPurpose::Reply(id));
+            if let Some(cache) = &mut self.cache {
+                // Everything cached goes to the members first.
+                cache.flush_waiters.push(id);
+                self.ready.push(Ready::Destage);
+            } else {
+                self.flush_members(FlushPurpose::Reply(id));
+            }
             return;
         };
         if let Err(error) = self.validate(offset_bytes, len_bytes) {
@@ -41,6 +47,21 @@ impl Array {
             return;
         };
         self.note_user_admitted(id);
+        if self.cache.is_some() {
+            self.submit_cached(request, offset_bytes, len_bytes);
+        } else {
+            self.submit_direct(request, offset_bytes, len_bytes);
+        }
+    }
+
+    /// Turns a request into stripe ops on the members.
+    pub(super) fn submit_direct(
+        &mut self,
+        request: UserRequest,
+        offset_bytes: u64,
+        len_bytes: u64,
+    ) {
+        let id = request.id;
         let chunks = offset_bytes / self.geometry.chunk_bytes
             ..(offset_bytes + len_bytes).div_ceil(self.geometry.chunk_bytes);
         match request.op {
@@ -99,7 +120,7 @@ impl Array {
 
     /// Splits a byte range into per-stripe groups of chunk segments, each
     /// stripe in the layout its chunks live in now.
-    fn split(
+    pub(super) fn split(
         &self,
         offset_bytes: u64,
         len_bytes: u64,
@@ -131,7 +152,7 @@ impl Array {
         groups
     }
 
-    fn start_request(
+    pub(super) fn start_request(
         &mut self,
         id: crate::io::RequestId,
         chunks: std::ops::Range<u64>,
@@ -153,6 +174,7 @@ impl Array {
                 error: None,
                 fua,
                 chunks,
+                overlay: Vec::new(),
             },
         );
         for (stripe, segments) in groups {
@@ -180,7 +202,9 @@ impl Array {
         let lock_key = target.lock_key();
         let map = self.stripe_map_of(target);
         let shard_count = map.data.len() + map.parity.len();
-        let row = if segments.is_empty() {
+        // CRS parity depends on every byte of a chunk: its ops span chunks.
+        let whole_chunks = self.geometry.level.whole_chunk_stripes();
+        let row = if segments.is_empty() || whole_chunks {
             0..self.geometry.chunk_bytes
         } else {
             segments
@@ -211,7 +235,9 @@ impl Array {
             read_failed: false,
             member_failed: false,
             intent_taken: false,
+            copy_to: None,
             completes_rebuild: None,
+            destage: None,
         };
         self.ops.insert(op_id, op);
         if self.locks.acquire(lock_key, op_id, lock) {

@@ -118,8 +118,8 @@ pub enum ScalingError {
     TooManyMembers { max: usize, got: usize },
     #[error("layout {0} is not a RAID-5 parity rotation")]
     NotRaid5Layout(&'static str),
-    #[error("geometry is RAID-{0}, not RAID-5")]
-    NotRaid5(u32),
+    #[error("geometry is {0}, not RAID-5")]
+    NotRaid5(String),
 }
 
 /// Chunk numbers this module accepts: far beyond any array (2^48 chunks of
@@ -260,7 +260,7 @@ impl Scaling {
     /// Growth of an existing RAID-5 geometry by `n` members.
     pub fn from_geometry(old: &Geometry, n: usize) -> Result<Scaling, ScalingError> {
         if old.level != Level::Raid5 {
-            return Err(ScalingError::NotRaid5(old.level.number()));
+            return Err(ScalingError::NotRaid5(old.level.name()));
         }
         Scaling::new(old.member_count, n, old.layout)
     }

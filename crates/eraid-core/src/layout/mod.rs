@@ -5,6 +5,7 @@
 //! the "code" is a copy). A stripe is the unit of parity consistency and of
 //! locking in the array engine; a reshape later swaps one layout for another.
 
+mod crs;
 mod history;
 mod raid0;
 mod raid10;
@@ -76,6 +77,9 @@ pub fn layout_for(geometry: &Geometry) -> Box<dyn Layout> {
             geometry: *geometry,
         }),
         Level::Raid10 => Box::new(raid10::Raid10Near {
+            geometry: *geometry,
+        }),
+        Level::Crs { .. } => Box::new(crs::Crs {
             geometry: *geometry,
         }),
     }

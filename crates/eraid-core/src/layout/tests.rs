@@ -182,3 +182,74 @@ fn raid10_near_puts_copies_side_by_side() {
         }
     );
 }
+
+fn crs_geometry(members: usize, parity_members: usize, member_chunks: u64) -> Geometry {
+    let w = crate::geometry::crs_default_w(members).unwrap();
+    let chunk = crate::geometry::crs_default_chunk_bytes(w);
+    Geometry::new(
+        Level::Crs { parity_members, w },
+        ParityLayout::LeftSymmetric,
+        members,
+        chunk,
+        crate::geometry::METADATA_BYTES + member_chunks * chunk,
+    )
+    .unwrap()
+}
+
+proptest! {
+    /// CRS: every stripe uses each member once (m parity, k data), every
+    /// slot holds one chunk, and every member carries parity m times in
+    /// every n stripes (the load rotates evenly).
+    #[test]
+    fn crs_layout_is_one_to_one_and_rotates_evenly(
+        members in 2usize..20,
+        parity in 1usize..6,
+        member_chunks in 1u64..50,
+    ) {
+        prop_assume!(parity < members);
+        let g = crs_geometry(members, parity, member_chunks);
+        let map = layout_for(&g);
+        let mut used = HashSet::new();
+        let mut parity_turns = vec![0u64; members];
+        for stripe in 0..g.stripe_count() {
+            let s = map.stripe_map(stripe);
+            prop_assert_eq!(s.data.len(), members - parity);
+            prop_assert_eq!(s.parity.len(), parity);
+            let members_used: HashSet<usize> = s.shards().map(|p| p.member).collect();
+            prop_assert_eq!(members_used.len(), members);
+            for place in s.shards() {
+                prop_assert!(place.member_chunk < g.member_chunks());
+                prop_assert!(used.insert(place), "slot {:?} used twice", place);
+            }
+            for p in &s.parity {
+                parity_turns[p.member] += 1;
+            }
+        }
+        let full_cycles = g.stripe_count() / members as u64;
+        if g.stripe_count().is_multiple_of(members as u64) {
+            for turns in parity_turns {
+                prop_assert_eq!(turns, full_cycles * parity as u64);
+            }
+        }
+    }
+}
+
+/// With two parity members CRS places chunks exactly as RAID-6
+/// left-symmetric does (P then Q, data after them).
+#[test]
+fn crs_with_two_parity_members_is_raid6_left_symmetric() {
+    let crs = layout_for(&crs_geometry(6, 2, 12));
+    let raid6 = layout_for(&geometry(Level::Raid6, ParityLayout::LeftSymmetric, 6, 12));
+    for stripe in 0..12 {
+        assert_eq!(row(&*crs, stripe), row(&*raid6, stripe), "stripe {stripe}");
+    }
+}
+
+/// (4, 3) over 7 members: stripe 0 puts parity on members 6, 0, 1 and data
+/// on 2..=5; stripe 1 on 5, 6, 0 and data on 1..=4.
+#[test]
+fn crs_three_parity_rotation_by_hand() {
+    let crs = layout_for(&crs_geometry(7, 3, 7));
+    assert_eq!(row(&*crs, 0), (vec![2, 3, 4, 5], vec![6, 0, 1]));
+    assert_eq!(row(&*crs, 1), (vec![1, 2, 3, 4], vec![5, 6, 0]));
+}

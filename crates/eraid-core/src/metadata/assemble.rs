@@ -40,6 +40,13 @@ pub struct Assembly {
     /// Union of the in-sync members' bitmaps.
     pub bitmap: IntentBitmap,
     pub bitmap_sequence: u64,
+    /// Every in-sync member's bitmap could be read (a re-add may trust
+    /// the union).
+    pub bitmap_whole: bool,
+    /// Stale slots whose member may be re-added from the bitmap
+    /// (`readd::re_add_refusal`): the array brings them up to date by
+    /// copying only the marked regions. A driver serves their probes.
+    pub re_add: Vec<usize>,
     /// Human-readable lines: what was found and decided.
     pub report: Vec<String>,
     /// Failed members a forced assembly took back (`AssembleOptions::force`).
@@ -88,6 +95,15 @@ pub enum AssemblyError {
         now_at: String,
     },
     #[error(
+        "{path} was retired by a replace: {replaced_by} took its place (uuid {replaced_by_uuid}); \
+         it is no longer a member of this array; leave it out"
+    )]
+    Retired {
+        path: String,
+        replaced_by: String,
+        replaced_by_uuid: String,
+    },
+    #[error(
         "{path} says it is member {slot}, but the newest metadata of the array (events {events}, \
          on {newest_path}) has only {member_count} members: it may have joined a growth that was \
          never recorded on the others; leave it out"
@@ -116,16 +132,18 @@ pub enum AssemblyError {
         size_bytes: u64,
         needed_bytes: u64,
     },
-    #[error("RAID-{level} cannot run without member {slot} (last seen at {path_hint}); {detail}")]
+    #[error("{level} cannot run without member {slot} (last seen at {path_hint}); {detail}")]
     MissingMember {
-        level: u32,
+        level: String,
         slot: usize,
         path_hint: String,
         detail: String,
     },
-    #[error("RAID-{level} has {missing} members missing or stale; it survives at most {tolerated}: {names}")]
+    #[error(
+        "{level} has {missing} members missing or stale; it survives at most {tolerated}: {names}"
+    )]
     TooManyMissing {
-        level: u32,
+        level: String,
         missing: usize,
         tolerated: usize,
         names: String,
@@ -166,6 +184,15 @@ pub fn assemble_with(
     if let Some(error) = survey.failed {
         return Err(error);
     }
+    // A retired member is named by mistake, not damaged: refused, as a
+    // replaced one is.
+    if let Some(retired) = survey
+        .unusable
+        .iter()
+        .find(|u| matches!(u.error, AssemblyError::Retired { .. }))
+    {
+        return Err(retired.error.clone());
+    }
     let mut assembly = survey.assembly;
     for unusable in survey.unusable {
         let path = probes[unusable.probe].path.clone();
@@ -194,10 +221,18 @@ fn decode_probe(probe: &MemberProbe) -> Result<Superblock, AssemblyError> {
             path: probe.path.clone(),
             reason: reason.clone(),
         })?;
-    Superblock::decode_newest(area).map_err(|e| AssemblyError::NotAMember {
+    let superblock = Superblock::decode_newest(area).map_err(|e| AssemblyError::NotAMember {
         path: probe.path.clone(),
         reason: e.to_string(),
-    })
+    })?;
+    if let Some(retired) = &superblock.retired {
+        return Err(AssemblyError::Retired {
+            path: probe.path.clone(),
+            replaced_by: retired.replaced_by_path.clone(),
+            replaced_by_uuid: retired.replaced_by_uuid.clone(),
+        });
+    }
+    Ok(superblock)
 }
 
 /// The work of `assemble_with` and `survey`: `tolerant` sets unusable
@@ -238,9 +273,9 @@ fn examine(probes: &[MemberProbe], tolerant: bool, force: bool) -> Result<Survey
     };
     let mut newest = decoded[newest_index].clone().expect("usable");
     let mut report = vec![format!(
-        "array {}: RAID-{} {} chunk {} KiB, {} members, events {} (newest copy on {})",
+        "array {}: {} {} chunk {} KiB, {} members, events {} (newest copy on {})",
         newest.array_uuid,
-        newest.geometry.level.number(),
+        newest.geometry.level.name(),
         newest.geometry.layout.name(),
         newest.geometry.chunk_bytes >> 10,
         newest.geometry.member_count,
@@ -380,6 +415,7 @@ fn examine(probes: &[MemberProbe], tolerant: bool, force: bool) -> Result<Survey
         .div_ceil(newest.bitmap_stripes_per_region);
     let mut bitmap = IntentBitmap::new(region_count);
     let mut bitmap_sequence = 0;
+    let mut bitmap_whole = true;
     for (slot, state) in slots.iter().enumerate() {
         let SlotState::Present { probe } = state else {
             continue;
@@ -393,6 +429,7 @@ fn examine(probes: &[MemberProbe], tolerant: bool, force: bool) -> Result<Survey
             // Without a bitmap copy we cannot tell where writes were in flight:
             // treat every region as dirty if the array was not shut down cleanly.
             Err(e) => {
+                bitmap_whole = false;
                 report.push(format!("member {slot}: write-intent bitmap unreadable ({e}); assuming all regions dirty"));
                 if newest.state != super::superblock::ArrayState::Clean {
                     for region in 0..region_count {
@@ -408,6 +445,35 @@ fn examine(probes: &[MemberProbe], tolerant: bool, force: bool) -> Result<Survey
         newest.state = super::superblock::ArrayState::Dirty;
         for region in 0..region_count {
             bitmap.set(region, true);
+        }
+    }
+    let mut re_add = Vec::new();
+    if failed.is_none() {
+        for (slot, state) in slots.iter().enumerate() {
+            let SlotState::Stale { probe, .. } = *state else {
+                continue;
+            };
+            let copy = decoded[probe].as_ref().expect("a stale member decoded");
+            let refusal = super::readd::re_add_refusal(copy, &newest, slot).or_else(|| {
+                (!bitmap_whole).then(|| "a write-intent bitmap is unreadable".to_string())
+            });
+            match refusal {
+                None => {
+                    report.push(format!(
+                        "member {slot}: {} left without losing a write: re-added from the \
+                         write-intent bitmap (only the regions written since are copied)",
+                        probes[probe].path
+                    ));
+                    re_add.push(slot);
+                }
+                Some(why) => report.push(format!(
+                    "member {slot}: {} cannot be re-added from the bitmap: {why}",
+                    probes[probe].path
+                )),
+            }
+        }
+        if !forced.is_empty() {
+            re_add.clear();
         }
     }
     let dirty = bitmap.dirty_regions().count();
@@ -430,6 +496,8 @@ fn examine(probes: &[MemberProbe], tolerant: bool, force: bool) -> Result<Survey
             spares,
             bitmap,
             bitmap_sequence,
+            bitmap_whole,
+            re_add,
             report,
             forced,
             left_out: Vec::new(),
@@ -470,7 +538,7 @@ pub(super) fn check_survivable(
                     _ => "it is missing".to_string(),
                 };
                 return Err(AssemblyError::MissingMember {
-                    level: 0,
+                    level: Level::Raid0.name(),
                     slot,
                     path_hint: superblock.members[slot].path_hint.clone(),
                     detail: format!("{detail}; RAID-0 has no redundancy"),
@@ -487,10 +555,10 @@ pub(super) fn check_survivable(
                 }
             }
         }
-        Level::Raid5 | Level::Raid6 => {
+        Level::Raid5 | Level::Raid6 | Level::Crs { .. } => {
             if absent.len() > level.redundancy() {
                 return Err(AssemblyError::TooManyMissing {
-                    level: level.number(),
+                    level: level.name(),
                     missing: absent.len(),
                     tolerated: level.redundancy(),
                     names: absent

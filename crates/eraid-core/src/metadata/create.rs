@@ -5,12 +5,20 @@ use super::bitmap::{IntentBitmap, BITMAP_REGIONS_MAX};
 use super::superblock::{is_valid_uuid, ArrayState, MemberRecord, MemberState, Superblock};
 use crate::geometry::Geometry;
 
-/// Array bytes one write-intent bit covers, unless the bitmap would not fit.
+/// Array bytes one write-intent bit covers at most (MD's default bitmap
+/// chunk), unless the bitmap would not fit.
 pub const BITMAP_REGION_BYTES: u64 = 64 << 20;
+/// A small array gets at least this many regions (each at least
+/// `BITMAP_REGION_BYTES_MIN`), so a re-add or a resync after a crash
+/// copies a small part of it, not a quarter.
+pub const BITMAP_REGIONS_SMALL_ARRAY: u64 = 64;
+pub const BITMAP_REGION_BYTES_MIN: u64 = 1 << 20;
 
 /// Stripes per bitmap region for a geometry.
 pub fn stripes_per_region(geometry: &Geometry) -> u64 {
-    let mut per_region = (BITMAP_REGION_BYTES / geometry.stripe_data_bytes()).max(1);
+    let region_bytes = (geometry.capacity_bytes() / BITMAP_REGIONS_SMALL_ARRAY)
+        .clamp(BITMAP_REGION_BYTES_MIN, BITMAP_REGION_BYTES);
+    let mut per_region = (region_bytes / geometry.stripe_data_bytes()).max(1);
     while geometry.stripe_count().div_ceil(per_region) > BITMAP_REGIONS_MAX {
         per_region *= 2;
     }
@@ -48,6 +56,7 @@ pub fn new_superblock(
                 path_hint: m.path_hint,
                 failure: None,
                 absent_unwritten_since_events: None,
+                re_add_from_events: None,
             })
             .collect(),
         bitmap_stripes_per_region: stripes_per_region(&geometry),
@@ -56,6 +65,7 @@ pub fn new_superblock(
         reshape: None,
         spares: Vec::new(),
         rebuild: None,
+        retired: None,
     }
 }
 
@@ -95,6 +105,22 @@ pub fn initial_writes(
             member,
             IntentBitmap::slot_offset_bytes(2),
             vec![0u8; bitmap.len()],
+        ));
+    }
+    // Hot spares carry the superblock (naming them as spares), not the
+    // bitmap; any old bitmap there is never read while they are spares.
+    let count = superblock.geometry.member_count;
+    for spare in count..count + superblock.spares.len() {
+        let sb = superblock.encode_for(spare);
+        writes.push((
+            spare,
+            Superblock::slot_offset_bytes(superblock.events),
+            sb.clone(),
+        ));
+        writes.push((
+            spare,
+            Superblock::slot_offset_bytes(superblock.events + 1),
+            vec![0u8; sb.len()],
         ));
     }
     writes

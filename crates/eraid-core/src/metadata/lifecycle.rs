@@ -74,14 +74,17 @@ pub fn check_lifecycle_fields(sb: &Superblock) -> Result<(), String> {
     if let Some(map) = &rebuild.rebuilt_units {
         map.decode(stripes)?;
     }
+    if let Some(replace) = &rebuild.replace {
+        return check_replace(sb, replace, &rebuild.targets, &rebuilding);
+    }
     if rebuild.targets.is_empty() {
         return Err("an unfinished rebuild has no target member".into());
     }
     if rebuild.targets.len() > sb.geometry.level.redundancy() {
         return Err(format!(
-            "the rebuild has {} targets; RAID-{} can rebuild at most {}",
+            "the rebuild has {} targets; {} can rebuild at most {}",
             rebuild.targets.len(),
-            sb.geometry.level.number(),
+            sb.geometry.level.name(),
             sb.geometry.level.redundancy()
         ));
     }
@@ -105,6 +108,39 @@ pub fn check_lifecycle_fields(sb: &Superblock) -> Result<(), String> {
     if let Some(slot) = rebuilding.iter().find(|s| !seen.contains(s)) {
         return Err(format!(
             "member {slot} is recorded as rebuilding but is not a target of the rebuild"
+        ));
+    }
+    Ok(())
+}
+
+/// An unfinished replace: the source is an active member slot, the new
+/// member is among the spares, and nothing is being rebuilt beside it.
+fn check_replace(
+    sb: &Superblock,
+    replace: &crate::rebuild::record::ReplaceRecord,
+    targets: &[usize],
+    rebuilding: &[usize],
+) -> Result<(), String> {
+    let member_count = sb.geometry.member_count;
+    if !targets.is_empty() || !rebuilding.is_empty() {
+        return Err("a replace is recorded beside members being rebuilt".into());
+    }
+    let Some(source) = sb.members.get(replace.source) else {
+        return Err(format!(
+            "the replace's source slot {} is not below the member count {member_count}",
+            replace.source
+        ));
+    };
+    if source.uuid != replace.source_uuid || source.state != MemberState::Active {
+        return Err(format!(
+            "the replace's source slot {} holds uuid {} ({:?}), not the active member {}",
+            replace.source, source.uuid, source.state, replace.source_uuid
+        ));
+    }
+    if !sb.spares.iter().any(|s| s.uuid == replace.replacement) {
+        return Err(format!(
+            "the replace's new member {} is not among the spares",
+            replace.replacement
         ));
     }
     Ok(())
@@ -142,6 +178,7 @@ mod tests {
         sb.members[target].state = MemberState::Rebuilding;
         sb.rebuild = Some(RebuildRecord {
             config: RebuildConfig::default(),
+            kind: Default::default(),
             targets: vec![target],
             checkpoint_stripe,
             total_stripes: sb.geometry.stripe_count(),
@@ -149,6 +186,7 @@ mod tests {
             held: false,
             reason: None,
             counters: RebuildCounters::default(),
+            replace: None,
             rebuilt_units: None,
         });
         sb
@@ -181,6 +219,7 @@ mod tests {
             path_hint: "d4".into(),
             failure: None,
             absent_unwritten_since_events: None,
+            re_add_from_events: None,
         });
         let back = round_trip(&sb, 4).expect("decodes");
         assert_eq!(back.this_member_uuid(), "s0");
@@ -191,6 +230,84 @@ mod tests {
         let json = serde_json::to_string(&plain).unwrap();
         assert!(!json.contains("spares") && !json.contains("rebuild"));
         assert!(round_trip(&plain, 0).is_ok());
+    }
+
+    /// Member 1 being replaced by spare "s0".
+    fn replacing() -> Superblock {
+        let mut sb = raid5();
+        sb.spares.push(MemberRecord {
+            uuid: "s0".into(),
+            state: MemberState::Spare,
+            path_hint: "d4".into(),
+            failure: None,
+            absent_unwritten_since_events: None,
+            re_add_from_events: None,
+        });
+        sb.rebuild = Some(RebuildRecord {
+            config: RebuildConfig::default(),
+            kind: crate::rebuild::record::RebuildKind::Full,
+            targets: Vec::new(),
+            checkpoint_stripe: 3,
+            total_stripes: sb.geometry.stripe_count(),
+            state: RebuildState::Running,
+            held: false,
+            reason: None,
+            counters: RebuildCounters::default(),
+            rebuilt_units: None,
+            replace: Some(crate::rebuild::record::ReplaceRecord {
+                source: 1,
+                source_uuid: "m1".into(),
+                replacement: "s0".into(),
+            }),
+        });
+        sb
+    }
+
+    #[test]
+    fn replace_records_round_trip_and_inconsistent_ones_are_refused() {
+        let sb = replacing();
+        let back = round_trip(&sb, 4).expect("decodes");
+        assert_eq!(back.rebuild, sb.rebuild);
+        assert_eq!(back.this_member_uuid(), "s0");
+        let mut sb = replacing();
+        sb.rebuild
+            .as_mut()
+            .unwrap()
+            .replace
+            .as_mut()
+            .unwrap()
+            .source = 9;
+        refused(&sb, 0, "not below the member count");
+        let mut sb = replacing();
+        sb.rebuild
+            .as_mut()
+            .unwrap()
+            .replace
+            .as_mut()
+            .unwrap()
+            .source_uuid = "m2".into();
+        refused(&sb, 0, "not the active member m2");
+        let mut sb = replacing();
+        sb.members[1].state = MemberState::Faulty;
+        refused(&sb, 0, "not the active member");
+        let mut sb = replacing();
+        sb.rebuild
+            .as_mut()
+            .unwrap()
+            .replace
+            .as_mut()
+            .unwrap()
+            .replacement = "zz".into();
+        refused(&sb, 0, "not among the spares");
+        let mut sb = replacing();
+        sb.members[2].state = MemberState::Rebuilding;
+        sb.rebuild.as_mut().unwrap().targets = vec![2];
+        refused(&sb, 0, "beside members being rebuilt");
+        // Finished, the record is history: nothing to check against.
+        let mut sb = replacing();
+        sb.rebuild.as_mut().unwrap().state = RebuildState::Done;
+        sb.spares.clear();
+        assert!(round_trip(&sb, 0).is_ok());
     }
 
     #[test]
@@ -244,6 +361,7 @@ mod tests {
             path_hint: "d1".into(),
             failure: None,
             absent_unwritten_since_events: None,
+            re_add_from_events: None,
         });
         refused(&sb, 0, "appears twice");
         sb.spares[0].uuid = "s".into();

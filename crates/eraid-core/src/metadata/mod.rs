@@ -10,6 +10,8 @@ pub mod bitmap;
 pub mod create;
 pub mod force;
 pub mod lifecycle;
+pub mod member_change;
+pub mod readd;
 pub mod record;
 pub mod superblock;
 pub mod text;

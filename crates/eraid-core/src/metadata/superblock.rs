@@ -61,6 +61,15 @@ pub struct MemberRecord {
     /// without it records it `Faulty` instead.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub absent_unwritten_since_events: Option<u64>,
+    /// The member left without losing a write (absent at a start, or
+    /// failed by the operator), when the array's events were this: its own
+    /// copy (events at least this, less one) holds current data except
+    /// where the write-intent bitmap marks writes made since, and those
+    /// marks are kept until it is back. It may be re-added by copying only
+    /// the marked regions. None after an I/O failure (a write may be lost
+    /// on it: it needs a full rebuild) and for active members.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub re_add_from_events: Option<u64>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -90,6 +99,18 @@ pub struct Superblock {
     /// The rebuild in progress, or the last one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rebuild: Option<RebuildRecord>,
+    /// Set only on the copy a replaced member keeps: it was retired by a
+    /// replace and must never be assembled as a member again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retired: Option<Retirement>,
+}
+
+/// Why a member's copy says it is retired.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Retirement {
+    /// The member that took its slot (uuid and where it was last seen).
+    pub replaced_by_uuid: String,
+    pub replaced_by_path: String,
 }
 
 impl Superblock {
@@ -117,6 +138,9 @@ impl Superblock {
             if let Some(failure) = &mut member.failure {
                 *failure = bounded_failure_reason(failure);
             }
+        }
+        if let Some(retired) = &mut self.retired {
+            retired.replaced_by_path = bounded_path_hint(&retired.replaced_by_path);
         }
         if let Some(reason) = self.reshape.as_mut().and_then(|r| r.pause_reason.as_mut()) {
             *reason = bounded_text_head(reason, PAUSE_REASON_BYTES_MAX);
@@ -197,6 +221,7 @@ mod tests {
                     path_hint: format!("d{i}"),
                     failure: None,
                     absent_unwritten_since_events: None,
+                    re_add_from_events: None,
                 })
                 .collect(),
             bitmap_stripes_per_region: 512,
@@ -205,6 +230,7 @@ mod tests {
             reshape: None,
             spares: Vec::new(),
             rebuild: None,
+            retired: None,
         }
     }
 
@@ -302,6 +328,7 @@ mod tests {
                     path_hint: format!("/{hostile}/d{i}"),
                     failure: Some(bounded_failure_reason(&hostile)),
                     absent_unwritten_since_events: Some(u64::MAX),
+                    re_add_from_events: Some(u64::MAX),
                 })
                 .collect(),
             bitmap_stripes_per_region: u64::MAX,
@@ -318,10 +345,12 @@ mod tests {
                     path_hint: format!("/{hostile}/s{i}"),
                     failure: Some(bounded_failure_reason(&hostile)),
                     absent_unwritten_since_events: Some(u64::MAX),
+                    re_add_from_events: Some(u64::MAX),
                 })
                 .collect(),
             rebuild: Some(crate::rebuild::record::RebuildRecord {
                 config: Default::default(),
+                kind: Default::default(),
                 targets: (0..MEMBER_COUNT_MAX).collect(),
                 checkpoint_stripe: u64::MAX,
                 total_stripes: u64::MAX,
@@ -329,11 +358,20 @@ mod tests {
                 held: true,
                 reason: Some(hostile.clone()),
                 counters: Default::default(),
+                replace: Some(crate::rebuild::record::ReplaceRecord {
+                    source: usize::MAX,
+                    source_uuid: "r".repeat(UUID_BYTES_MAX),
+                    replacement: "n".repeat(UUID_BYTES_MAX),
+                }),
                 // The largest map: every unit's bit set.
                 rebuilt_units: Some(crate::rebuild::record::RebuiltUnits::encode(
                     u64::MAX,
                     &vec![0xff; (crate::rebuild::record::RECORDED_UNITS_MAX / 8) as usize],
                 )),
+            }),
+            retired: Some(Retirement {
+                replaced_by_uuid: "n".repeat(UUID_BYTES_MAX),
+                replaced_by_path: format!("/{hostile}/new"),
             }),
         };
         for member in [
@@ -400,5 +438,119 @@ mod tests {
         assert!(Superblock::decode_newest(&area).is_err());
         // A short area (truncated member) is an error, not a panic.
         assert!(Superblock::decode_newest(&[1, 2, 3]).is_err());
+    }
+}
+
+#[cfg(test)]
+mod crs_tests {
+    use super::tests::sample;
+    use super::*;
+    use crate::geometry::{crs_default_chunk_bytes, Level, ParityLayout, METADATA_BYTES};
+
+    fn crs_sample(parity_members: usize, w: usize, members: usize) -> Superblock {
+        let mut sb = sample();
+        sb.geometry = Geometry::new(
+            Level::Crs { parity_members, w },
+            ParityLayout::LeftSymmetric,
+            members,
+            crs_default_chunk_bytes(w),
+            64 << 20,
+        )
+        .unwrap();
+        sb.members = (0..members)
+            .map(|i| MemberRecord {
+                uuid: format!("00000000-0000-4000-8000-00000000000{i}"),
+                ..sb.members[0].clone()
+            })
+            .collect();
+        sb.array_uuid = "00000000-0000-4000-8000-0000000000aa".into();
+        sb
+    }
+
+    /// Frames `sb` as its JSON is, with `edit` applied to the geometry.
+    fn area_with_geometry_edit(sb: &Superblock, edit: impl Fn(&mut serde_json::Value)) -> Vec<u8> {
+        let mut value = serde_json::to_value(sb).unwrap();
+        edit(&mut value["geometry"]);
+        let body = serde_json::to_vec(&value).unwrap();
+        let bytes = record::encode(&SUPERBLOCK_KIND, sb.events, &body);
+        let mut area = vec![0u8; METADATA_BYTES as usize];
+        let at = Superblock::slot_offset_bytes(sb.events) as usize;
+        area[at..at + bytes.len()].copy_from_slice(&bytes);
+        area
+    }
+
+    fn decode_error(area: &[u8]) -> String {
+        match Superblock::decode_newest(area) {
+            Ok(_) => panic!("a bad CRS geometry decoded"),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    #[test]
+    fn a_crs_superblock_round_trips_with_its_shape() {
+        let sb = crs_sample(2, 3, 6);
+        let area = area_with_geometry_edit(&sb, |_| {});
+        let decoded = Superblock::decode_newest(&area).unwrap();
+        assert_eq!(
+            decoded.geometry.level,
+            Level::Crs {
+                parity_members: 2,
+                w: 3
+            }
+        );
+        assert_eq!(decoded.geometry.data_per_stripe(), 4);
+        let json = serde_json::to_value(&sb).unwrap();
+        assert_eq!(json["geometry"]["level"]["crs"]["parity_members"], 2);
+        assert_eq!(json["geometry"]["level"]["crs"]["w"], 3);
+    }
+
+    /// Each bad m, w or chunk is refused at decode, naming what is wrong.
+    #[test]
+    fn bad_crs_shapes_are_refused_at_decode_with_the_reason() {
+        let sb = crs_sample(2, 3, 6);
+        type Edit = Box<dyn Fn(&mut serde_json::Value)>;
+        let cases: Vec<(&str, Edit)> = vec![
+            (
+                "1 to 16 parity members, got 0",
+                Box::new(|g| g["level"]["crs"]["parity_members"] = 0.into()),
+            ),
+            (
+                "needs at least 7 members, got 6",
+                Box::new(|g| g["level"]["crs"]["parity_members"] = 6.into()),
+            ),
+            (
+                "w = 9 is out of range",
+                Box::new(|g| g["level"]["crs"]["w"] = 9.into()),
+            ),
+            (
+                "w = 1 is out of range",
+                Box::new(|g| g["level"]["crs"]["w"] = 1.into()),
+            ),
+            // 6 members need 2^w >= 6: w = 2 has room for 4.
+            (
+                "w = 2 has room for 4; use w >= 3",
+                Box::new(|g| g["level"]["crs"]["w"] = 2.into()),
+            ),
+            // 64 KiB is not 3 packets of a power of two.
+            (
+                "is not w = 3 packets",
+                Box::new(|g| g["chunk_bytes"] = (64u64 << 10).into()),
+            ),
+            (
+                "missing field `w`",
+                Box::new(|g| g["level"] = serde_json::json!({"crs": {"parity_members": 2}})),
+            ),
+            (
+                "layout left-asymmetric does not apply",
+                Box::new(|g| g["layout"] = "left-asymmetric".into()),
+            ),
+        ];
+        for (expected, edit) in cases {
+            let error = decode_error(&area_with_geometry_edit(&sb, edit));
+            assert!(
+                error.contains(expected),
+                "expected {expected:?} in {error:?}"
+            );
+        }
     }
 }

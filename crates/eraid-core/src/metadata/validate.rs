@@ -7,7 +7,7 @@
 //! not refused but cut to its bound (it is for messages only).
 
 use super::bitmap::BITMAP_REGIONS_MAX;
-use super::superblock::{is_valid_uuid, Superblock};
+use super::superblock::{is_valid_uuid, MemberState, Superblock};
 use crate::geometry::{Geometry, Level};
 use crate::growth::config::{ReshapeConfig, ReshapeStrategy};
 use crate::growth::fastscale::GrowthStrategy;
@@ -57,6 +57,21 @@ pub fn superblock(sb: &mut Superblock) -> Result<(), String> {
                 "members {other} and {index} have the same uuid {}",
                 member.uuid
             ));
+        }
+        // Recorded when the member left, from the events then.
+        if let Some(since) = member.re_add_from_events {
+            if since > sb.events {
+                return Err(format!(
+                    "member {index} is recorded re-addable from events {since}, after this copy's {}",
+                    sb.events
+                ));
+            }
+            if !matches!(member.state, MemberState::Faulty | MemberState::Rebuilding) {
+                return Err(format!(
+                    "member {index} is recorded re-addable but is {:?}, neither failed nor rebuilding",
+                    member.state
+                ));
+            }
         }
         // Recorded at a start from the events then: never ahead of them.
         if let Some(since) = member.absent_unwritten_since_events {
@@ -111,6 +126,8 @@ pub fn geometry(g: &Geometry) -> Result<(), String> {
     if rebuilt != *g {
         return Err("geometry fields are inconsistent".into());
     }
+    // The engine builds this code at open: it must not fail there.
+    crate::stripe_code::StripeCode::for_geometry(g).map_err(|e| format!("no code: {e}"))?;
     Ok(())
 }
 
@@ -118,8 +135,8 @@ pub fn geometry(g: &Geometry) -> Result<(), String> {
 fn placement(p: &Placement, g: &Geometry) -> Result<(), String> {
     if g.level != Level::Raid0 {
         return Err(format!(
-            "only RAID-0 has a placement, this is RAID-{}",
-            g.level.number()
+            "only RAID-0 has a placement, this is {}",
+            g.level.name()
         ));
     }
     if p.strategy == GrowthStrategy::RoundRobin {
@@ -166,13 +183,13 @@ fn reshape(record: &ReshapeRecord, sb: &Superblock) -> Result<(), String> {
     let fits = match new.level {
         Level::Raid0 => strategy.raid0_placement().is_some(),
         Level::Raid5 => strategy.raid0_placement().is_none(),
-        Level::Raid6 | Level::Raid10 => false,
+        Level::Raid6 | Level::Raid10 | Level::Crs { .. } => false,
     };
     if !fits {
         return Err(format!(
-            "strategy {} does not grow RAID-{}",
+            "strategy {} does not grow {}",
             strategy.name(),
-            new.level.number()
+            new.level.name()
         ));
     }
     geometry(&old).map_err(|e| format!("old geometry: {e}"))?;
@@ -299,12 +316,12 @@ pub(super) fn disagreement(copy: &Superblock, newest: &Superblock) -> Option<Str
     };
     if shape(a) != shape(b) {
         return Some(format!(
-            "RAID-{} {} chunk {} of {} bytes per member against RAID-{} {} chunk {} of {}",
-            a.level.number(),
+            "{} {} chunk {} of {} bytes per member against {} {} chunk {} of {}",
+            a.level.name(),
             a.layout.name(),
             a.chunk_bytes,
             a.member_data_bytes,
-            b.level.number(),
+            b.level.name(),
             b.layout.name(),
             b.chunk_bytes,
             b.member_data_bytes

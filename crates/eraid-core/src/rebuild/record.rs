@@ -32,6 +32,28 @@ impl RebuildState {
     }
 }
 
+/// What a rebuild copies.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RebuildKind {
+    /// Every stripe: the target's old contents count for nothing.
+    #[default]
+    Full,
+    /// A member that left without losing a write comes back (MD's
+    /// `--re-add`): only the stripes of the regions the write-intent
+    /// bitmap marks are copied; the rest of it is current already.
+    ReAdd,
+}
+
+impl RebuildKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            RebuildKind::Full => "full",
+            RebuildKind::ReAdd => "re-add",
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct RebuildCounters {
@@ -40,6 +62,9 @@ pub struct RebuildCounters {
     /// Times the pass started again from stripe 0 (a second replacement
     /// joined it).
     pub restarts: u64,
+    /// Bytes of each target reconstructed and written below the recorded
+    /// position (a re-add skips the regions the bitmap does not mark).
+    pub copied_bytes: u64,
 }
 
 /// A rebuild in progress (or the last one). The target members' records
@@ -47,6 +72,8 @@ pub struct RebuildCounters {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RebuildRecord {
     pub config: RebuildConfig,
+    #[serde(default)]
+    pub kind: RebuildKind,
     /// Member slots being reconstructed, in one pass.
     pub targets: Vec<usize>,
     /// Stripes below this are rebuilt and durable on every target.
@@ -67,6 +94,25 @@ pub struct RebuildRecord {
     /// writes). None: nothing past the checkpoint.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rebuilt_units: Option<RebuiltUnits>,
+    /// A replace (MD's `--replace`) rather than a rebuild: `targets` is
+    /// empty, the source member keeps serving while it is copied.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replace: Option<ReplaceRecord>,
+}
+
+/// A replace: member slot `source` is copied onto a new member, kept in
+/// `Superblock::spares` (uuid `replacement`) until the copy is done; then
+/// the new member takes the slot and the source is retired (never
+/// assembled again). The source serves meanwhile, so no window runs
+/// without redundancy. Stripes below `RebuildRecord::checkpoint_stripe`
+/// are copied and durable on the new member.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReplaceRecord {
+    pub source: usize,
+    /// The source member's uuid (its slot holds the new member once done).
+    pub source_uuid: String,
+    /// The new member's uuid.
+    pub replacement: String,
 }
 
 impl RebuildRecord {

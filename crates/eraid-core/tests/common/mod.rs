@@ -1,10 +1,12 @@
 //! Shared helpers for the engine tests.
 #![allow(dead_code)]
 
-use eraid_core::geometry::{Geometry, Level, ParityLayout, METADATA_BYTES};
+use eraid_core::geometry::{Geometry, Level, ParityLayout, METADATA_BYTES, SECTOR_BYTES};
 use eraid_core::io::{Machine, UserError, UserOp};
 use eraid_core::testing::MemHarness;
 use eraid_core::{Array, ArrayOptions};
+use rand::Rng;
+use rand_chacha::ChaCha8Rng;
 
 pub const CHUNK: u64 = 4096;
 
@@ -23,7 +25,32 @@ pub fn shapes() -> Vec<(Level, ParityLayout, usize)> {
         shapes.push((Level::Raid5, layout, 4));
         shapes.push((Level::Raid6, layout, 5));
     }
+    shapes.extend(crs_shapes());
     shapes
+}
+
+fn crs(parity_members: usize, w: usize) -> Level {
+    Level::Crs { parity_members, w }
+}
+
+/// CRS shapes: (4, 2) at Jerasure's default w = 3, three parity members,
+/// a w = 4 chunk on 8 members (default would be 3), and m = 1 at w = 2.
+pub fn crs_shapes() -> Vec<(Level, ParityLayout, usize)> {
+    vec![
+        (crs(2, 3), ParityLayout::LeftSymmetric, 6),
+        (crs(3, 3), ParityLayout::LeftSymmetric, 7),
+        (crs(3, 4), ParityLayout::LeftSymmetric, 8),
+        (crs(1, 2), ParityLayout::LeftSymmetric, 3),
+    ]
+}
+
+/// The tests' chunk: 4 KiB, or for CRS w packets of 2 KiB (a CRS chunk
+/// is w packets of a power of two bytes).
+pub fn chunk_bytes(level: Level) -> u64 {
+    match level {
+        Level::Crs { w, .. } => w as u64 * 2048,
+        _ => CHUNK,
+    }
 }
 
 pub fn geometry(
@@ -32,12 +59,13 @@ pub fn geometry(
     members: usize,
     member_chunks: u64,
 ) -> Geometry {
+    let chunk = chunk_bytes(level);
     Geometry::new(
         level,
         layout,
         members,
-        CHUNK,
-        METADATA_BYTES + member_chunks * CHUNK,
+        chunk,
+        METADATA_BYTES + member_chunks * chunk,
     )
     .unwrap()
 }
@@ -138,4 +166,50 @@ pub fn assert_flushed_sectors_survive(
             "{what}: flushed sector {s} lost after a crash"
         );
     }
+}
+
+// Random I/O helpers shared by the rebuild, replace and model tests.
+
+pub fn random_range(rng: &mut ChaCha8Rng, capacity: u64, max_bytes: u64) -> (u64, u64) {
+    let sectors = capacity / SECTOR_BYTES;
+    let len = rng.gen_range(1..=(max_bytes / SECTOR_BYTES).min(sectors));
+    let start = rng.gen_range(0..=sectors - len);
+    (start * SECTOR_BYTES, len * SECTOR_BYTES)
+}
+
+pub fn overlaps(a: (u64, u64), b: (u64, u64)) -> bool {
+    a.0 < b.0 + b.1 && b.0 < a.0 + a.1
+}
+
+pub fn read_all(h: &mut MemHarness, array: &mut Array, id: u64) -> Vec<u8> {
+    let len_bytes = array.capacity_bytes() as usize;
+    call(
+        h,
+        array,
+        id,
+        UserOp::Read {
+            offset_bytes: 0,
+            len_bytes,
+        },
+    )
+    .expect("read ok")
+    .expect("read data")
+}
+
+/// Fills the array with random bytes and flushes; returns the model.
+pub fn fill(h: &mut MemHarness, array: &mut Array, rng: &mut ChaCha8Rng) -> Vec<u8> {
+    let capacity = array.capacity_bytes();
+    let model: Vec<u8> = (0..capacity).map(|_| rng.gen()).collect();
+    call(
+        h,
+        array,
+        1,
+        UserOp::Write {
+            offset_bytes: 0,
+            data: model.clone(),
+            fua: true,
+        },
+    )
+    .expect("fill");
+    model
 }

@@ -12,10 +12,11 @@ use crate::diskspec::load_disksim_model;
 pub const SSD_PRESET_SECTORS: u64 = 286_749_488;
 
 /// The preset names accepted on command lines and in experiment files.
-pub const PRESET_NAMES: [&str; 5] = [
+pub const PRESET_NAMES: [&str; 6] = [
     "cheetah-15k5",
     "cheetah-10k7",
     "barracuda-7200-10",
+    "barracuda-7200-8",
     "cheetah-15k4",
     "ssd",
 ];
@@ -76,7 +77,8 @@ pub fn preset(name: &str) -> Option<DiskChoice> {
     let spec = match key.as_str() {
         "cheetah15k5" | "st3146855fc" => presets::cheetah_15k5(),
         "cheetah10k7" | "st3146807fc" => presets::cheetah_10k7(),
-        "barracuda720010" | "barracuda" | "st3300831as" => presets::barracuda_7200_10(),
+        "barracuda720010" | "barracuda" => presets::barracuda_7200_10(),
+        "barracuda72008" | "st3300831as" => presets::barracuda_7200_8(),
         "cheetah15k4" | "st373454lc" => presets::cheetah_15k4(),
         "ssd" => return Some(DiskChoice::Ssd(presets::simple_ssd(SSD_PRESET_SECTORS))),
         _ => return None,

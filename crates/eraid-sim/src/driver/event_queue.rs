@@ -21,6 +21,12 @@ pub enum Event {
     GrowthStart(usize),
     /// Take a growth progress sample.
     GrowthSample,
+    /// Hand the hot spare to the engine.
+    FailureSpare,
+    /// Fail the planned member.
+    FailureStart,
+    /// Take a rebuild progress sample.
+    RebuildSample,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]

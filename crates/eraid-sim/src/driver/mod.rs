@@ -21,6 +21,7 @@
 
 mod disk_choice;
 mod event_queue;
+pub mod failure;
 mod feed;
 pub mod growth;
 pub mod host_sched;
@@ -36,6 +37,7 @@ mod target;
 
 pub use disk_choice::{preset, resolve_disk_model, DiskChoice, PRESET_NAMES, SSD_PRESET_SECTORS};
 pub use event_queue::{Event, EventQueue};
+pub use failure::{FailurePlan, FailureReport, RebuildSample};
 pub use feed::{Feed, FeedSpec, StrideSpec, SyntheticSource};
 pub use growth::{
     GrowthLoad, GrowthPlan, GrowthReport, GrowthSample, GrowthStep, GrowthStepReport,
@@ -70,9 +72,16 @@ pub struct SimConfig {
     /// Disks added while the array runs (or before the workload replays);
     /// see [`growth`].
     pub growth: Option<GrowthPlan>,
+    /// A member that fails while the array runs, and its rebuild; see
+    /// [`failure`].
+    pub failure: Option<FailurePlan>,
     /// End the run at this simulated time even if work remains (a growth
     /// not finished is reported as such).
     pub max_time_ns: Option<u64>,
+    /// After the workload, send the target one flush and time it: a
+    /// write-back cache's flush destages everything, so the run reports
+    /// the throughput with every written byte on the drives too.
+    pub final_flush: bool,
     /// Host block layer: merge contiguous I/Os the engine issues to a
     /// member at the same instant into one drive command of at most this
     /// many bytes (Linux's elevator merging; `None`: every engine I/O is
@@ -117,7 +126,9 @@ impl SimConfig {
             window: WindowBy::Requests { count: 100 },
             cdf_points: 200,
             growth: None,
+            failure: None,
             max_time_ns: None,
+            final_flush: false,
             merge_max_bytes: None,
             host_queue_depth: None,
             host_scheduler: host_sched::HostSchedulerKind::Noop,

@@ -6,6 +6,7 @@ use eraid_trace::metrics::{CdfPoint, MetricsSummary, WindowStat};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
+use super::failure::FailureReport;
 use super::growth::GrowthReport;
 use super::stats::{cause_name, CauseCount, DiskReport, CAUSES};
 use super::target::TargetInfo;
@@ -44,6 +45,9 @@ pub struct SimReport {
     /// Runs with disks added: what the growth(s) did and cost.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub growth: Option<GrowthReport>,
+    /// Runs with a member failure: the rebuild and what users saw meanwhile.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure: Option<FailureReport>,
     /// Engine I/Os the host block layer merged into another's drive command.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub merged_ios: u64,
@@ -60,6 +64,10 @@ pub struct SimReport {
     /// The run stopped at `[run] max_time_s` with work left.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub timed_out: bool,
+    /// `[run] final_flush`: bytes written over first arrival to the final
+    /// flush's answer (everything cached is on the drives by then).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flushed_throughput_mb_per_s: Option<f64>,
 }
 
 impl SimReport {
@@ -102,6 +110,12 @@ impl SimReport {
             put(&format!("device_ios_{name}"), json!(count.ios()));
         }
         put("device_ios_total", json!(total));
+        // By kind over every cause: the cache's transform-added blocks are
+        // `cache_transform_reads` and `cache_transform_writes`.
+        let kind =
+            |f: fn(&CauseCount) -> u64| self.device_ios_by_cause.values().map(f).sum::<u64>();
+        put("device_ios_read", json!(kind(|c| c.reads)));
+        put("device_ios_write", json!(kind(|c| c.writes)));
         let disks = self.disks.len().max(1) as f64;
         let mean = |f: fn(&DiskReport) -> f64| self.disks.iter().map(f).sum::<f64>() / disks;
         put("mean_utilisation", json!(mean(|d| d.utilisation)));
@@ -124,10 +138,16 @@ impl SimReport {
         if self.timed_out {
             put("timed_out", json!(1));
         }
+        if let Some(t) = self.flushed_throughput_mb_per_s {
+            put("flushed_throughput_mb_per_s", json!(t));
+        }
         if let Some(g) = &self.growth {
             let total = self.engine.get("metadata_writes").copied().unwrap_or(0);
             put("array_metadata_writes", json!(total));
             growth_metrics(g, self.summary.requests, &mut put);
+        }
+        if let Some(f) = &self.failure {
+            failure_metrics(f, &mut put);
         }
         m
     }
@@ -215,4 +235,37 @@ fn growth_metrics(g: &GrowthReport, requests: u64, put: &mut impl FnMut(&str, Va
             );
         }
     }
+}
+
+/// The failure's flat metrics (the PRO paper's two figures, Tables 3-4).
+fn failure_metrics(f: &FailureReport, put: &mut impl FnMut(&str, Value)) {
+    put("failed_member", json!(f.member));
+    put(
+        "rebuild_done",
+        json!(u64::from(f.rebuild_finished_s.is_some())),
+    );
+    put("reconstruction_time_s", json!(f.reconstruction_time_s));
+    put("requests_during_rebuild", json!(f.requests_during));
+    put(
+        "mean_response_during_rebuild_ms",
+        json!(f.mean_response_ms_during),
+    );
+    put(
+        "p99_response_during_rebuild_ms",
+        json!(f.p99_response_ms_during),
+    );
+    put(
+        "max_response_during_rebuild_ms",
+        json!(f.max_response_ms_during),
+    );
+    let int = |k: &str| f.status.get(k).and_then(Value::as_u64).unwrap_or(0);
+    put("rebuilt_bytes", json!(int("rebuilt_bytes")));
+    put(
+        "rebuild_progress",
+        json!(f
+            .status
+            .get("progress")
+            .and_then(Value::as_f64)
+            .unwrap_or(0.0)),
+    );
 }

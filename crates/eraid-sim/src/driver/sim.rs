@@ -22,12 +22,15 @@ use super::store::{DataMode, SparseStore};
 use super::target::{self, TargetInfo};
 use super::SimConfig;
 
+mod failure_run;
+use failure_run::FailureRun;
+
 /// Ticks that keep asking for "now" are spaced by this much, so an engine
 /// whose deadline does not move cannot stall the clock.
 const TICK_RETRY_NS: u64 = 1_000_000;
 
 /// A growth due while the array is still opening is retried this much later.
-const OPENING_RETRY_NS: u64 = 1_000_000;
+pub(super) const OPENING_RETRY_NS: u64 = 1_000_000;
 
 /// The growth(s) of a run as they happen.
 struct GrowthRun {
@@ -87,8 +90,16 @@ pub(super) struct Simulation {
     host_queue_max: u64,
     member_bytes: u64,
     growth: Option<GrowthRun>,
+    failure: Option<FailureRun>,
     /// The run stopped at `max_time_ns` with work left.
     timed_out: bool,
+    /// `final_flush`: sent, and answered at this time.
+    final_flush_sent: bool,
+    final_flush_done_ns: Option<u64>,
+    /// First arrival and bytes written by successful writes (for the
+    /// throughput up to the final flush).
+    first_arrival_ns: Option<u64>,
+    written_bytes: u64,
     issued: u64,
     next_request_id: u64,
     users: BTreeMap<u64, UserInflight>,
@@ -109,8 +120,12 @@ impl Simulation {
         if added > 0 && !matches!(config.target, target::Target::Array { .. }) {
             return Err("a growth needs an array, not a bare disk".into());
         }
-        let mut devices = Vec::with_capacity(member_count + added);
-        for _ in 0..member_count + added {
+        if config.failure.is_some() && added > 0 {
+            return Err("a failure and a growth in one run are not supported yet".into());
+        }
+        let spares = usize::from(config.failure.as_ref().is_some_and(|f| f.spare));
+        let mut devices = Vec::with_capacity(member_count + added + spares);
+        for _ in 0..member_count + added + spares {
             devices.push(config.disk.build()?);
         }
         let device_bytes = devices
@@ -182,7 +197,12 @@ impl Simulation {
             host_queue_max: 0,
             member_bytes,
             growth,
+            failure: config.failure.clone().map(FailureRun::new),
             timed_out: false,
+            final_flush_sent: false,
+            final_flush_done_ns: None,
+            first_arrival_ns: None,
+            written_bytes: 0,
             issued: 0,
             next_request_id: 0,
             users: BTreeMap::new(),
@@ -202,18 +222,38 @@ impl Simulation {
         if let Some(g) = &self.growth {
             self.queue.push(g.plan.start_ns, Event::GrowthStart(0));
         }
+        if let Some(f) = &self.failure {
+            if f.plan.spare {
+                self.queue.push(0, Event::FailureSpare);
+            }
+            self.queue.push(f.plan.at_ns, Event::FailureStart);
+        }
         if self.feed.is_some() {
             self.start_feed()?;
         }
         self.pump()?;
         loop {
             let growth_settled = self.growth.as_ref().is_none_or(GrowthRun::all_done);
+            let failure_settled = self.failure.as_ref().is_none_or(FailureRun::settled);
             if self.feed_done
                 && self.users.is_empty()
                 && self.host_waiting.is_empty()
                 && growth_settled
+                && failure_settled
             {
-                break;
+                if !self.config.final_flush || self.final_flush_done_ns.is_some() {
+                    break;
+                }
+                if !self.final_flush_sent {
+                    self.final_flush_sent = true;
+                    let request = UserRequest {
+                        id: RequestId(FINAL_FLUSH_ID),
+                        op: UserOp::Flush,
+                    };
+                    self.machine.handle_request(TimeNs(self.now_ns), request);
+                    self.pump()?;
+                    continue;
+                }
             }
             let Some((time_ns, event)) = self.queue.pop() else {
                 let growth = match &self.growth {
@@ -249,6 +289,9 @@ impl Simulation {
                 }
                 Event::GrowthStart(step) => self.start_growth(step)?,
                 Event::GrowthSample => self.sample_growth(),
+                Event::FailureSpare => self.add_spare()?,
+                Event::FailureStart => self.fail_planned_member()?,
+                Event::RebuildSample => self.sample_rebuild(),
             }
             self.pump()?;
         }
@@ -508,7 +551,7 @@ impl Simulation {
                             self.now_ns as f64 / 1e9
                         ))
                     }
-                    _ => {}
+                    other => self.rebuild_event(&other)?,
                 }
             }
             while let Some((io, completion)) = self.immediate.pop_front() {
@@ -525,13 +568,26 @@ impl Simulation {
 
     fn answer(&mut self, reply: UserReply) {
         let id = reply.id.0;
+        if id == FINAL_FLUSH_ID {
+            self.final_flush_done_ns = Some(self.now_ns);
+            return;
+        }
         let Some(user) = self.users.remove(&id) else {
             return;
         };
         match reply.result {
             Ok(bytes) => {
                 self.metrics.record(&user.request, self.now_ns);
+                let arrival = user.request.arrival_ns;
+                self.first_arrival_ns =
+                    Some(self.first_arrival_ns.map_or(arrival, |f| f.min(arrival)));
+                if !user.request.is_read {
+                    self.written_bytes += user.request.len_bytes;
+                }
                 let latency_ns = self.now_ns.saturating_sub(user.request.arrival_ns);
+                if let Some(f) = &mut self.failure {
+                    f.record(user.request.arrival_ns, latency_ns);
+                }
                 if let Some(g) = &mut self.growth {
                     let arrival = user.request.arrival_ns;
                     let after_start = g.first_start_ns.is_some_and(|s| arrival >= s);
@@ -802,6 +858,7 @@ impl Simulation {
     fn report(mut self) -> Result<SimReport, String> {
         let end_ns = self.now_ns;
         let growth = self.growth_report()?;
+        let failure = self.failure_report();
         let status = self
             .machine
             .handle_admin(TimeNs(end_ns), AdminCommand::Status);
@@ -841,11 +898,16 @@ impl Simulation {
             data_mismatches: mismatches,
             data_first_mismatch: self.oracle.as_ref().and_then(|o| o.first_mismatch.clone()),
             growth,
+            failure,
             merged_ios: self.members.iter().map(|m| m.stats.merged).sum(),
             host_waited_requests: self.host_waited_requests,
             host_queue_max: self.host_queue_max,
             admission_limit: self.config.admission_limit() as u64,
             timed_out: self.timed_out,
+            flushed_throughput_mb_per_s: self.final_flush_done_ns.map(|done| {
+                let elapsed_s = (done - self.first_arrival_ns.unwrap_or(0)) as f64 / 1e9;
+                self.written_bytes as f64 / 1e6 / elapsed_s.max(1e-9)
+            }),
         })
     }
 
@@ -909,9 +971,12 @@ impl Simulation {
 
 /// The engine's counters: every non-negative integer at the top level of
 /// its status, except the fields describing its shape.
+/// The id of the flush `final_flush` sends (no workload request has it).
+const FINAL_FLUSH_ID: u64 = u64::MAX;
+
 fn engine_counters(status: &serde_json::Value) -> BTreeMap<String, u64> {
     const SHAPE: [&str; 4] = ["level", "chunk_bytes", "member_count", "capacity_bytes"];
-    status
+    let mut counters: BTreeMap<String, u64> = status
         .as_object()
         .map(|o| {
             o.iter()
@@ -919,5 +984,14 @@ fn engine_counters(status: &serde_json::Value) -> BTreeMap<String, u64> {
                 .filter_map(|(k, v)| v.as_u64().map(|n| (k.clone(), n)))
                 .collect()
         })
-        .unwrap_or_default()
+        .unwrap_or_default();
+    // The write-back cache's counters, as `cache_destages`, ...
+    if let Some(cache) = status.get("cache").and_then(|c| c.as_object()) {
+        for (k, v) in cache {
+            if let Some(n) = v.as_u64() {
+                counters.insert(format!("cache_{k}"), n);
+            }
+        }
+    }
+    counters
 }

@@ -112,9 +112,16 @@ pub fn build(
             // Simulated members start zeroed, so parity is consistent and no
             // initial resync is needed.
             let assembly = assemble(&probes).map_err(|e| e.to_string())?;
+            options
+                .cache
+                .validate(&geometry)
+                .map_err(|e| format!("[cache]: {e}"))?;
             let array = Array::open(assembly, options.clone(), eraid_core::io::TimeNs(0));
             let info = TargetInfo {
-                kind: format!("raid{}", level.number()),
+                kind: match level.number() {
+                    Some(number) => format!("raid{number}"),
+                    None => "crs".into(),
+                },
                 members,
                 chunk_bytes: *chunk_bytes,
                 capacity_bytes: array.capacity_bytes(),

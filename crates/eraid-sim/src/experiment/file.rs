@@ -29,6 +29,16 @@
 //! scrub_window_stripes = 16
 //! resync_on_open = true
 //!
+//! [cache]                       # the write-back stripe cache (RAID-5/6); NVRAM modelled as the MSC-CT paper's NVS
+//! policy = "msc-ct"             # none (default) | pbgc | sc | msc-ct
+//! size_bytes = "512M"
+//! allocation = "block"          # block: only cached blocks take memory | unit: a unit takes its whole size (MD's stripe_head, the MSC driver's stripe)
+//! high_mark_percent = 95        # destage from this occupancy ...
+//! low_mark_percent = 85         # ... down to below this one
+//! s_r_max = 8                   # contiguity transform: strides (blocks) below these are joined
+//! s_w_max = 8
+//! destage_window_units = 64     # destages in flight at once
+//!
 //! [workload]                    # exactly one of trace, preset, spec, stride
 //! trace = "../data/traces/wsrch-small.trace" # relative to this file
 //! format = "mqsim"              # default: detected
@@ -45,8 +55,9 @@
 //! max_requests = 20000
 //! window_requests = 200         # or window_ms = 1000
 //! data_mode = "discard"         # or "store"
-//! until = "growth-done"         # default "workload-done"; see [growth]
+//! until = "growth-done"         # default "workload-done"; see [growth]; "rebuild-done": see [failure]
 //! max_time_s = 20000            # stop at this simulated time regardless
+//! final_flush = true            # then one flush, timed: flushed_throughput_mb_per_s
 //!
 //! [growth]                      # optional: add disks while the array runs
 //! add = 1                       # disks to add; [1, 1] = two growths in a row
@@ -70,6 +81,22 @@
 //! idle_in_flight = false        # md-style throttling: 2.6.18's in-flight term (users counted at completion, less MD's own I/O in flight; also judged while a window's reads are out)
 //! sample_ms = 1000              # period of the progress samples (growth.csv)
 //! enabled = true                # a variant may set false: no growth
+//!
+//! [failure]                   # optional: a member fails while the array runs
+//! member = 1                    # the member slot that fails (0-based)
+//! at_s = 10.0                   # simulated time of the failure (default 0)
+//! spare = true                  # a hot spare takes its place and is rebuilt (default true)
+//! strategy = "pro"              # pr | dor | pro | pro-dor (default: the engine's, pro)
+//! speed_min = "10M"             # rebuild rate floor per second (a bare number is KiB/s, as MD's sync_speed_min)
+//! speed_max = "30M"             # rebuild rate ceiling per second
+//! idle_check_ms = 500           # MD's idle rule: above the floor, yield this long after a user request
+//! window_stripes = 16           # stripes rebuilt at once
+//! hot_zone = "64M"              # pro, pro-dor: bytes of each replacement in one hot zone
+//! time_slice_ms = 100           # pro, pro-dor: the most popular zone's turn
+//! popularity_half_life_ms = 10000 # pro, pro-dor: a zone's access count halves this often
+//! dor_reads_ahead = 4           # dor, pro-dor: units each surviving disk reads ahead
+//! sample_ms = 1000              # period of the rebuild samples (rebuild.csv)
+//! enabled = true                # a variant may set false: no failure
 //!
 //! [outputs]
 //! plots = true
@@ -133,6 +160,19 @@ pub struct DiskTable {
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+pub struct CacheTable {
+    pub policy: Option<String>,
+    pub size_bytes: Option<IntOrText>,
+    pub allocation: Option<String>,
+    pub high_mark_percent: Option<u32>,
+    pub low_mark_percent: Option<u32>,
+    pub s_r_max: Option<u32>,
+    pub s_w_max: Option<u32>,
+    pub destage_window_units: Option<usize>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct EngineTable {
     pub bitmap_clean_delay_ms: Option<u64>,
     pub scrub_window_stripes: Option<usize>,
@@ -182,6 +222,9 @@ pub struct RunTable {
     pub until: Option<String>,
     /// Stop at this simulated time even with work left.
     pub max_time_s: Option<f64>,
+    /// After the workload, one flush; `flushed_throughput_mb_per_s` counts
+    /// up to its answer.
+    pub final_flush: Option<bool>,
 }
 
 /// One number of disks, or a list of successive additions.
@@ -219,6 +262,28 @@ pub struct GrowthTable {
     pub sample_ms: Option<u64>,
 }
 
+/// `[failure]`: a member fails while the array runs (see the module docs).
+/// `member` is signed so a negative index is reported as such, not as a
+/// TOML type error.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FailureTable {
+    pub enabled: Option<bool>,
+    pub member: Option<i64>,
+    pub at_s: Option<f64>,
+    pub spare: Option<bool>,
+    pub strategy: Option<String>,
+    pub speed_min: Option<IntOrText>,
+    pub speed_max: Option<IntOrText>,
+    pub idle_check_ms: Option<u64>,
+    pub window_stripes: Option<u64>,
+    pub hot_zone: Option<IntOrText>,
+    pub time_slice_ms: Option<u64>,
+    pub popularity_half_life_ms: Option<u64>,
+    pub dor_reads_ahead: Option<u64>,
+    pub sample_ms: Option<u64>,
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct OutputsTable {
@@ -235,9 +300,11 @@ pub struct Settings {
     pub array: Option<ArrayTable>,
     pub disk: Option<DiskTable>,
     pub engine: Option<EngineTable>,
+    pub cache: Option<CacheTable>,
     pub workload: Option<WorkloadTable>,
     pub run: Option<RunTable>,
     pub growth: Option<GrowthTable>,
+    pub failure: Option<FailureTable>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -250,9 +317,11 @@ pub struct VariantTable {
     pub array: Option<ArrayTable>,
     pub disk: Option<DiskTable>,
     pub engine: Option<EngineTable>,
+    pub cache: Option<CacheTable>,
     pub workload: Option<WorkloadTable>,
     pub run: Option<RunTable>,
     pub growth: Option<GrowthTable>,
+    pub failure: Option<FailureTable>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -289,9 +358,11 @@ pub struct ExperimentFile {
     pub array: Option<ArrayTable>,
     pub disk: Option<DiskTable>,
     pub engine: Option<EngineTable>,
+    pub cache: Option<CacheTable>,
     pub workload: Option<WorkloadTable>,
     pub run: Option<RunTable>,
     pub growth: Option<GrowthTable>,
+    pub failure: Option<FailureTable>,
     pub outputs: Option<OutputsTable>,
     pub variant: Option<Vec<VariantTable>>,
     pub sweep: Option<SweepTable>,
@@ -323,8 +394,11 @@ overlay_fields!(DiskTable {
     model, scheduler, queue_depth, write_cache, read_ahead, cache, merge, host_scheduler
 } nested {});
 overlay_fields!(EngineTable { bitmap_clean_delay_ms, scrub_window_stripes, resync_on_open, write_intent_bitmap } nested {});
+overlay_fields!(CacheTable {
+    policy, size_bytes, allocation, high_mark_percent, low_mark_percent, s_r_max, s_w_max, destage_window_units
+} nested {});
 overlay_fields!(StrideTable { op, block, stride_blocks, span_blocks, start, outstanding } nested {});
-overlay_fields!(RunTable { max_requests, window_requests, window_ms, data_mode, until, max_time_s } nested {});
+overlay_fields!(RunTable { max_requests, window_requests, window_ms, data_mode, until, max_time_s, final_flush } nested {});
 overlay_fields!(GrowthTable {
     enabled, add, strategy, start_s, load, aggregation, md_page, md_window, md_checkpoint,
     md_users_wait,
@@ -332,6 +406,10 @@ overlay_fields!(GrowthTable {
     speed_min, speed_max, valve_period_ms, latency_bound_ms, slack, valve_latency, idle_check_ms,
     idle_user, idle_in_flight,
     sample_ms
+} nested {});
+overlay_fields!(FailureTable {
+    enabled, member, at_s, spare, strategy, speed_min, speed_max, idle_check_ms, window_stripes,
+    hot_zone, time_slice_ms, popularity_half_life_ms, dor_reads_ahead, sample_ms
 } nested {});
 
 /// As the macro, except that a variant naming a workload source (trace,
@@ -378,9 +456,11 @@ impl Settings {
             array: Overlay::overlay(file.array.clone(), variant.array.clone()),
             disk: Overlay::overlay(file.disk.clone(), variant.disk.clone()),
             engine: Overlay::overlay(file.engine.clone(), variant.engine.clone()),
+            cache: Overlay::overlay(file.cache.clone(), variant.cache.clone()),
             workload: Overlay::overlay(file.workload.clone(), variant.workload.clone()),
             run: Overlay::overlay(file.run.clone(), variant.run.clone()),
             growth: Overlay::overlay(file.growth.clone(), variant.growth.clone()),
+            failure: Overlay::overlay(file.failure.clone(), variant.failure.clone()),
         }
     }
 }

@@ -3,8 +3,10 @@
 //! [`plan`] turns it into runs, [`runner`] runs them side by side, and
 //! [`crate::report`] writes the results.
 
+pub mod failure;
 pub mod file;
 pub mod plan;
+pub mod rates;
 pub mod runner;
 
 pub use plan::{load, parse, Experiment, RunPlan};

@@ -4,6 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
+use eraid_core::cache::config::{Allocation, CacheConfig, CachePolicy};
 use eraid_core::geometry::{Level, ParityLayout};
 use eraid_core::growth::config::{ReshapeConfig, ReshapeStrategy};
 use eraid_core::ArrayOptions;
@@ -11,7 +12,9 @@ use eraid_trace::metrics::WindowBy;
 use eraid_trace::synthetic::{Preset, WorkloadSpec};
 use eraid_trace::{TraceFormat, TraceOptions};
 
+use super::failure::resolve_failure;
 use super::file::*;
+use super::rates::rate_kib_s;
 use crate::disk::{FastWrite, ReadAhead, SchedulerKind};
 use crate::driver::{
     resolve_disk_model, DataMode, FeedSpec, GrowthLoad, GrowthPlan, GrowthStep, SimConfig,
@@ -69,9 +72,11 @@ pub fn parse(file: &str, text: &str, base_dir: &Path) -> Result<Experiment, Stri
             array: None,
             disk: None,
             engine: None,
+            cache: None,
             workload: None,
             run: None,
             growth: None,
+            failure: None,
         }],
     };
     let points = sweep_points(file, parsed.sweep.as_ref())?;
@@ -221,7 +226,7 @@ fn resolve(
     let disk_table = settings.disk.clone().unwrap_or_default();
     let engine = settings.engine.clone().unwrap_or_default();
     let run = settings.run.clone().unwrap_or_default();
-    let target = resolve_target(&array, &engine)?;
+    let target = resolve_target(&array, &engine, settings.cache.as_ref())?;
     let members = array.disks.unwrap_or(4);
     let model = disk_table
         .model
@@ -276,15 +281,28 @@ fn resolve(
         }
     };
     let growth = resolve_growth(settings.growth.as_ref(), &config.target, members)?;
-    let until_growth = match run.until.as_deref() {
-        None | Some("workload-done") => false,
-        Some("growth-done") => true,
+    let mut failure = resolve_failure(settings.failure.as_ref(), &config.target, members)?;
+    if failure.is_some() && growth.is_some() {
+        return Err(
+            "[failure] with [growth] in one run is not supported yet; give each its own run".into(),
+        );
+    }
+    let (until_growth, until_rebuild) = match run.until.as_deref() {
+        None | Some("workload-done") => (false, false),
+        Some("growth-done") => (true, false),
+        Some("rebuild-done") => (false, true),
         Some(other) => {
             return Err(format!(
-                "[run] until: '{other}' is not workload-done or growth-done"
+                "[run] until: '{other}' is not workload-done, growth-done or rebuild-done"
             ))
         }
     };
+    if until_rebuild && !failure.as_ref().is_some_and(|f| f.spare) {
+        return Err(
+            "[run] until = \"rebuild-done\" needs a [failure] with a spare (spare = true) to rebuild"
+                .into(),
+        );
+    }
     config.max_time_ns = run
         .max_time_s
         .map(|s| {
@@ -295,6 +313,7 @@ fn resolve(
             }
         })
         .transpose()?;
+    config.final_flush = run.final_flush.unwrap_or(false);
     let workload = settings.workload.clone().unwrap_or_default();
     let unloaded = workload.none == Some(true) || (growth.is_some() && no_source(&workload));
     let mut feed = if unloaded {
@@ -318,7 +337,9 @@ fn resolve(
                     .into(),
             );
         }
-        // The workload is repeated until the growth is done.
+    }
+    if until_growth || until_rebuild {
+        // The workload is repeated until the growth or rebuild is done.
         if let FeedSpec::Trace { options, .. } = &mut feed {
             options.loop_count = 0;
             if options.max_requests.is_none() && options.max_duration_ns.is_none() {
@@ -349,6 +370,13 @@ fn resolve(
         plan.until_done = until_growth;
         plan
     });
+    if let Some(plan) = &mut failure {
+        plan.until_done = until_rebuild;
+        if let Target::Array { options, .. } = &mut config.target {
+            options.rebuild = plan.config.clone();
+        }
+    }
+    config.failure = failure;
     let synthetic_open = matches!(
         feed,
         FeedSpec::Synthetic {
@@ -363,7 +391,11 @@ fn resolve(
             ..
         }
     );
-    if config.max_requests.is_none() && (synthetic_open || synthetic_closed) && !until_growth {
+    if config.max_requests.is_none()
+        && (synthetic_open || synthetic_closed)
+        && !until_growth
+        && !until_rebuild
+    {
         config.max_requests = Some(SYNTHETIC_REQUESTS_DEFAULT);
     }
     Ok((config, feed))
@@ -425,8 +457,8 @@ fn resolve_growth(
         }
         (other, _) => {
             return Err(format!(
-                "[growth]: growing RAID-{} is not supported (RAID-0 and RAID-5 are)",
-                other.number()
+                "[growth]: growing {} is not supported (RAID-0 and RAID-5 are)",
+                other.name()
             ))
         }
     }
@@ -469,22 +501,10 @@ fn resolve_growth(
         &mut config.sliding_window_bytes_max,
     )?;
     let speed = |value: &Option<IntOrText>, key: &str, into: &mut u64| -> Result<(), String> {
-        match value {
-            None => Ok(()),
-            Some(IntOrText::Int(kib)) => {
-                *into = *kib;
-                Ok(())
-            }
-            Some(IntOrText::Text(t)) => {
-                let t = t.trim();
-                let t = t.strip_suffix("/s").unwrap_or(t);
-                let n = parse_size_bytes(t).map_err(|e| {
-                    format!("[growth] {key}: {e} (a rate per second, e.g. \"10M\"; a bare number is KiB/s)")
-                })?;
-                *into = n / 1024;
-                Ok(())
-            }
+        if let Some(v) = value {
+            *into = rate_kib_s(v).map_err(|e| format!("[growth] {key}: {e}"))?;
         }
+        Ok(())
     };
     speed(&g.speed_min, "speed_min", &mut config.speed_min_kib_s)?;
     speed(&g.speed_max, "speed_max", &mut config.speed_max_kib_s)?;
@@ -581,7 +601,39 @@ fn size(value: &IntOrText) -> Result<u64, String> {
     }
 }
 
-fn resolve_target(array: &ArrayTable, engine: &EngineTable) -> Result<Target, String> {
+/// `[cache]` as the engine's cache settings (checked against the array's
+/// shape when it is built).
+fn resolve_cache(table: Option<&CacheTable>) -> Result<CacheConfig, String> {
+    let mut config = CacheConfig::default();
+    let Some(t) = table else {
+        return Ok(config);
+    };
+    if let Some(policy) = &t.policy {
+        config.policy = CachePolicy::parse(policy).map_err(|e| format!("[cache] policy: {e}"))?;
+    }
+    if let Some(bytes) = &t.size_bytes {
+        config.size_bytes = size(bytes).map_err(|e| format!("[cache] size_bytes: {e}"))?;
+    }
+    if let Some(name) = &t.allocation {
+        config.allocation =
+            Allocation::parse(name).map_err(|e| format!("[cache] allocation: {e}"))?;
+    }
+    config.high_mark_percent = t.high_mark_percent.unwrap_or(config.high_mark_percent);
+    config.low_mark_percent = t.low_mark_percent.unwrap_or(config.low_mark_percent);
+    config.read_rule.s_max = t.s_r_max.unwrap_or(config.read_rule.s_max);
+    config.write_rule.s_max = t.s_w_max.unwrap_or(config.write_rule.s_max);
+    config.destage_window_units = t
+        .destage_window_units
+        .unwrap_or(config.destage_window_units);
+    Ok(config)
+}
+
+fn resolve_target(
+    array: &ArrayTable,
+    engine: &EngineTable,
+    cache: Option<&CacheTable>,
+) -> Result<Target, String> {
+    let cache = resolve_cache(cache)?;
     let level_text = array
         .level
         .as_ref()
@@ -590,6 +642,11 @@ fn resolve_target(array: &ArrayTable, engine: &EngineTable) -> Result<Target, St
         level_text.to_ascii_lowercase().as_str(),
         "disk" | "none" | "jbod"
     ) {
+        if cache.policy != CachePolicy::None {
+            return Err(
+                "[cache]: a bare disk has no stripe cache; set [array] level 5 or 6".into(),
+            );
+        }
         return Ok(Target::Disk);
     }
     let level =
@@ -617,6 +674,7 @@ fn resolve_target(array: &ArrayTable, engine: &EngineTable) -> Result<Target, St
         write_intent_bitmap: engine
             .write_intent_bitmap
             .unwrap_or(defaults.write_intent_bitmap),
+        cache,
         ..defaults
     };
     Ok(Target::Array {

@@ -10,6 +10,7 @@
 //! | `cdf.csv` | response-time CDF per run |
 //! | `disks.csv` | per-disk utilisation, queue length, seeks |
 //! | `growth.csv` | runs with a growth: progress samples over time |
+//! | `rebuild.csv` | runs with a failure: rebuild progress and user response times over time |
 //! | `*.svg` | plots (see [`plots`]) |
 
 pub mod markdown;
@@ -39,7 +40,9 @@ pub fn write_all(
     ];
     let growth = result.runs.iter().any(|r| r.report.growth.is_some());
     let growth_file = growth.then(|| ("growth.csv", tables::growth_csv(result)));
-    let files = files.into_iter().chain(growth_file);
+    let failure = result.runs.iter().any(|r| r.report.failure.is_some());
+    let rebuild_file = failure.then(|| ("rebuild.csv", tables::rebuild_csv(result)));
+    let files = files.into_iter().chain(growth_file).chain(rebuild_file);
     let mut written = Vec::new();
     for (name, text) in files {
         let path = dir.join(name);

@@ -195,3 +195,32 @@ pub fn growth_csv(result: &ExperimentResult) -> String {
     }
     out
 }
+
+/// Rebuild samples of every run with a member failure: one row per sample,
+/// with the user response times seen since the previous sample (response
+/// time over time during the rebuild, the PRO paper's Fig. 1).
+pub fn rebuild_csv(result: &ExperimentResult) -> String {
+    let mut out = String::from(
+        "name,time_s,progress,rebuilt_bytes,rate_bytes_per_s,user_requests,user_mean_ms,user_max_ms\n",
+    );
+    for r in &result.runs {
+        let Some(f) = &r.report.failure else {
+            continue;
+        };
+        for s in &f.samples {
+            let _ = writeln!(
+                out,
+                "{},{},{},{},{},{},{},{}",
+                field(&r.name),
+                s.time_s,
+                s.progress,
+                s.rebuilt_bytes,
+                s.rate_bytes_per_s,
+                s.user_requests,
+                s.user_mean_ms,
+                s.user_max_ms
+            );
+        }
+    }
+    out
+}

@@ -30,7 +30,7 @@ use crate::growth::record::{Placement, ReshapeCounters, ReshapeRecord, ReshapeSt
 use crate::io::{ArrayEvent, TimeNs};
 use crate::layout::{layout_with, Layout};
 use crate::metadata::superblock::{MemberRecord, MemberState};
-use eraid_codes::MatrixCode;
+use crate::stripe_code::StripeCode;
 use mover::Window;
 use pacing::Pacing;
 use std::collections::VecDeque;
@@ -42,7 +42,7 @@ pub(super) use mover::ReshapeIo;
 /// `ReshapeRecord`.
 pub(super) struct Reshape {
     pub old_layout: Box<dyn Layout>,
-    pub old_code: Option<Arc<MatrixCode>>,
+    pub old_code: Option<Arc<StripeCode>>,
     /// Durable: chunks below are in the new layout.
     pub checkpoint: u64,
     /// Copied, not yet checkpointed, up to here.
@@ -114,11 +114,13 @@ impl Reshape {
     }
 }
 
-fn old_code_for(geometry: &Geometry) -> Option<Arc<MatrixCode>> {
+fn old_code_for(geometry: &Geometry) -> Option<Arc<StripeCode>> {
     match geometry.level {
-        Level::Raid5 => Some(Arc::new(MatrixCode::raid5(geometry.data_per_stripe()))),
-        Level::Raid6 => Some(Arc::new(MatrixCode::raid6_pq(geometry.data_per_stripe()))),
-        Level::Raid0 | Level::Raid10 => None,
+        // The mirror's copy "code" does not change with a growth.
+        Level::Raid10 => None,
+        _ => StripeCode::for_geometry(geometry)
+            .expect("a validated geometry has a code")
+            .map(Arc::new),
     }
 }
 
@@ -141,7 +143,7 @@ impl Array {
     }
 
     /// The code for stripes of `k` data chunks (old stripes differ mid-growth).
-    pub(super) fn code_for(&self, k: usize) -> Option<Arc<MatrixCode>> {
+    pub(super) fn code_for(&self, k: usize) -> Option<Arc<StripeCode>> {
         if let Some(reshape) = &self.reshape {
             let old = self.reshape_record().expect("record").old_geometry;
             if old.data_per_stripe() == k && self.geometry.data_per_stripe() != k {
@@ -180,6 +182,11 @@ impl Array {
         if self.phase != Phase::Running {
             return Err("the array is not running (opening or closing)".into());
         }
+        if self.cache.is_some() {
+            return Err(
+                "a growth needs the cache policy none (restart without the cache first)".into(),
+            );
+        }
         if self.reshape.is_some() {
             return Err("a growth is already in progress".into());
         }
@@ -214,8 +221,8 @@ impl Array {
             }
             (level, _) => {
                 return Err(format!(
-                    "growing RAID-{} is not supported yet (RAID-0 and RAID-5 are)",
-                    level.number()
+                    "growing {} is not supported yet (RAID-0 and RAID-5 are)",
+                    level.name()
                 ))
             }
         }
@@ -318,6 +325,7 @@ impl Array {
                 path_hint: member.path_hint,
                 failure: None,
                 absent_unwritten_since_events: None,
+                re_add_from_events: None,
             });
             self.present.push(true);
             // The driver serves the new members as its next devices.

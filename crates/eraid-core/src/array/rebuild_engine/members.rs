@@ -20,7 +20,7 @@ impl Array {
             .is_some_and(|r| r.state != ReshapeState::Done)
     }
 
-    fn member_name(&self, slot: usize) -> String {
+    pub(super) fn member_name(&self, slot: usize) -> String {
         format!(
             "member {slot} ({})",
             self.superblock.members[slot].path_hint
@@ -40,10 +40,41 @@ impl Array {
         let level = self.geometry.level;
         if level.redundancy() == 0 {
             return Err(format!(
-                "RAID-{} has no redundancy: nothing can be rebuilt onto {} and a spare would never be used",
-                level.number(),
+                "{} has no redundancy: nothing can be rebuilt onto {} and a spare would never be used",
+                level.name(),
                 member.path_hint
             ));
+        }
+        self.check_new_member(&member)?;
+        if !spare && self.present.iter().all(|&p| p) {
+            return Err(format!(
+                "the array has no failed or missing member for {} to replace; add it as a \
+                 hot spare (--spare) to keep it ready",
+                member.path_hint
+            ));
+        }
+        // A replacement is a spare that is taken over at once (in this
+        // handler's `run_ready`), or after the rebuild running now.
+        self.superblock.spares.push(MemberRecord {
+            uuid: member.uuid,
+            state: MemberState::Spare,
+            path_hint: member.path_hint,
+            failure: None,
+            absent_unwritten_since_events: None,
+            re_add_from_events: None,
+        });
+        self.spare_devices.push(Some(self.device_count));
+        self.device_count += 1;
+        self.request_superblock_write();
+        self.ready.push(Ready::Rebuild);
+        Ok(())
+    }
+
+    /// What a new member (a replacement, spare or replace's copy) must be:
+    /// large enough, unknown to the array, and room left to record it.
+    pub(super) fn check_new_member(&self, member: &NewMember) -> Result<(), String> {
+        if self.phase != Phase::Running {
+            return Err("the array is not running (opening or closing)".into());
         }
         if self.growth_unfinished() {
             return Err("a growth is unfinished; add members once it is done".into());
@@ -69,26 +100,6 @@ impl Array {
                 "the array has {SPARES_MAX} spares already, the most it can record"
             ));
         }
-        if !spare && self.present.iter().all(|&p| p) {
-            return Err(format!(
-                "the array has no failed or missing member for {} to replace; add it as a \
-                 hot spare (--spare) to keep it ready",
-                member.path_hint
-            ));
-        }
-        // A replacement is a spare that is taken over at once (in this
-        // handler's `run_ready`), or after the rebuild running now.
-        self.superblock.spares.push(MemberRecord {
-            uuid: member.uuid,
-            state: MemberState::Spare,
-            path_hint: member.path_hint,
-            failure: None,
-            absent_unwritten_since_events: None,
-        });
-        self.spare_devices.push(Some(self.device_count));
-        self.device_count += 1;
-        self.request_superblock_write();
-        self.ready.push(Ready::Rebuild);
         Ok(())
     }
 
@@ -117,7 +128,7 @@ impl Array {
                 .map(|m| self.member_name(m))
                 .collect();
             let why = if others.is_empty() {
-                format!("RAID-{} has no redundancy", self.geometry.level.number())
+                format!("{} has no redundancy", self.geometry.level.name())
             } else {
                 format!(
                     "{} already failed, missing or rebuilding",
@@ -129,7 +140,9 @@ impl Array {
                 self.member_name(slot)
             ));
         }
-        self.fail_member(slot, "failed by the operator".into());
+        // Nothing is lost on it: it may come back by a re-add.
+        let re_add_from = self.re_add_mark_on_operator_fail(slot);
+        self.fail_member_marked(slot, "failed by the operator".into(), re_add_from);
         Ok(())
     }
 
@@ -149,8 +162,12 @@ impl Array {
                 ));
             }
             self.superblock.spares.remove(spare);
-            self.spare_devices.remove(spare);
+            let device = self.spare_devices.remove(spare);
             self.request_superblock_write();
+            // Removing a replace's new member cancels the replace.
+            if let Some(device) = device {
+                self.replace_spare_failed(device, "removed by the operator");
+            }
             return Ok(());
         }
         if self.present[slot] {
@@ -184,12 +201,15 @@ impl Array {
     /// A spare's device failed: it is no longer used nor recorded.
     pub(in crate::array) fn drop_spare(&mut self, spare: usize, reason: &str) {
         let record = self.superblock.spares.remove(spare);
-        self.spare_devices.remove(spare);
+        let device = self.spare_devices.remove(spare);
         self.outbox_event.push_back(ArrayEvent::SpareFailed {
             path_hint: record.path_hint,
             reason: reason.to_string(),
         });
         self.request_superblock_write();
+        if let Some(device) = device {
+            self.replace_spare_failed(device, reason);
+        }
     }
 
     /// Spares that are here take failed or missing member slots over (in
@@ -203,6 +223,10 @@ impl Array {
             return;
         }
         let total = self.geometry.stripe_count();
+        if self.rebuild.as_ref().is_some_and(|r| r.replace.is_some()) {
+            // Spares wait for the replace to end (one pass at a time).
+            return;
+        }
         if let Some(rebuild) = &self.rebuild {
             let finishing = self
                 .rebuild_record()
@@ -291,6 +315,7 @@ impl Array {
             .rebuild
             .get_or_insert_with(|| crate::rebuild::record::RebuildRecord {
                 config: config.clone(),
+                kind: Default::default(),
                 targets: Vec::new(),
                 checkpoint_stripe: total,
                 total_stripes: total,
@@ -298,6 +323,7 @@ impl Array {
                 held: false,
                 reason: None,
                 counters: Default::default(),
+                replace: None,
                 rebuilt_units: None,
             })
             .config = tuned.clone();

@@ -18,13 +18,20 @@
 //! replacements, every `checkpoint_bytes` and when the array closes, so a
 //! crash resumes from the record, never from zero and never past what is
 //! on the replacement.
+//!
+//! A re-add (`readd`) is a rebuild whose map starts with every stripe
+//! outside the write-intent bitmap's marked regions rebuilt already, so
+//! every strategy's order copies only the marked ones; `copied_bytes`
+//! counts what it actually copied.
 
 mod access_monitor;
 mod dor;
 mod members;
 mod order;
 mod pacing;
+mod readd;
 mod rebuilt_map;
+mod replace;
 mod status;
 mod zone_scheduler;
 
@@ -34,7 +41,9 @@ use super::{Array, FlushPurpose, Phase, Ready};
 use crate::io::{ArrayEvent, TimeNs, UserError};
 use crate::metadata::superblock::MemberState;
 use crate::rebuild::config::RebuildConfig;
-use crate::rebuild::record::{RebuildCounters, RebuildRecord, RebuildState, RebuiltUnits};
+use crate::rebuild::record::{
+    RebuildCounters, RebuildKind, RebuildRecord, RebuildState, RebuiltUnits,
+};
 use dor::DiskProcesses;
 use order::RebuildOrder;
 use pacing::RebuildPacing;
@@ -56,13 +65,15 @@ struct Snapshot {
     prefix: u64,
     units: Option<RebuiltUnits>,
     done_stripes: u64,
+    copied_bytes: u64,
 }
 
 /// The runtime state of a rebuild; its durable part is the superblock's
 /// `RebuildRecord`.
 pub(super) struct Rebuild {
-    /// Bumped when the pass starts again from stripe 0 (a replacement
-    /// joined): stripes and flushes of an earlier pass are ignored.
+    /// Unique to this run (`Array::next_rebuild_pass`; a new one when the
+    /// pass starts again from stripe 0 because a replacement joined):
+    /// stripes and flushes of an earlier pass or run are ignored.
     pub pass: u64,
     /// The member slots being rebuilt (as in the record).
     pub targets: Vec<usize>,
@@ -76,15 +87,30 @@ pub(super) struct Rebuild {
     disks: DiskProcesses,
     /// Stripes rebuilt as of the last record.
     recorded_done: u64,
+    /// Bytes of each target reconstructed and written by this rebuild's
+    /// stripe ops (what a re-add reports as rebuilt).
+    pub copied_bytes: u64,
+    /// A re-add: how many bitmap regions it copies (None: a full rebuild).
+    pub marked_regions: Option<u64>,
     snapshot: Option<Snapshot>,
     pub checkpoint: Option<CheckpointStage>,
     pub pacing: RebuildPacing,
     /// Where this run started (for the status' elapsed time).
     pub started_at: TimeNs,
+    /// A replace copying a serving member (then `targets` is empty).
+    pub replace: Option<replace::ReplaceRun>,
+    /// The replace's last stripe is copied: `replace` names the old
+    /// member's device, retired once the record naming the new is durable.
+    pub replace_done: bool,
 }
 
 impl Rebuild {
+    /// `pass` comes from `Array::next_rebuild_pass`: unique, so the
+    /// stripes of a rebuild or replace that stopped are never taken for
+    /// those of the next one.
+    #[allow(clippy::too_many_arguments)]
     fn new(
+        pass: u64,
         targets: Vec<usize>,
         map: RebuiltMap,
         config: &RebuildConfig,
@@ -94,9 +120,11 @@ impl Rebuild {
         now: TimeNs,
     ) -> Rebuild {
         Rebuild {
-            pass: 0,
+            pass,
             targets,
             recorded_done: map.done_stripes(),
+            copied_bytes: 0,
+            marked_regions: None,
             map,
             order: RebuildOrder::new(config, total_stripes, member_data_bytes),
             inflight: BTreeMap::new(),
@@ -105,6 +133,8 @@ impl Rebuild {
             checkpoint: None,
             pacing: RebuildPacing::default(),
             started_at: now,
+            replace: None,
+            replace_done: false,
         }
     }
 
@@ -119,8 +149,19 @@ impl Rebuild {
 }
 
 impl Array {
+    fn next_rebuild_pass(&mut self) -> u64 {
+        self.rebuild_passes += 1;
+        self.rebuild_passes
+    }
+
     pub(super) fn rebuild_active(&self) -> bool {
         self.rebuild.is_some()
+    }
+
+    /// A rebuild runs that restores redundancy (not a replace, which
+    /// copies a member that still serves).
+    pub(super) fn rebuild_restoring(&self) -> bool {
+        self.rebuild.as_ref().is_some_and(|r| !r.targets.is_empty())
     }
 
     pub(super) fn rebuild_record(&self) -> Option<&RebuildRecord> {
@@ -148,15 +189,34 @@ impl Array {
                 .is_none_or(|r| !r.targets.contains(&member) || r.map.is_rebuilt(stripe))
     }
 
+    /// Bytes of each target rebuilt so far, for the rate and the status:
+    /// what a re-add copied (the stripes it skips cost nothing), every
+    /// rebuilt stripe for a full rebuild.
+    fn rebuild_progress_bytes(&self) -> u64 {
+        let rebuild = self.rebuild.as_ref().expect("rebuild");
+        match rebuild.marked_regions {
+            Some(_) => rebuild.copied_bytes,
+            None => self.rebuilt_bytes_at(rebuild.done_stripes()),
+        }
+    }
+
     /// Bytes of each replacement in `stripes` stripes.
     fn rebuilt_bytes_at(&self, stripes: u64) -> u64 {
         let total = self.geometry.stripe_count().max(1);
         (stripes as u128 * self.geometry.member_data_bytes as u128 / total as u128) as u64
     }
 
-    /// A new runtime rebuild of `targets` with `map` rebuilt already.
-    fn new_rebuild(&self, targets: Vec<usize>, map: RebuiltMap, config: &RebuildConfig) -> Rebuild {
+    /// A new runtime rebuild of `targets` with `map` rebuilt already, with
+    /// a pass number of its own.
+    fn new_rebuild(
+        &mut self,
+        targets: Vec<usize>,
+        map: RebuiltMap,
+        config: &RebuildConfig,
+    ) -> Rebuild {
+        let pass = self.next_rebuild_pass();
         Rebuild::new(
+            pass,
             targets,
             map,
             config,
@@ -168,13 +228,19 @@ impl Array {
     }
 
     /// Resumes a rebuild recorded in the superblock (called at open).
-    pub(super) fn resume_rebuild(&mut self) {
+    /// `bitmap_whole`: every present member's bitmap was read, so a
+    /// re-add may trust it; otherwise it goes on as a full rebuild.
+    pub(super) fn resume_rebuild(&mut self, bitmap_whole: bool) {
         let present = self.present.clone();
         let stripes = self.geometry.stripe_count();
         let Some(record) = &mut self.superblock.rebuild else {
             return;
         };
         if !record.state.unfinished() {
+            return;
+        }
+        if record.replace.is_some() {
+            self.resume_replace();
             return;
         }
         record.targets.retain(|&t| present[t]);
@@ -193,8 +259,23 @@ impl Array {
             .as_ref()
             .and_then(|m| m.decode(stripes).ok());
         let map = RebuiltMap::from_record(stripes, record.checkpoint_stripe, bits.as_deref());
+        if record.kind == RebuildKind::ReAdd && !bitmap_whole {
+            // What the record holds is current on the targets either way;
+            // every other stripe is copied.
+            record.kind = RebuildKind::Full;
+        }
+        let re_add = record.kind == RebuildKind::ReAdd;
+        let copied_bytes = record.counters.copied_bytes;
         let (targets, config) = (record.targets.clone(), record.config.clone());
-        self.rebuild = Some(self.new_rebuild(targets, map, &config));
+        let mut rebuild = self.new_rebuild(targets, map, &config);
+        rebuild.copied_bytes = copied_bytes;
+        if re_add {
+            // The marks are kept until the re-add is done, and writes made
+            // since it started are on the targets: the regions marked now
+            // cover what it still has to copy.
+            self.skip_unmarked_regions(&mut rebuild);
+        }
+        self.rebuild = Some(rebuild);
     }
 
     /// A user request for `len_bytes` at `offset_bytes` arrived: PRO's
@@ -273,8 +354,7 @@ impl Array {
         loop {
             let now = self.now;
             let last_user = self.last_user_request;
-            let done_stripes = self.rebuild.as_ref().expect("rebuild").done_stripes();
-            let rebuilt = self.rebuilt_bytes_at(done_stripes);
+            let rebuilt = self.rebuild_progress_bytes();
             let rebuild = self.rebuild.as_mut().expect("rebuild");
             if rebuild.inflight.len() as u64 >= config.window_stripes {
                 break;
@@ -298,11 +378,11 @@ impl Array {
             };
             let pass = rebuild.pass;
             let stripe_map = self.layout.stripe_map(stripe);
-            if !stripe_map
+            let has_work = stripe_map
                 .shards()
-                .any(|p| self.is_rebuild_target(p.member))
-            {
-                self.rebuild_stripe_finished(stripe);
+                .any(|p| self.is_rebuild_target(p.member) || self.is_replace_source(p.member));
+            if !has_work {
+                self.rebuild_stripe_finished(stripe, 0);
                 continue;
             }
             let sources: Vec<usize> = stripe_map
@@ -326,12 +406,15 @@ impl Array {
         }
     }
 
-    fn rebuild_stripe_finished(&mut self, stripe: u64) {
+    /// `stripe` is rebuilt; `copied_bytes` of each target were written for
+    /// it by the rebuild (none when users rewrote it or it has no target
+    /// shard).
+    fn rebuild_stripe_finished(&mut self, stripe: u64, copied_bytes: u64) {
         let now = self.now;
         let rebuild = self.rebuild.as_mut().expect("rebuild");
         rebuild.map.mark(stripe);
-        let done_stripes = rebuild.done_stripes();
-        let rebuilt = self.rebuilt_bytes_at(done_stripes);
+        rebuild.copied_bytes += copied_bytes;
+        let rebuilt = self.rebuild_progress_bytes();
         self.rebuild
             .as_mut()
             .expect("rebuild")
@@ -344,7 +427,7 @@ impl Array {
     /// record it like any other).
     pub(super) fn rebuild_stripe_written_by_user(&mut self, pass: u64, stripe: u64) {
         if self.rebuild.as_ref().is_some_and(|r| r.pass == pass) {
-            self.rebuild_stripe_finished(stripe);
+            self.rebuild_stripe_finished(stripe, 0);
             self.ready.push(Ready::Rebuild);
         }
     }
@@ -373,7 +456,7 @@ impl Array {
             self.stop_rebuild(format!("stripe {stripe} could not be rebuilt: {error}"));
             return;
         }
-        self.rebuild_stripe_finished(stripe);
+        self.rebuild_stripe_finished(stripe, self.geometry.chunk_bytes);
         self.ready.push(Ready::Rebuild);
     }
 
@@ -389,6 +472,7 @@ impl Array {
             prefix: rebuild.map.prefix(),
             units: rebuild.map.recorded(),
             done_stripes: rebuild.map.done_stripes(),
+            copied_bytes: rebuild.copied_bytes,
         });
         let (pass, position) = (rebuild.pass, rebuild.map.prefix());
         self.flush_members(FlushPurpose::RebuildCheckpoint { pass, position });
@@ -426,6 +510,7 @@ impl Array {
         let record = self.rebuild_record_mut();
         record.checkpoint_stripe = record.checkpoint_stripe.max(snapshot.prefix);
         record.rebuilt_units = snapshot.units;
+        record.counters.copied_bytes = record.counters.copied_bytes.max(snapshot.copied_bytes);
         record.counters.checkpoints += 1;
         if complete {
             record.state = RebuildState::Done;
@@ -435,7 +520,9 @@ impl Array {
                 let member = &mut self.superblock.members[target];
                 member.state = MemberState::Active;
                 member.failure = None;
+                member.re_add_from_events = None;
             }
+            self.replace_copied();
         }
         self.request_superblock_write();
         let generation = self.metadata.superblock_requested;
@@ -468,6 +555,10 @@ impl Array {
     /// The replacements are recorded active: the rebuild is over.
     fn finish_rebuild(&mut self) {
         let rebuild = self.rebuild.take().expect("rebuild");
+        if let Some(run) = rebuild.replace {
+            self.retire_replaced(run);
+            return;
+        }
         // A rebuilt stripe's parity agrees with its data (suspect parity
         // was rewritten on the way), so regions a resync had to skip for
         // want of these members are consistent now.
@@ -507,6 +598,10 @@ impl Array {
     /// `member` failed: a target leaves the rebuild (which stops when none
     /// is left).
     pub(super) fn rebuild_member_failed(&mut self, member: usize, reason: &str) {
+        if self.is_replace_source(member) {
+            self.replace_source_failed(member);
+            return;
+        }
         let Some(rebuild) = &mut self.rebuild else {
             return;
         };
@@ -529,28 +624,43 @@ impl Array {
         let Some(rebuild) = &mut self.rebuild else {
             return;
         };
-        let (prefix, units, done) = (
+        let (prefix, units, done, copied_bytes) = (
             rebuild.map.prefix(),
             rebuild.map.recorded(),
             rebuild.map.done_stripes(),
+            rebuild.copied_bytes,
         );
         if let Some(record) = &mut self.superblock.rebuild {
             if record.state.unfinished() && done > rebuild.recorded_done {
                 rebuild.recorded_done = done;
                 record.checkpoint_stripe = record.checkpoint_stripe.max(prefix);
                 record.rebuilt_units = units;
+                record.counters.copied_bytes = copied_bytes;
                 record.counters.checkpoints += 1;
             }
         }
     }
 
-    /// When the rebuild next needs a tick (its rate wait).
+    /// When the rebuild next needs a tick: its rate wait, or now if it
+    /// could start a stripe and nothing else (a completion, a checkpoint)
+    /// is sure to wake it (without this, a rebuild with nothing in flight
+    /// once its rate wait was over relied on unrelated timers, such as the
+    /// bitmap's clean cycle, which a re-add holds off). With nothing in
+    /// flight, every order yields an unrebuilt stripe, so the tick starts
+    /// one or sets a new rate wait.
     pub(super) fn rebuild_timeout(&self) -> Option<TimeNs> {
         let rebuild = self.rebuild.as_ref()?;
-        let running = self
-            .rebuild_record()
-            .is_some_and(|r| r.state == RebuildState::Running);
-        (running && rebuild.pacing.not_before > self.now).then_some(rebuild.pacing.not_before)
+        let record = self.rebuild_record()?;
+        if record.state != RebuildState::Running || rebuild.checkpoint.is_some() {
+            return None;
+        }
+        if rebuild.pacing.not_before > self.now {
+            return Some(rebuild.pacing.not_before);
+        }
+        let can_start = rebuild.inflight.is_empty()
+            && record.config.window_stripes > 0
+            && !rebuild.map.complete();
+        can_start.then_some(self.now)
     }
 
     /// The settings changed (`tune_rebuild`): a running rebuild takes the
@@ -577,16 +687,17 @@ impl Array {
             let rebuild = self.rebuild.as_ref().expect("rebuild");
             let mut all = rebuild.targets.clone();
             all.extend(&targets);
-            let pass = rebuild.pass + 1;
             let config = self.rebuild_record().expect("record").config.clone();
-            let mut restarted = self.new_rebuild(all.clone(), RebuiltMap::new(total), &config);
-            restarted.pass = pass;
-            self.rebuild = Some(restarted);
+            self.rebuild = Some(self.new_rebuild(all.clone(), RebuiltMap::new(total), &config));
             let record = self.rebuild_record_mut();
             record.targets = all;
             record.checkpoint_stripe = 0;
             record.rebuilt_units = None;
+            record.counters.copied_bytes = 0;
             record.counters.restarts += 1;
+            // One pass for all: a re-add joined by a replacement copies
+            // every stripe.
+            record.kind = RebuildKind::Full;
         } else {
             assert!(
                 self.rebuild.is_none(),
@@ -596,6 +707,7 @@ impl Array {
             let config = previous.map_or_else(|| self.options.rebuild.clone(), |r| r.config);
             self.superblock.rebuild = Some(RebuildRecord {
                 config: config.clone(),
+                kind: RebuildKind::Full,
                 targets: targets.clone(),
                 checkpoint_stripe: 0,
                 total_stripes: total,
@@ -604,6 +716,7 @@ impl Array {
                 reason: None,
                 counters: RebuildCounters::default(),
                 rebuilt_units: None,
+                replace: None,
             });
             self.rebuild = Some(self.new_rebuild(targets.clone(), RebuiltMap::new(total), &config));
         }

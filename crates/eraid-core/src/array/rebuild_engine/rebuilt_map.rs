@@ -111,7 +111,8 @@ impl RebuiltMap {
         true
     }
 
-    fn mark_range(&mut self, start: u64, end: u64) {
+    /// Marks every stripe in `start..end` rebuilt.
+    pub fn mark_range(&mut self, start: u64, end: u64) {
         for stripe in start..end {
             self.mark(stripe);
         }

@@ -1,7 +1,7 @@
 //! The rebuild part of the status JSON.
 
 use super::super::Array;
-use crate::rebuild::record::RebuildState;
+use crate::rebuild::record::{RebuildKind, RebuildState};
 use serde_json::json;
 
 impl Array {
@@ -15,12 +15,28 @@ impl Array {
             None if record.state == RebuildState::Done => (total_stripes, total_stripes),
             None => (record.checkpoint_stripe, recorded_stripes),
         };
-        let rebuilt_bytes = self.rebuilt_bytes_at(done_stripes);
+        let copied_bytes = self
+            .rebuild
+            .as_ref()
+            .map_or(record.counters.copied_bytes, |r| r.copied_bytes);
+        // A re-add counts only what it copies; a full rebuild, every
+        // rebuilt stripe.
+        let re_add = record.kind == RebuildKind::ReAdd;
+        let rebuilt_bytes = if re_add {
+            copied_bytes
+        } else {
+            self.rebuilt_bytes_at(done_stripes)
+        };
+        let checkpoint_bytes = if re_add {
+            record.counters.copied_bytes
+        } else {
+            self.rebuilt_bytes_at(recorded_stripes)
+        };
         let rate = self
             .rebuild
             .as_ref()
             .map_or(0.0, |r| r.pacing.rate_bytes_s(self.now, rebuilt_bytes));
-        let eta_s = (rate > 0.0 && record.state.unfinished())
+        let eta_s = (rate > 0.0 && record.state.unfinished() && !re_add)
             .then(|| total_bytes.saturating_sub(rebuilt_bytes) as f64 / rate);
         let progress = if total_stripes == 0 {
             1.0
@@ -34,7 +50,7 @@ impl Array {
             None => None,
         });
         let hot_threads = zones.map(|z| z.hot_threads());
-        let targets: Vec<_> = record
+        let targets: Vec<serde_json::Value> = record
             .targets
             .iter()
             .map(|&slot| {
@@ -44,19 +60,31 @@ impl Array {
                 })
             })
             .collect();
+        let (kind, source, targets) = match &record.replace {
+            Some(replace) => {
+                let (source, target) = self.replace_status_members(replace);
+                ("replace", source, vec![target])
+            }
+            None => (record.kind.name(), serde_json::Value::Null, targets),
+        };
         Some(json!({
+            "kind": kind,
+            "source": source,
             "strategy": record.config.strategy.name(),
+            "copied_bytes": copied_bytes,
+            "marked_regions": self.rebuild.as_ref().and_then(|r| r.marked_regions),
             "state": record.state.name(),
             "held": record.held,
             "reason": record.reason,
             "progress": progress,
             "position_stripes": position,
             "rebuilt_stripes": done_stripes,
+            "inflight_stripes": self.rebuild.as_ref().map(|r| r.inflight.len()),
             "active_zone": active_zone,
             "hot_threads": hot_threads,
             "total_stripes": record.total_stripes,
             "rebuilt_bytes": rebuilt_bytes,
-            "checkpoint_bytes": self.rebuilt_bytes_at(recorded_stripes),
+            "checkpoint_bytes": checkpoint_bytes,
             "total_bytes": total_bytes,
             "rate_bytes_per_s": rate,
             "eta_s": eta_s,
@@ -79,5 +107,31 @@ impl Array {
             }),
             "config": record.config,
         }))
+    }
+}
+
+impl Array {
+    /// A replace's source (slot, path, uuid) and target (slot, the new
+    /// member's path), before and after the new member took the slot.
+    fn replace_status_members(
+        &self,
+        replace: &crate::rebuild::record::ReplaceRecord,
+    ) -> (serde_json::Value, serde_json::Value) {
+        let slot = replace.source;
+        let in_slot = self.superblock.members.get(slot);
+        let new_path = self
+            .superblock
+            .spares
+            .iter()
+            .chain(in_slot)
+            .find(|m| m.uuid == replace.replacement)
+            .map(|m| m.path_hint.clone());
+        let old_path = in_slot
+            .filter(|m| m.uuid == replace.source_uuid)
+            .map(|m| m.path_hint.clone());
+        (
+            json!({"slot": slot, "path": old_path, "uuid": replace.source_uuid}),
+            json!({"slot": slot, "path": new_path, "uuid": replace.replacement}),
+        )
     }
 }
