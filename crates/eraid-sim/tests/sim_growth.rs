@@ -380,9 +380,10 @@ fn an_unknown_strategy_lists_the_known_ones() {
 fn shipped_growth_experiments_load() {
     let dir = sim_common::experiments_dir();
     for (file, runs) in [
-        ("alv-counts.toml", 3),
+        ("alv-counts.toml", 4),
         ("alv-unloaded.toml", 3),
-        ("alv-online.toml", 16),
+        ("alv-online.toml", 21),
+        ("alv-online-tuned.toml", 8),
         ("alv-online-bound.toml", 56),
         ("alv-online-testbed.toml", 18),
         ("alv-testbed-tradeoff.toml", 21),
