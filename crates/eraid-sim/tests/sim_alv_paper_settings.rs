@@ -106,9 +106,25 @@ fn alv_online_is_the_papers_comparison_on_both_hosts_with_both_valve_readings() 
             }
         }
     }
+    // Besides those, each load alone (no growth), on its group's host.
+    for group in groups {
+        let name = format!("users-{group}");
+        let run = e
+            .runs
+            .iter()
+            .find(|r| r.name == name)
+            .unwrap_or_else(|| panic!("alv-online.toml has no run {name}"));
+        assert!(run.config.growth.is_none(), "{name} grows");
+        let depth = run.config.host_queue_depth;
+        assert_eq!(
+            depth.is_some(),
+            group.starts_with("host1-"),
+            "{name}'s host"
+        );
+    }
     assert_eq!(
         e.runs.len(),
-        3 * groups.len(),
+        4 * groups.len(),
         "nothing else in the headline file"
     );
 }

@@ -382,7 +382,7 @@ fn shipped_growth_experiments_load() {
     for (file, runs) in [
         ("alv-counts.toml", 4),
         ("alv-unloaded.toml", 3),
-        ("alv-online.toml", 21),
+        ("alv-online.toml", 28),
         ("alv-online-tuned.toml", 8),
         ("alv-online-bound.toml", 56),
         ("alv-online-testbed.toml", 18),
@@ -403,6 +403,7 @@ fn shipped_growth_experiments_load() {
         let baselines = match file {
             "alv-online-load.toml" => 12,
             "alv-online-bound.toml" => 4,
+            "alv-online.toml" => 7,
             _ => 0,
         };
         assert_eq!(without_growth, baselines, "{file}");
