@@ -122,9 +122,24 @@ fn alv_online_is_the_papers_comparison_on_both_hosts_with_both_valve_readings() 
             "{name}'s host"
         );
     }
+    // And each method with no load, at the same settings.
+    for (name, strategy) in [
+        ("unloaded-alv", ReshapeStrategy::Alv),
+        ("unloaded-md-reshape", ReshapeStrategy::MdReshape),
+    ] {
+        let run = e
+            .runs
+            .iter()
+            .find(|r| r.name == name)
+            .unwrap_or_else(|| panic!("alv-online.toml has no run {name}"));
+        let config = &run.config.growth.as_ref().expect("a growth").steps[0].config;
+        assert_eq!(config.strategy, strategy, "{name}");
+        assert_eq!(config.aggregation_bytes, 2 * MIB, "{name}");
+        assert_eq!(config.md_window_bytes, 6 * MIB, "{name}");
+    }
     assert_eq!(
         e.runs.len(),
-        4 * groups.len(),
+        4 * groups.len() + 2,
         "nothing else in the headline file"
     );
 }

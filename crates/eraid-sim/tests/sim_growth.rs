@@ -382,7 +382,7 @@ fn shipped_growth_experiments_load() {
     for (file, runs) in [
         ("alv-counts.toml", 4),
         ("alv-unloaded.toml", 3),
-        ("alv-online.toml", 28),
+        ("alv-online.toml", 30),
         ("alv-online-tuned.toml", 8),
         ("alv-online-bound.toml", 56),
         ("alv-online-testbed.toml", 18),
