@@ -329,6 +329,20 @@ fn bad_growth_settings_name_the_setting() {
         ),
         (format!("{GOOD}load = \"before\"\n"), "[growth] load"),
         (
+            GOOD.replace(
+                "model = \"cheetah-15k5\"",
+                "model = \"cheetah-15k5\"\nmax_request = \"1000\"",
+            ),
+            "[disk] max_request",
+        ),
+        (
+            GOOD.replace(
+                "model = \"cheetah-15k5\"",
+                "model = \"cheetah-15k5\"\nmax_request = \"big\"",
+            ),
+            "[disk] max_request",
+        ),
+        (
             format!("{GOOD}valve_latency = \"service\"\n"),
             "[growth] valve_latency: 'service' is not response, admission or processing",
         ),
@@ -384,6 +398,7 @@ fn shipped_growth_experiments_load() {
         ("alv-unloaded.toml", 3),
         ("alv-online.toml", 30),
         ("alv-online-tuned.toml", 8),
+        ("alv-online-split.toml", 6),
         ("alv-online-bound.toml", 56),
         ("alv-online-testbed.toml", 18),
         ("alv-testbed-tradeoff.toml", 21),
