@@ -1039,3 +1039,41 @@ fn alv_valve_is_congested_when_the_array_buffers_run_out() {
         verify_all(&mut h, &mut array, &model, &mut next);
     }
 }
+
+/// ALV moves a window in one read per old member and one write per member:
+/// the ALV paper's Table 1 decodes to m reads and m + n writes per window
+/// for A(m, n). An old member's share of a window (its chunks over the old,
+/// narrower stripes) is larger than the aggregation window each member is
+/// written in, and is still read in one I/O.
+#[test]
+fn alv_reads_each_old_member_once_per_window() {
+    let config = growth_config(ReshapeStrategy::Alv, 1 << 30);
+    let (mut h, mut array, model) = flushed_raid5_growing(3, ParityLayout::LeftAsymmetric, config);
+    for _ in 0..200 {
+        h.run(&mut array);
+        if reshape_state(&array) == "done" {
+            break;
+        }
+        h.idle(&mut array, 10);
+    }
+    assert_eq!(reshape_state(&array), "done");
+    let reshape = &array.status_json()["reshape"];
+    // A(3, 1): windows of 2 chunks per member over 3 new data members.
+    let window_chunks = 2 * 3;
+    let old_windows = 2 * MEMBER_CHUNKS / window_chunks;
+    let all_windows = 3 * MEMBER_CHUNKS / window_chunks;
+    let backups = reshape["backup_windows"].as_u64().expect("backup_windows");
+    assert_eq!(
+        reshape["redistribution_reads"].as_u64(),
+        Some(3 * old_windows),
+        "{reshape}"
+    );
+    // A backed-up window writes its backup too.
+    assert_eq!(
+        reshape["redistribution_writes"].as_u64(),
+        Some(4 * all_windows + backups),
+        "{reshape}"
+    );
+    let mut id = 100;
+    verify_all(&mut h, &mut array, &model, &mut id);
+}

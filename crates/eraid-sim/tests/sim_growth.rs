@@ -329,6 +329,20 @@ fn bad_growth_settings_name_the_setting() {
         ),
         (format!("{GOOD}load = \"before\"\n"), "[growth] load"),
         (
+            GOOD.replace(
+                "model = \"cheetah-15k5\"",
+                "model = \"cheetah-15k5\"\nmax_request = \"1000\"",
+            ),
+            "[disk] max_request",
+        ),
+        (
+            GOOD.replace(
+                "model = \"cheetah-15k5\"",
+                "model = \"cheetah-15k5\"\nmax_request = \"big\"",
+            ),
+            "[disk] max_request",
+        ),
+        (
             format!("{GOOD}valve_latency = \"service\"\n"),
             "[growth] valve_latency: 'service' is not response, admission or processing",
         ),
@@ -380,9 +394,11 @@ fn an_unknown_strategy_lists_the_known_ones() {
 fn shipped_growth_experiments_load() {
     let dir = sim_common::experiments_dir();
     for (file, runs) in [
-        ("alv-counts.toml", 3),
+        ("alv-counts.toml", 4),
         ("alv-unloaded.toml", 3),
-        ("alv-online.toml", 16),
+        ("alv-online.toml", 30),
+        ("alv-online-tuned.toml", 8),
+        ("alv-online-split.toml", 6),
         ("alv-online-bound.toml", 56),
         ("alv-online-testbed.toml", 18),
         ("alv-testbed-tradeoff.toml", 21),
@@ -402,6 +418,7 @@ fn shipped_growth_experiments_load() {
         let baselines = match file {
             "alv-online-load.toml" => 12,
             "alv-online-bound.toml" => 4,
+            "alv-online.toml" => 7,
             _ => 0,
         };
         assert_eq!(without_growth, baselines, "{file}");

@@ -122,8 +122,20 @@ pub enum ScalingError {
     NotRaid5(String),
 }
 
+/// Chunk numbers this module accepts: far beyond any array (2^48 chunks of
+/// 4 KiB are 1 EiB), and small enough that stripe arithmetic on them never
+/// overflows.
+pub const CHUNK_INDEX_MAX: u64 = 1 << 48;
+
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum PlanError {
+    #[error("chunk {chunk} is past the largest chunk number {max} this module accepts")]
+    ChunkOutOfRange { chunk: u64, max: u64 },
+    #[error("chunk {first_chunk} does not start a new stripe of {new_stripe_chunks} chunks")]
+    NotStripeStart {
+        first_chunk: u64,
+        new_stripe_chunks: u64,
+    },
     #[error("window [{first_chunk}, +{chunk_count}) is not whole new stripes of {new_stripe_chunks} chunks")]
     NotAligned {
         first_chunk: u64,
@@ -344,8 +356,10 @@ impl Scaling {
                     RedistributionWrite::Data(y) => b != y,
                     RedistributionWrite::NewParity(s) => b / k_new != s,
                 };
-                let first = (g * k_old).max(x);
-                let end = (g + 1) * k_old;
+                // Saturating: `place` may come from a chunk number near
+                // u64::MAX, which must not panic (no stripe reaches it).
+                let first = g.saturating_mul(k_old).max(x);
+                let end = g.saturating_add(1).saturating_mul(k_old);
                 (first..end).any(may_be_unmoved)
             }
         };
@@ -363,7 +377,8 @@ impl Scaling {
     /// hold only old stripes whose chunks are all `< x`), so the scan starts
     /// at `max(x, g (m + n - 1))`. It ends within a few new stripes, O(m + n)
     /// layout lookups.
-    pub fn reordering_window(&self, x: u64, model: SafetyModel) -> u64 {
+    pub fn reordering_window(&self, x: u64, model: SafetyModel) -> Result<u64, PlanError> {
+        check_chunk(x)?;
         let k_old = self.old_stripe_chunks();
         let k_new = self.new_stripe_chunks();
         let g = x / k_old;
@@ -377,7 +392,7 @@ impl Scaling {
                 .write_hazard(x, RedistributionWrite::Data(y), model)
                 .is_some()
             {
-                return y - x;
+                return Ok(y - x);
             }
             let stripe_complete = (y + 1).is_multiple_of(k_new);
             if stripe_complete
@@ -385,10 +400,11 @@ impl Scaling {
                     .write_hazard(x, RedistributionWrite::NewParity(y / k_new), model)
                     .is_some()
             {
-                return y - x;
+                return Ok(y - x);
             }
         }
-        panic!(
+        // The comment above proves a hazard in row `end_bound / k_new - 1`.
+        unreachable!(
             "A({}, {}) {:?}: no hazard before chunk {end_bound} from x = {x}",
             self.m, self.n, self.layout
         );
@@ -396,13 +412,15 @@ impl Scaling {
 
     /// Whole new stripes from `x` (which must start a new stripe) that fit
     /// in `R(m, n, x)`, as a chunk count: the largest write-aligned window.
-    pub fn aligned_window(&self, x: u64, model: SafetyModel) -> u64 {
+    pub fn aligned_window(&self, x: u64, model: SafetyModel) -> Result<u64, PlanError> {
         let k_new = self.new_stripe_chunks();
-        assert!(
-            x.is_multiple_of(k_new),
-            "x = {x} does not start a new stripe"
-        );
-        self.reordering_window(x, model) / k_new * k_new
+        if !x.is_multiple_of(k_new) {
+            return Err(PlanError::NotStripeStart {
+                first_chunk: x,
+                new_stripe_chunks: k_new,
+            });
+        }
+        Ok(self.reordering_window(x, model)? / k_new * k_new)
     }
 
     /// First chunk from which write-aligned redistribution can always make
@@ -418,7 +436,12 @@ impl Scaling {
         let rows_checked = (self.m as u64 - 1).div_ceil(self.n as u64);
         (0..rows_checked)
             .rev()
-            .find(|&j| self.aligned_window(j * k_new, model) == 0)
+            .find(|&j| {
+                // j * k_new is a small aligned chunk: always accepted.
+                self.aligned_window(j * k_new, model)
+                    .expect("an aligned chunk in the first rows")
+                    == 0
+            })
             .map_or(0, |j| (j + 1) * k_new)
     }
 
@@ -442,6 +465,8 @@ impl Scaling {
         if chunk_count == 0 {
             return Err(PlanError::EmptyAggregation);
         }
+        check_chunk(first_chunk)?;
+        check_chunk(chunk_count)?;
         let chunks = first_chunk..first_chunk + chunk_count;
         let moves: Vec<ChunkMove> = chunks
             .map(|chunk| ChunkMove {
@@ -515,7 +540,8 @@ impl Scaling {
         if aggregation_stripes == 0 || sliding_chunks == 0 {
             return Err(PlanError::EmptyAggregation);
         }
-        let reorder_chunks = self.reordering_window(first_chunk, model);
+        check_chunk(aggregation_stripes)?;
+        let reorder_chunks = self.reordering_window(first_chunk, model)?;
         if sliding_chunks > reorder_chunks {
             return Err(PlanError::ExceedsReorderingWindow {
                 first_chunk,
@@ -532,13 +558,36 @@ impl Scaling {
     }
 }
 
+/// Why a reordering window could not be computed.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum WindowError {
+    #[error(transparent)]
+    Scaling(#[from] ScalingError),
+    #[error(transparent)]
+    Plan(#[from] PlanError),
+}
+
+fn check_chunk(chunk: u64) -> Result<(), PlanError> {
+    if chunk > CHUNK_INDEX_MAX {
+        return Err(PlanError::ChunkOutOfRange {
+            chunk,
+            max: CHUNK_INDEX_MAX,
+        });
+    }
+    Ok(())
+}
+
 /// `R(m, n, x)` for A(m, n) with parity rotation `layout`, under eraid's
-/// [`SafetyModel::Redundant`]. Panics if `(m, n, layout)` is not a RAID-5
-/// growth (see [`Scaling::new`]); build a [`Scaling`] once for many queries.
-pub fn reordering_window(m: usize, n: usize, x: u64, layout: ParityLayout) -> u64 {
-    Scaling::new(m, n, layout)
-        .expect("a RAID-5 growth")
-        .reordering_window(x, SafetyModel::Redundant)
+/// [`SafetyModel::Redundant`]; an error if `(m, n, layout)` is not a RAID-5
+/// growth (see [`Scaling::new`]) or `x` is out of range. Build a
+/// [`Scaling`] once for many queries.
+pub fn reordering_window(
+    m: usize,
+    n: usize,
+    x: u64,
+    layout: ParityLayout,
+) -> Result<u64, WindowError> {
+    Ok(Scaling::new(m, n, layout)?.reordering_window(x, SafetyModel::Redundant)?)
 }
 
 /// The paper's closed form (Theorem 1), for the left-asymmetric layout:
@@ -558,9 +607,22 @@ pub fn reordering_window(m: usize, n: usize, x: u64, layout: ParityLayout) -> u6
 /// chunk `x`'s old place in row-major order. It is safe under
 /// [`SafetyModel::DataOnly`] but is neither model's maximum; see the
 /// module documentation.
-pub fn theorem1(m: usize, n: usize, x: u64) -> u64 {
-    assert!(m >= 2 && n >= 1, "A({m}, {n}) is not a growth");
-    let (m, n) = (m as u64, n as u64);
+pub fn theorem1(m: usize, n: usize, x: u64) -> Result<u64, WindowError> {
+    if m < 2 || n < 1 {
+        return Err(ScalingError::BadCounts { m, n }.into());
+    }
+    if m + n > MEMBER_COUNT_MAX {
+        return Err(ScalingError::TooManyMembers {
+            max: MEMBER_COUNT_MAX,
+            got: m + n,
+        }
+        .into());
+    }
+    check_chunk(x)?;
+    Ok(theorem1_terms(m as u64, n as u64, x))
+}
+
+fn theorem1_terms(m: u64, n: u64, x: u64) -> u64 {
     let g = x / (m - 1);
     let r = x % (m - 1);
     let t = m - 1 - g % m;

@@ -314,7 +314,7 @@ fn figure_1_window_sequence() {
     let mut x = 2; // chunks 0 and 1 stay where they are
     let mut windows = Vec::new();
     while x < 28 {
-        let r = s.reordering_window(x, SafetyModel::Redundant);
+        let r = s.reordering_window(x, SafetyModel::Redundant).unwrap();
         windows.push((x..x + r).collect::<Vec<u64>>());
         x += r;
     }
@@ -328,15 +328,15 @@ fn figure_1_window_sequence() {
         (19..28).collect(),
     ];
     assert_eq!(windows, expected);
-    assert_eq!(s.reordering_window(18, SafetyModel::Redundant), 9);
-    assert_eq!(reordering_window(3, 1, 18, LA), 9);
+    assert_eq!(s.reordering_window(18, SafetyModel::Redundant).unwrap(), 9);
+    assert_eq!(reordering_window(3, 1, 18, LA).unwrap(), 9);
     // "If Chunk 9 is also taken into account, when Chunk 9 is moved before
     // Chunk 7, the former overwrites the latter."
     let hazard = s.write_hazard(6, RedistributionWrite::Data(9), SafetyModel::Redundant);
     assert_eq!(hazard.map(|h| h.clobbers), Some(Occupant::Data(7)));
     // Chunks 0 and 1 move onto themselves: a window of in-place moves.
     assert_eq!(s.old_place(0), s.new_place(0));
-    assert_eq!(s.reordering_window(0, SafetyModel::Redundant), 2);
+    assert_eq!(s.reordering_window(0, SafetyModel::Redundant).unwrap(), 2);
     // Each window is safe and maximal by brute force over every order.
     let oracle = Oracle::new(3, 1, LA);
     for w in &expected[..5] {
@@ -363,8 +363,11 @@ fn theorem1_versus_figure_1() {
         (13, 6, 6),
         (18, 9, 9),
     ] {
-        assert_eq!(theorem1(3, 1, x), closed_form, "x = {x}");
-        assert_eq!(s.reordering_window(x, SafetyModel::Redundant), figure);
+        assert_eq!(theorem1(3, 1, x).unwrap(), closed_form, "x = {x}");
+        assert_eq!(
+            s.reordering_window(x, SafetyModel::Redundant).unwrap(),
+            figure
+        );
         assert!(oracle.pairwise_safe(x, closed_form, SafetyModel::DataOnly));
         if closed_form > figure {
             assert!(!oracle.pairwise_safe(x, closed_form, SafetyModel::Redundant));
@@ -411,7 +414,7 @@ proptest! {
         m in 2usize..10, n in 1usize..6, x in 0u64..5000,
     ) {
         let (layout, model) = (LAYOUTS[layout], MODELS[model]);
-        let r = scaling(m, n, layout).reordering_window(x, model);
+        let r = scaling(m, n, layout).reordering_window(x, model).unwrap();
         let oracle = Oracle::new(m, n, layout);
         prop_assert!(oracle.pairwise_safe(x, r, model), "R = {} unsafe", r);
         prop_assert!(!oracle.pairwise_safe(x, r + 1, model), "R = {} not maximal", r);
@@ -429,10 +432,10 @@ proptest! {
     #[test]
     fn theorem1_against_brute_force(m in 2usize..10, n in 1usize..6, x in 0u64..5000) {
         let oracle = Oracle::new(m, n, LA);
-        let closed_form = theorem1(m, n, x);
+        let closed_form = theorem1(m, n, x).unwrap();
         let (d, t_new, x_prime) = theorem1_proof_terms(m as u64, n as u64, x);
         prop_assert!(oracle.pairwise_safe(x, closed_form, SafetyModel::DataOnly));
-        let brute_max = scaling(m, n, LA).reordering_window(x, SafetyModel::DataOnly);
+        let brute_max = scaling(m, n, LA).reordering_window(x, SafetyModel::DataOnly).unwrap();
         prop_assert!(closed_form <= brute_max);
         if d != t_new && x_prime != x {
             prop_assert_eq!(closed_form, x_prime - x);
@@ -466,7 +469,10 @@ fn theorem1_tally() {
             for n in 1..=6usize {
                 let s = scaling(m, n, LA);
                 for x in 0..5000u64 {
-                    let (closed_form, r) = (theorem1(m, n, x), s.reordering_window(x, model));
+                    let (closed_form, r) = (
+                        theorem1(m, n, x).unwrap(),
+                        s.reordering_window(x, model).unwrap(),
+                    );
                     cases += 1;
                     match closed_form.cmp(&r) {
                         std::cmp::Ordering::Equal => equal += 1,
@@ -495,13 +501,13 @@ fn theorem1_tally() {
 fn bootstrap_region_of_a_3_1() {
     let s = scaling(3, 1, LA);
     // Aligned states 0 and 3 have R = 2 and 1 < 3 = one new stripe.
-    assert_eq!(s.aligned_window(0, SafetyModel::Redundant), 0);
-    assert_eq!(s.aligned_window(3, SafetyModel::Redundant), 0);
-    assert_eq!(s.aligned_window(6, SafetyModel::Redundant), 3);
+    assert_eq!(s.aligned_window(0, SafetyModel::Redundant).unwrap(), 0);
+    assert_eq!(s.aligned_window(3, SafetyModel::Redundant).unwrap(), 0);
+    assert_eq!(s.aligned_window(6, SafetyModel::Redundant).unwrap(), 3);
     assert_eq!(s.bootstrap_end(SafetyModel::Redundant), 6);
     // Data-only does not help: at S(3, 1, 3) new stripe 1 = {3, 4, 5} puts
     // Q1 on chunk 3's old place, which a crash before the checkpoint needs.
-    assert_eq!(s.reordering_window(3, SafetyModel::DataOnly), 2);
+    assert_eq!(s.reordering_window(3, SafetyModel::DataOnly).unwrap(), 2);
     let hazard = s.write_hazard(3, RedistributionWrite::NewParity(1), SafetyModel::DataOnly);
     assert_eq!(hazard.map(|h| h.clobbers), Some(Occupant::Data(3)));
     assert_eq!(s.bootstrap_end(SafetyModel::DataOnly), 6);
@@ -517,10 +523,10 @@ proptest! {
         let end = s.bootstrap_end(model);
         prop_assert_eq!(end % k, 0);
         if end > 0 {
-            prop_assert_eq!(s.aligned_window(end - k, model), 0);
+            prop_assert_eq!(s.aligned_window(end - k, model).unwrap(), 0);
         }
         for j in 0..300 {
-            prop_assert!(s.aligned_window(end + j * k, model) >= k);
+            prop_assert!(s.aligned_window(end + j * k, model).unwrap() >= k);
         }
     }
 }
@@ -654,7 +660,7 @@ proptest! {
         let model = SafetyModel::Redundant;
         let k = s.new_stripe_chunks();
         let x = s.bootstrap_end(model) + row * k;
-        let sliding = s.aligned_window(x, model);
+        let sliding = s.aligned_window(x, model).unwrap();
         prop_assert!(sliding >= k);
         let plans = s.plan_sliding_window(x, sliding, aggregation_stripes, model).unwrap();
         prop_assert!(oracle.pairwise_safe(x, sliding, model));
@@ -698,4 +704,72 @@ proptest! {
         }
         prop_assert_eq!(next, x + sliding);
     }
+}
+
+/// Bad input to the public functions is an error naming what was wrong,
+/// never a panic (each of these panicked before: an `expect`, two
+/// `assert!`s, and stripe arithmetic overflowing past u64::MAX).
+#[test]
+fn bad_input_is_an_error_not_a_panic() {
+    assert_eq!(
+        theorem1(1, 1, 0).unwrap_err(),
+        WindowError::Scaling(ScalingError::BadCounts { m: 1, n: 1 })
+    );
+    assert_eq!(
+        theorem1(3, 0, 0).unwrap_err(),
+        WindowError::Scaling(ScalingError::BadCounts { m: 3, n: 0 })
+    );
+    assert!(matches!(
+        theorem1(60, 10, 0).unwrap_err(),
+        WindowError::Scaling(ScalingError::TooManyMembers { got: 70, .. })
+    ));
+    assert_eq!(
+        reordering_window(3, 1, 0, ParityLayout::None).unwrap_err(),
+        WindowError::Scaling(ScalingError::NotRaid5Layout(ParityLayout::None.name()))
+    );
+    assert_eq!(
+        reordering_window(3, 1, u64::MAX, LA).unwrap_err(),
+        WindowError::Plan(PlanError::ChunkOutOfRange {
+            chunk: u64::MAX,
+            max: CHUNK_INDEX_MAX
+        })
+    );
+    let s = scaling(3, 1, LA);
+    assert_eq!(
+        s.aligned_window(1, SafetyModel::Redundant).unwrap_err(),
+        PlanError::NotStripeStart {
+            first_chunk: 1,
+            new_stripe_chunks: 3
+        }
+    );
+    assert!(matches!(
+        s.reordering_window(u64::MAX - 1, SafetyModel::DataOnly),
+        Err(PlanError::ChunkOutOfRange { .. })
+    ));
+    assert!(matches!(
+        s.plan_aggregation(u64::MAX / 3 * 3 - 3, 3),
+        Err(PlanError::ChunkOutOfRange { .. })
+    ));
+    assert!(matches!(
+        s.plan_sliding_window(0, 3, u64::MAX / 2, SafetyModel::Redundant),
+        Err(PlanError::ChunkOutOfRange { .. })
+    ));
+    // A new parity written onto an old parity place in a row near
+    // u64::MAX: the old stripe's chunk range overflowed.
+    let s_top = (u64::MAX - 12..=u64::MAX)
+        .find(|&row| s.old_occupant(s.new_parity_place(row)) == Some(Occupant::Parity(row)))
+        .expect("A(3, 1) puts a new parity on an old one every 12 rows");
+    let hazard = s.write_hazard(
+        0,
+        RedistributionWrite::NewParity(s_top),
+        SafetyModel::Redundant,
+    );
+    // Old stripe `s_top`'s chunks would lie past u64::MAX: none is unmoved
+    // (wrapping arithmetic made up a range of them instead).
+    assert!(
+        hazard.is_none(),
+        "old stripe {s_top} holds no chunk: {hazard:?}"
+    );
+    // In range, the same calls still answer.
+    assert_eq!(reordering_window(3, 1, 18, LA).unwrap(), 9);
 }

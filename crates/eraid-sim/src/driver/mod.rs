@@ -87,6 +87,10 @@ pub struct SimConfig {
     /// many bytes (Linux's elevator merging; `None`: every engine I/O is
     /// its own command).
     pub merge_max_bytes: Option<u64>,
+    /// Host block layer: split an engine I/O larger than this into drive
+    /// commands of at most this many bytes, handed over together (Linux's
+    /// `max_sectors`; `None`: every engine I/O goes whole).
+    pub request_max_bytes: Option<u64>,
     /// Open loop: the host keeps at most this many user requests in the
     /// array; later arrivals wait in arrival order, and their response time
     /// includes that wait (the engine, like the ALV paper's controller,
@@ -130,6 +134,7 @@ impl SimConfig {
             max_time_ns: None,
             final_flush: false,
             merge_max_bytes: None,
+            request_max_bytes: None,
             host_queue_depth: None,
             host_scheduler: host_sched::HostSchedulerKind::Noop,
         }

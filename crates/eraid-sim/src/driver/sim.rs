@@ -15,7 +15,7 @@ use rand_chacha::ChaCha8Rng;
 use super::event_queue::{Event, EventQueue};
 use super::feed::{Feed, FeedSpec};
 use super::growth::{GrowthLoad, GrowthPlan, GrowthReport, GrowthSample, GrowthStepReport};
-use super::member::{InflightKind, Member};
+use super::member::Member;
 use super::oracle::Oracle;
 use super::report::SimReport;
 use super::store::{DataMode, SparseStore};
@@ -453,22 +453,9 @@ impl Simulation {
                     continue;
                 };
                 for (io, kind) in inflight.parts {
-                    let result = match kind {
-                        InflightKind::Read {
-                            offset_bytes,
-                            len_bytes,
-                        } => IoCompletion::Read(match &m.store {
-                            Some(store) => store.read(offset_bytes, len_bytes),
-                            None => vec![0; len_bytes],
-                        }),
-                        InflightKind::Write { offset_bytes, data } => {
-                            if let (Some(store), Some(data)) = (&mut m.store, data) {
-                                store.write(offset_bytes, &data);
-                            }
-                            IoCompletion::Done
-                        }
-                    };
-                    self.immediate.push_back((io, result));
+                    if let Some(result) = m.finish_part(io, kind) {
+                        self.immediate.push_back((io, result));
+                    }
                 }
             }
         }
@@ -528,7 +515,12 @@ impl Simulation {
             }
             for (member, batch) in batches {
                 let m = &mut self.members[member];
-                for refused in m.submit_batch(self.now_ns, batch, self.config.merge_max_bytes) {
+                for refused in m.submit_batch(
+                    self.now_ns,
+                    batch,
+                    self.config.merge_max_bytes,
+                    self.config.request_max_bytes,
+                ) {
                     self.immediate
                         .push_back((refused.io, IoCompletion::Failed(refused.reason)));
                 }

@@ -22,6 +22,7 @@
 //! read_ahead = "segment"        # none | track | cylinder | segment | next-track
 //! cache = true
 //! merge = "512K"                # host block layer merges contiguous I/Os issued together ("off": default)
+//! max_request = "512K"          # host block layer splits larger I/Os into requests of at most this (Linux's max_sectors; default: none)
 //! host_scheduler = "cfq"        # host I/O scheduler: noop (default) | cfq (time slices between user and background I/O, as Linux 2.6's CFQ)
 //!
 //! [engine]                      # eraid_core::ArrayOptions
@@ -154,6 +155,8 @@ pub struct DiskTable {
     pub cache: Option<bool>,
     /// Host block layer merging: the largest merged command ("512K").
     pub merge: Option<IntOrText>,
+    /// Host block layer: the largest request; larger I/Os are split.
+    pub max_request: Option<IntOrText>,
     /// The host's I/O scheduler: "noop" (default) or "cfq".
     pub host_scheduler: Option<String>,
 }
@@ -391,7 +394,7 @@ macro_rules! overlay_fields {
 
 overlay_fields!(ArrayTable { level, disks, chunk, layout, member_size } nested {});
 overlay_fields!(DiskTable {
-    model, scheduler, queue_depth, write_cache, read_ahead, cache, merge, host_scheduler
+    model, scheduler, queue_depth, write_cache, read_ahead, cache, merge, max_request, host_scheduler
 } nested {});
 overlay_fields!(EngineTable { bitmap_clean_delay_ms, scrub_window_stripes, resync_on_open, write_intent_bitmap } nested {});
 overlay_fields!(CacheTable {

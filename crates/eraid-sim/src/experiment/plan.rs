@@ -253,6 +253,17 @@ fn resolve(
             Err(e) => Err(format!("[disk] merge: {e}")),
         })
         .transpose()?;
+    config.request_max_bytes = disk_table
+        .max_request
+        .as_ref()
+        .map(|m| match size(m) {
+            Ok(n) if n >= 512 && n % 512 == 0 => Ok(n),
+            Ok(n) => Err(format!(
+                "[disk] max_request: must be a multiple of 512 bytes, at least 512, got {n}"
+            )),
+            Err(e) => Err(format!("[disk] max_request: {e}")),
+        })
+        .transpose()?;
     config.cdf_points = cdf_points;
     config.member_bytes_max = array
         .member_size

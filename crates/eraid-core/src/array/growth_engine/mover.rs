@@ -436,11 +436,13 @@ impl Array {
         bytes
     }
 
-    fn run_shape(&self) -> (u64, u64, Option<u64>) {
+    /// The most chunks one redistribution I/O carries (the aggregation
+    /// window), and md-reshape's page size (it moves page by page).
+    fn run_shape(&self) -> (u64, Option<u64>) {
         let config = self.reshape_config();
         let max_chunks = (config.aggregation_bytes / self.geometry.chunk_bytes).max(1);
         let page = (config.strategy == ReshapeStrategy::MdReshape).then_some(config.md_page_bytes);
-        (max_chunks, page.map_or(0, |_| 0), page)
+        (max_chunks, page)
     }
 
     /// MD judges idleness while its window's I/O is out, too (with
@@ -493,7 +495,16 @@ impl Array {
                 });
             }
         }
-        let (max_chunks, _, page) = self.run_shape();
+        let (aggregated_chunks, page) = self.run_shape();
+        // ALV reads each old member's share of the window in one I/O: the
+        // paper's Table 1 has m reads and m+n writes per window, and an old
+        // member's share (the window over fewer data disks) is larger than
+        // the aggregation window each member is written in.
+        let max_chunks = if self.reshape_strategy() == Some(ReshapeStrategy::Alv) {
+            end - start
+        } else {
+            aggregated_chunks
+        };
         // Read through what lies between wanted chunks: old parity between
         // rows (so each member is one I/O, ALV's m reads), or on RAID-0 the
         // chunks that stay between those that move (FastScale, Semi-RR):
@@ -572,7 +583,7 @@ impl Array {
             let written = self.window_writes(start, end).len() as u64;
             self.reshape.as_mut().expect("growth").paced_bytes += written * chunk;
         }
-        let (max_chunks, _, page) = self.run_shape();
+        let (max_chunks, page) = self.run_shape();
         // On RAID-0, write through unused new space (zeroes) between the
         // chunks landing on a member, so new disks see one I/O per window.
         let old_capacity = self.reshape_record().expect("record").old_capacity_chunks;

@@ -6,6 +6,7 @@ use super::super::Array;
 use crate::geometry::Level;
 use crate::growth::config::ReshapeStrategy;
 use crate::growth::fastscale::ChunkLocation;
+use crate::growth::reorder_window::{RedistributionWrite, SafetyModel, Scaling};
 use crate::layout::ChunkPlace;
 
 pub(super) enum PlanOutcome {
@@ -139,9 +140,41 @@ impl Array {
     }
 
     fn window_safe(&self, start: u64, end: u64, from: u64) -> bool {
-        self.window_write_places(start, end)
+        let safe = self
+            .window_write_places(start, end)
             .into_iter()
-            .all(|place| !self.protected(place, from))
+            .all(|place| !self.protected(place, from));
+        if safe {
+            self.assert_within_reordering_window(start, end, from);
+        }
+        safe
+    }
+
+    /// On RAID-5, a window this rule accepts must lie within ALV's
+    /// reordering window as `growth::reorder_window` computes it (tested
+    /// there against brute force): two independent statements of the rule
+    /// that keeps a crash or a member failure from losing data must agree.
+    /// The engine's rule is the stricter (it protects an old stripe's every
+    /// shard while any of its chunks is unmoved), so a disagreement is a bug.
+    fn assert_within_reordering_window(&self, start: u64, end: u64, from: u64) {
+        let record = self.reshape_record().expect("growth record");
+        let old = record.old_geometry;
+        let added = self.geometry.member_count - old.member_count;
+        let Ok(scaling) = Scaling::from_geometry(&old, added) else {
+            return; // not a RAID-5 growth
+        };
+        let k = self.geometry.data_per_stripe() as u64;
+        let writes = (start..end)
+            .map(RedistributionWrite::Data)
+            .chain((start / k..end / k).map(RedistributionWrite::NewParity));
+        for write in writes {
+            let hazard = scaling.write_hazard(from, write, SafetyModel::Redundant);
+            assert!(
+                hazard.is_none(),
+                "window {start}..{end} from checkpoint {from} passed the engine's safety \
+                 rule but not the reordering window: {hazard:?}"
+            );
+        }
     }
 
     /// Where a backup of `[start, end)` would go, if it fits: the tail of
