@@ -12,6 +12,7 @@ mod locks;
 mod metadata_queue;
 mod op;
 pub mod plan;
+mod read_balance;
 mod ready;
 mod rebuild_engine;
 mod scrub;
@@ -157,8 +158,11 @@ pub struct Array {
     next_io_id: u64,
     next_op_id: u64,
     next_flush_id: u64,
-    /// Who waits for each I/O, and the device it went to.
-    io_owner: HashMap<IoId, (Owner, usize)>,
+    /// Who waits for each I/O, the device it went to, and where it leaves
+    /// that device's head (`read_balance`).
+    io_owner: HashMap<IoId, (Owner, usize, Option<u64>)>,
+    /// Each device's head and I/Os in flight, for RAID-10's read balance.
+    heads: read_balance::DeviceHeads,
     /// I/Os MD's in-flight idle test counts at completion: member, bytes,
     /// and whether it is the growth's own (see `md_idle_in_flight`).
     idle_counted: HashMap<IoId, (usize, u64, bool)>,
@@ -289,6 +293,7 @@ impl Array {
             next_op_id: 0,
             next_flush_id: 0,
             io_owner: HashMap::new(),
+            heads: read_balance::DeviceHeads::default(),
             idle_counted: HashMap::new(),
             outbox_io: VecDeque::new(),
             outbox_reply: VecDeque::new(),
@@ -405,7 +410,8 @@ impl Array {
             && self
                 .rebuild_record()
                 .is_some_and(|r| r.config.strategy.disk_oriented());
-        self.io_owner.insert(id, (owner, device));
+        let head_bytes = self.heads.issued(device, &op);
+        self.io_owner.insert(id, (owner, device, head_bytes));
         self.outbox_io.push_back(DeviceIo {
             id,
             member: device,
@@ -781,10 +787,11 @@ impl Machine for Array {
 
     fn handle_completion(&mut self, now: TimeNs, io: IoId, completion: IoCompletion) {
         self.now = now;
-        let (owner, device) = self
+        let (owner, device, head_bytes) = self
             .io_owner
             .remove(&io)
             .expect("completion for an I/O the core did not issue");
+        self.heads.completed(device, head_bytes);
         // Failures are attributed here, by device, so an I/O that a device
         // since replaced fails never fails its slot's new device.
         if let IoCompletion::Failed(reason) = &completion {
