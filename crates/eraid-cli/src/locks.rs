@@ -14,6 +14,10 @@
 //!   array by its UUID (members reached through paths eraid cannot see
 //!   through, such as another mount of the same files).
 //!
+//! A member that is an NBD export has no file here to lock: it is locked
+//! by a lock file keyed by its server and export name (two eraid processes
+//! of this host are kept off one export; other hosts are not seen).
+//!
 //! Lock files live in /run/eraid (or $XDG_RUNTIME_DIR/eraid, or
 //! /tmp/eraid-UID) and name the process holding them; a holder removes its
 //! file when it lets go.
@@ -37,7 +41,8 @@ pub struct MemberLocks {
 
 struct HeldMember {
     path: PathBuf,
-    _file: File,
+    /// None for an NBD export: only its lock file is held.
+    _file: Option<File>,
     _keys: Vec<KeyLock>,
 }
 
@@ -70,6 +75,9 @@ pub fn lock_members(paths: &[PathBuf]) -> Result<MemberLocks> {
 
 /// Locks one member file or block device.
 pub fn lock_member(path: &Path) -> Result<MemberLocks> {
+    if eraid_driver::is_nbd_uri(path) {
+        return lock_export(path);
+    }
     let metadata = std::fs::metadata(path)
         .with_context(|| format!("cannot open member {}", path.display()))?;
     // Before any open: opening a FIFO blocks until a peer appears.
@@ -117,8 +125,36 @@ pub fn lock_member(path: &Path) -> Result<MemberLocks> {
     Ok(MemberLocks {
         members: vec![HeldMember {
             path: path.canonicalize().unwrap_or_else(|_| path.to_path_buf()),
-            _file: file,
+            _file: Some(file),
             _keys: keys,
+        }],
+        keys: Vec::new(),
+    })
+}
+
+/// Locks an NBD export by its server and export name (a malformed URI is
+/// refused here, naming it, before anything is opened).
+fn lock_export(path: &Path) -> Result<MemberLocks> {
+    let text = path.to_str().unwrap_or_default();
+    let mut uri = eraid_nbd::NbdUri::parse(text)?;
+    if let eraid_nbd::uri::Endpoint::Unix { socket } = &mut uri.endpoint {
+        if let Ok(full) = socket.canonicalize() {
+            *socket = full;
+        }
+    }
+    // FNV-1a of the export's identity: any text, made a short file name.
+    let identity = uri.to_string();
+    let hash = identity
+        .bytes()
+        .fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| {
+            (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3)
+        });
+    let key = KeyLock::acquire(&format!("nbd-{hash:016x}"), path)?;
+    Ok(MemberLocks {
+        members: vec![HeldMember {
+            path: path.to_path_buf(),
+            _file: None,
+            _keys: vec![key],
         }],
         keys: Vec::new(),
     })

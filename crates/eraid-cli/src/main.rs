@@ -8,6 +8,7 @@ mod export;
 mod growth_flags;
 mod level_args;
 mod locks;
+mod member_name;
 mod members;
 mod output;
 mod runtime;

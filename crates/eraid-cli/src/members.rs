@@ -5,7 +5,9 @@ use eraid_core::geometry::METADATA_BYTES;
 use eraid_core::metadata::assemble::{
     assemble, assemble_with, AssembleOptions, Assembly, AssemblyError, MemberProbe, SlotState,
 };
-use eraid_driver::{read_metadata_area, DetachedMember, MemberFile, MemberIo, MemberOptions};
+use eraid_driver::{
+    is_nbd_uri, read_metadata_area, DetachedMember, MemberDevice, MemberIo, MemberOptions,
+};
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -29,7 +31,7 @@ pub use crate::locks::{lock_members, MemberLocks};
 pub struct AddedMembers {
     /// Canonical paths, in the order given.
     pub paths: Vec<PathBuf>,
-    pub files: Vec<MemberFile>,
+    pub files: Vec<MemberDevice>,
     pub locks: MemberLocks,
 }
 
@@ -58,6 +60,10 @@ impl AddedMembers {
 }
 
 pub fn same_file(a: &Path, b: &Path) -> bool {
+    // Two names of one export are caught by its lock (`lock_member`).
+    if is_nbd_uri(a) || is_nbd_uri(b) {
+        return a.as_os_str() == b.as_os_str();
+    }
     match (a.canonicalize(), b.canonicalize()) {
         (Ok(x), Ok(y)) => x == y,
         _ => a == b,
@@ -92,6 +98,8 @@ pub fn check_added_members(
     let mut locks = MemberLocks::default();
     for path in added {
         match std::fs::metadata(path) {
+            // An export is checked by connecting to it, below.
+            _ if is_nbd_uri(path) => {}
             Err(error) if error.kind() == io::ErrorKind::NotFound => bail!(
                 "{} does not exist; create it first (for example `truncate -s {needed_bytes} {}`)",
                 path.display(),
@@ -108,7 +116,7 @@ pub fn check_added_members(
         }
         locks.extend(crate::locks::lock_member(path)?);
         let file =
-            MemberFile::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+            MemberDevice::open(path).with_context(|| format!("cannot open {}", path.display()))?;
         if file.size_bytes() < needed_bytes {
             bail!(
                 "{} is too small: {} bytes, but every member of this array needs at least {needed_bytes} bytes",
@@ -129,7 +137,7 @@ pub fn check_added_members(
                 sb.geometry.member_count
             );
         }
-        paths.push(path.canonicalize().unwrap_or_else(|_| path.clone()));
+        paths.push(crate::member_name::canonical_or_given(path));
         files.push(file);
     }
     Ok(AddedMembers {
@@ -166,7 +174,7 @@ pub fn check_distinct(paths: &[PathBuf]) -> Result<()> {
 }
 
 /// Reads every member's metadata (without changing anything).
-pub fn probe(paths: &[PathBuf]) -> Result<(Vec<MemberProbe>, Vec<MemberFile>)> {
+pub fn probe(paths: &[PathBuf]) -> Result<(Vec<MemberProbe>, Vec<MemberDevice>)> {
     probe_with(paths, MemberOptions::default())
 }
 
@@ -205,12 +213,12 @@ pub fn lock_and_assemble_with(
 fn probe_with(
     paths: &[PathBuf],
     options: MemberOptions,
-) -> Result<(Vec<MemberProbe>, Vec<MemberFile>)> {
+) -> Result<(Vec<MemberProbe>, Vec<MemberDevice>)> {
     check_distinct(paths)?;
     let mut probes = Vec::new();
     let mut files = Vec::new();
     for path in paths {
-        let file = MemberFile::open_with(path, options)
+        let file = MemberDevice::open_with(path, options)
             .with_context(|| format!("cannot open member {}", path.display()))?;
         let metadata =
             read_metadata_area(&file, METADATA_BYTES as usize).map_err(|e| e.to_string());
@@ -240,7 +248,7 @@ pub fn assemble_members_with(paths: &[PathBuf], options: AssembleOptions) -> Res
         Ok(assembly) => assembly,
         Err(error) => return Err(with_force_hint(error, &probes, options)),
     };
-    let mut files: Vec<Option<MemberFile>> = files.into_iter().map(Some).collect();
+    let mut files: Vec<Option<MemberDevice>> = files.into_iter().map(Some).collect();
     let mut devices: Vec<Arc<dyn MemberIo>> = Vec::new();
     let mut slot_paths = Vec::new();
     let mut direct = Vec::new();
@@ -323,17 +331,22 @@ pub fn probe_read_only(paths: &[PathBuf]) -> Vec<ReadOnlyProbe> {
     paths
         .iter()
         .map(|path| {
-            let opened = std::fs::metadata(path)
-                .map_err(|e| e.to_string())
-                .and_then(|meta| {
-                    let kind = meta.file_type();
-                    if kind.is_file() || kind.is_block_device() {
-                        Ok(())
-                    } else {
-                        Err("not a regular file or block device".to_string())
-                    }
-                })
-                .and_then(|()| MemberFile::open_with(path, options).map_err(|e| e.to_string()));
+            let kind_checked = if is_nbd_uri(path) {
+                Ok(())
+            } else {
+                std::fs::metadata(path)
+                    .map_err(|e| e.to_string())
+                    .and_then(|meta| {
+                        let kind = meta.file_type();
+                        if kind.is_file() || kind.is_block_device() {
+                            Ok(())
+                        } else {
+                            Err("not a regular file or block device".to_string())
+                        }
+                    })
+            };
+            let opened = kind_checked
+                .and_then(|()| MemberDevice::open_with(path, options).map_err(|e| e.to_string()));
             let (metadata, size_bytes, opened) = match opened {
                 Ok(file) => (
                     read_metadata_area(&file, METADATA_BYTES as usize)

@@ -115,6 +115,24 @@ fn a_spare_takes_over_a_failed_member_while_nbdcopy_writes() {
         !refused.ok() && refused.stderr.contains("hot_zone_bytes must be positive"),
         "{test}: {refused}"
     );
+    // Settings given before any failure are kept for the next rebuild,
+    // and the answer says no rebuild runs (not "rebuild done of nothing").
+    let out = eraid(
+        dir,
+        &[
+            "rebuild",
+            "set",
+            "--time-slice-ms",
+            "100",
+            "--control",
+            "ctl.sock",
+        ],
+    )
+    .expect_ok();
+    assert!(
+        out.stdout.contains("no rebuild running") && !out.stdout.contains("done"),
+        "{test}: {out}"
+    );
     let out = eraid(
         dir,
         &[

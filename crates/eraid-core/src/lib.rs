@@ -12,4 +12,4 @@ pub mod rebuild;
 pub mod stripe_code;
 pub mod testing;
 
-pub use array::{Array, ArrayOptions};
+pub use array::{Array, ArrayOptions, PlantedBug};

@@ -375,3 +375,55 @@ impl MemHarness {
         self.events.clear();
     }
 }
+
+/// Engine options for test arrays (shared by the engine's tests and the
+/// simulation harness): bitmap bits cleared after 50 ms, small scrub
+/// windows, resync on open.
+pub fn test_array_options() -> crate::ArrayOptions {
+    crate::ArrayOptions {
+        bitmap_clean_delay_ms: 50,
+        scrub_window_stripes: 4,
+        resync_on_open: true,
+        write_intent_bitmap: true,
+        ..crate::ArrayOptions::default()
+    }
+}
+
+/// A growth configuration for test arrays of `chunk_bytes` chunks: small
+/// windows so a run sees many windows and checkpoints, and never throttled
+/// (the floor is above any rate a test reaches).
+pub fn test_growth_config(
+    strategy: crate::growth::config::ReshapeStrategy,
+    chunk_bytes: u64,
+    sliding_window_bytes_max: u64,
+) -> crate::growth::config::ReshapeConfig {
+    crate::growth::config::ReshapeConfig {
+        aggregation_bytes: 2 * chunk_bytes,
+        md_window_bytes: 6 * chunk_bytes,
+        sliding_window_bytes_max,
+        md_page_bytes: 1024,
+        speed_min_kib_s: u64::MAX / 4096,
+        speed_max_kib_s: u64::MAX / 4096,
+        ..crate::growth::config::ReshapeConfig::with_strategy(strategy)
+    }
+}
+
+/// A rebuild configuration for test arrays of `chunk_bytes` chunks: never
+/// throttled, a small window and frequent checkpoints (every 4 chunks of
+/// the replacement), hot zones of 8 chunks and 2 ms slices (PRO switches
+/// zones), so a run sees many of each.
+pub fn test_rebuild_config(
+    strategy: crate::rebuild::config::RebuildStrategy,
+    chunk_bytes: u64,
+) -> crate::rebuild::config::RebuildConfig {
+    crate::rebuild::config::RebuildConfig {
+        strategy,
+        speed_min_kib_s: u64::MAX / 4096,
+        speed_max_kib_s: u64::MAX / 4096,
+        window_stripes: 2,
+        checkpoint_bytes: 4 * chunk_bytes,
+        hot_zone_bytes: 8 * chunk_bytes,
+        time_slice_ms: 2,
+        ..crate::rebuild::config::RebuildConfig::default()
+    }
+}

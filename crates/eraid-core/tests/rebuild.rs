@@ -14,7 +14,7 @@ use eraid_core::growth::config::NewMember;
 use eraid_core::io::{AdminCommand, ArrayEvent, Machine, UserOp};
 use eraid_core::metadata::assemble::SlotState;
 use eraid_core::metadata::superblock::MemberState;
-use eraid_core::rebuild::config::{RebuildConfig, RebuildStrategy};
+use eraid_core::rebuild::config::RebuildStrategy;
 use eraid_core::testing::MemHarness;
 use eraid_core::{Array, ArrayOptions};
 use rand::{Rng, SeedableRng};
@@ -50,21 +50,11 @@ const STRATEGIES: [RebuildStrategy; 4] = [
     RebuildStrategy::ProDor,
 ];
 
-/// Never throttled; a small window and frequent checkpoints (every 4
-/// chunks of the replacement), so tests see many of both; hot zones of 8
-/// chunks of each replacement and 2 ms slices, so PRO switches zones.
+/// `testing::test_rebuild_config` at the tests' chunk: never throttled,
+/// frequent checkpoints, small hot zones.
 fn rebuild_options_for(strategy: RebuildStrategy) -> ArrayOptions {
     ArrayOptions {
-        rebuild: RebuildConfig {
-            strategy,
-            speed_min_kib_s: u64::MAX / 4096,
-            speed_max_kib_s: u64::MAX / 4096,
-            window_stripes: 2,
-            checkpoint_bytes: 4 * CHUNK,
-            hot_zone_bytes: 8 * CHUNK,
-            time_slice_ms: 2,
-            ..RebuildConfig::default()
-        },
+        rebuild: eraid_core::testing::test_rebuild_config(strategy, CHUNK),
         ..options()
     }
 }

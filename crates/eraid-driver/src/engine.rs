@@ -26,7 +26,6 @@ use crate::handle::{
     Shared,
 };
 use crate::io_pool::{default_io_threads, FinishedIo, IoPool};
-use crate::member::MemberFile;
 use crate::member_io::DetachedMember;
 use crate::member_io::MemberIo;
 use crate::reply::ReplySink;
@@ -50,10 +49,10 @@ pub struct Engine {
 }
 
 impl Engine {
-    /// Starts an engine over member files (slot `i` is `members[i]`).
-    pub fn start(
+    /// Starts an engine over member files or exports (slot `i` is `members[i]`).
+    pub fn start<M: MemberIo + 'static>(
         machine: Box<dyn Machine + Send>,
-        members: Vec<MemberFile>,
+        members: Vec<M>,
         config: EngineConfig,
     ) -> io::Result<Engine> {
         let devices = members

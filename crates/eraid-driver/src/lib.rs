@@ -2,7 +2,9 @@
 //! ([`eraid_core::io::Machine`]) against member files or block devices in
 //! real time.
 //!
-//! - [`MemberFile`]: one member, O_DIRECT when the file system allows it.
+//! - [`MemberFile`]: one member, O_DIRECT when the file system allows it;
+//!   [`NbdMember`]: one that is an NBD export elsewhere; [`MemberDevice`]:
+//!   either, opened by what its name is.
 //! - [`IoPool`]: worker threads performing device I/O concurrently.
 //! - [`Engine`] / [`EngineHandle`]: the thread that owns the machine, and the
 //!   cloneable handle callers submit requests through; a running engine
@@ -15,7 +17,9 @@ pub mod engine;
 pub mod handle;
 pub mod io_pool;
 pub mod member;
+pub mod member_device;
 pub mod member_io;
+pub mod member_nbd;
 pub mod reply;
 pub mod stats;
 pub mod superblock_io;
@@ -26,7 +30,9 @@ pub use engine::{Engine, EngineConfig};
 pub use handle::{CloseOutcome, EngineHandle, GrowError, GrowMember, MemberChangeError};
 pub use io_pool::{default_io_threads, IoPool};
 pub use member::{DirectMode, MemberCounters, MemberFile, MemberOptions};
+pub use member_device::{is_nbd_uri, MemberDevice};
 pub use member_io::{DetachedMember, MemberIo};
+pub use member_nbd::NbdMember;
 pub use reply::{ReplyFn, UserResult};
 pub use stats::{EngineStats, IoCounters, MemberStats};
 pub use superblock_io::{read_metadata_area, write_at_sync};

@@ -3,12 +3,14 @@
 
 use std::io;
 
+#[cfg(test)]
 use crate::member::MemberFile;
+use crate::member_io::MemberIo;
 
 /// Reads the first `len_bytes` of `member` (its metadata area) for the core
 /// to decode. A member shorter than that reads as zeroes past its end, which
 /// the decoder rejects as "no superblock".
-pub fn read_metadata_area(member: &MemberFile, len_bytes: usize) -> io::Result<Vec<u8>> {
+pub fn read_metadata_area(member: &impl MemberIo, len_bytes: usize) -> io::Result<Vec<u8>> {
     member
         .read_at(0, len_bytes)
         .map_err(|e| context(member, "read metadata area of", e))
@@ -16,7 +18,7 @@ pub fn read_metadata_area(member: &MemberFile, len_bytes: usize) -> io::Result<V
 
 /// Writes `bytes` at `offset_bytes` and makes them durable (fdatasync)
 /// before returning.
-pub fn write_at_sync(member: &MemberFile, offset_bytes: u64, bytes: &[u8]) -> io::Result<()> {
+pub fn write_at_sync(member: &impl MemberIo, offset_bytes: u64, bytes: &[u8]) -> io::Result<()> {
     member
         .write_at(offset_bytes, bytes)
         .map_err(|e| context(member, "write metadata to", e))?;
@@ -25,11 +27,8 @@ pub fn write_at_sync(member: &MemberFile, offset_bytes: u64, bytes: &[u8]) -> io
         .map_err(|e| context(member, "fdatasync", e))
 }
 
-fn context(member: &MemberFile, what: &str, err: io::Error) -> io::Error {
-    io::Error::new(
-        err.kind(),
-        format!("{what} {}: {err}", member.path().display()),
-    )
+fn context(member: &impl MemberIo, what: &str, err: io::Error) -> io::Error {
+    io::Error::new(err.kind(), format!("{what} {}: {err}", member.label()))
 }
 
 #[cfg(test)]

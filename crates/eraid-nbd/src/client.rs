@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use crate::protocol::{self as p, be_u16, be_u32, be_u64, RequestHeader};
 use crate::stream::Stream;
+use crate::uri::{Endpoint, NbdUri};
 
 /// Largest option reply the client reads (a trusted server sends a few dozen bytes).
 const OPTION_REPLY_BYTES_MAX: u32 = 64 * 1024;
@@ -79,32 +80,20 @@ impl Client {
         Self::handshake(Stream::Tcp(stream), export_name)
     }
 
-    /// Connects to `nbd+unix:///NAME?socket=PATH` or `nbd://HOST[:PORT]/NAME`.
+    /// Connects to `nbd+unix:///NAME?socket=PATH` or `nbd://HOST[:PORT]/NAME`
+    /// (no TLS, no timeouts: see [`crate::SharedClient`] for those).
     pub fn connect_uri(uri: &str) -> Result<Client, ClientError> {
-        if let Some(rest) = uri.strip_prefix("nbd+unix://") {
-            let (path_part, query) = rest.split_once('?').unwrap_or((rest, ""));
-            let name = percent_decode(path_part.strip_prefix('/').unwrap_or(path_part))?;
-            let socket = query
-                .split('&')
-                .find_map(|pair| pair.strip_prefix("socket="))
-                .ok_or_else(|| ClientError::Uri(format!("{uri}: no socket= parameter")))?;
-            Self::connect_unix(percent_decode(socket)?, &name)
-        } else if let Some(rest) = uri.strip_prefix("nbd://") {
-            let (authority, path_part) = rest.split_once('/').unwrap_or((rest, ""));
-            let name = percent_decode(path_part)?;
-            let has_port = authority
-                .rsplit_once(':')
-                .is_some_and(|(_, port)| !port.contains(']'));
-            let address = if has_port {
-                authority.to_string()
-            } else {
-                format!("{authority}:10809")
-            };
-            Self::connect_tcp(address, &name)
-        } else {
-            Err(ClientError::Uri(format!(
-                "{uri}: expected nbd:// or nbd+unix://"
-            )))
+        let parsed = NbdUri::parse(uri).map_err(|e| ClientError::Uri(e.to_string()))?;
+        if parsed.tls {
+            return Err(ClientError::Uri(format!(
+                "{uri}: this small client speaks no TLS"
+            )));
+        }
+        match parsed.endpoint {
+            Endpoint::Unix { socket } => Self::connect_unix(socket, &parsed.export_name),
+            Endpoint::Tcp { host, port } => {
+                Self::connect_tcp((host.as_str(), port), &parsed.export_name)
+            }
         }
     }
 
@@ -243,94 +232,137 @@ impl Client {
     }
 
     fn handshake(mut stream: Stream, export_name: &str) -> Result<Client, ClientError> {
-        let mut greeting = [0u8; 18];
-        stream.read_exact(&mut greeting)?;
-        if be_u64(&greeting[0..8]) != p::NBDMAGIC || be_u64(&greeting[8..16]) != p::IHAVEOPT {
-            return Err(ClientError::Protocol("not a newstyle NBD server".into()));
-        }
-        let server_flags = be_u16(&greeting[16..18]);
-        if server_flags & p::FLAG_FIXED_NEWSTYLE == 0 {
-            return Err(ClientError::Protocol("server lacks fixed newstyle".into()));
-        }
-        let mut client_flags = p::FLAG_C_FIXED_NEWSTYLE;
-        if server_flags & p::FLAG_NO_ZEROES != 0 {
-            client_flags |= p::FLAG_C_NO_ZEROES;
-        }
-        stream.write_all(&client_flags.to_be_bytes())?;
-
-        let name = export_name.as_bytes();
-        let requests = [p::INFO_BLOCK_SIZE, p::INFO_DESCRIPTION];
-        let mut data = Vec::new();
-        data.extend_from_slice(&(name.len() as u32).to_be_bytes());
-        data.extend_from_slice(name);
-        data.extend_from_slice(&(requests.len() as u16).to_be_bytes());
-        for request in requests {
-            data.extend_from_slice(&request.to_be_bytes());
-        }
-        send_option(&mut stream, p::OPT_GO, &data)?;
-
-        let mut export_info: Option<(u64, u16)> = None;
-        let mut block_size = None;
-        let mut description = None;
-        loop {
-            let (reply_type, reply) = receive_option_reply(&mut stream, p::OPT_GO)?;
-            if p::is_reply_error(reply_type) {
-                return Err(ClientError::OptionRejected {
-                    option: p::OPT_GO,
-                    reply_type,
-                    message: String::from_utf8_lossy(&reply).into_owned(),
-                });
-            }
-            match reply_type {
-                p::REP_ACK => break,
-                p::REP_INFO if reply.len() >= 2 => match be_u16(&reply[0..2]) {
-                    p::INFO_EXPORT if reply.len() == 12 => {
-                        export_info = Some((be_u64(&reply[2..10]), be_u16(&reply[10..12])));
-                    }
-                    p::INFO_BLOCK_SIZE if reply.len() == 14 => {
-                        block_size = Some(BlockSize {
-                            min_bytes: be_u32(&reply[2..6]),
-                            preferred_bytes: be_u32(&reply[6..10]),
-                            max_bytes: be_u32(&reply[10..14]),
-                        });
-                    }
-                    p::INFO_DESCRIPTION => {
-                        description = Some(String::from_utf8_lossy(&reply[2..]).into_owned());
-                    }
-                    _ => {} // unknown or unrequested info is ignored, as the spec asks
-                },
-                other => {
-                    return Err(ClientError::Protocol(format!(
-                        "unexpected GO reply {other:#x}"
-                    )))
-                }
-            }
-        }
-        let (size_bytes, transmission_flags) = export_info.ok_or_else(|| {
-            ClientError::Protocol("GO acknowledged without NBD_INFO_EXPORT".into())
-        })?;
+        let export = negotiate(&mut stream, export_name)?;
         Ok(Client {
             stream,
-            size_bytes,
-            transmission_flags,
-            block_size,
-            description,
+            size_bytes: export.size_bytes,
+            transmission_flags: export.transmission_flags,
+            block_size: export.block_size,
+            description: export.description,
             next_handle: 1,
             reads_in_flight: HashMap::new(),
         })
     }
 }
 
-fn send_option(stream: &mut Stream, option: u32, data: &[u8]) -> io::Result<()> {
+/// What the server said about the export in answer to NBD_OPT_GO.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExportInfo {
+    pub size_bytes: u64,
+    pub transmission_flags: u16,
+    pub block_size: Option<BlockSize>,
+    pub description: Option<String>,
+}
+
+/// Reads the server's greeting and answers it (fixed newstyle, NO_ZEROES
+/// when offered); returns the server's handshake flags.
+pub(crate) fn greet(stream: &mut Stream) -> Result<u16, ClientError> {
+    let mut greeting = [0u8; 18];
+    stream.read_exact(&mut greeting)?;
+    if be_u64(&greeting[0..8]) != p::NBDMAGIC || be_u64(&greeting[8..16]) != p::IHAVEOPT {
+        return Err(ClientError::Protocol("not a newstyle NBD server".into()));
+    }
+    let server_flags = be_u16(&greeting[16..18]);
+    if server_flags & p::FLAG_FIXED_NEWSTYLE == 0 {
+        return Err(ClientError::Protocol("server lacks fixed newstyle".into()));
+    }
+    let mut client_flags = p::FLAG_C_FIXED_NEWSTYLE;
+    if server_flags & p::FLAG_NO_ZEROES != 0 {
+        client_flags |= p::FLAG_C_NO_ZEROES;
+    }
+    stream.write_all(&client_flags.to_be_bytes())?;
+    Ok(server_flags)
+}
+
+/// The fixed newstyle handshake up to the transmission phase: greeting,
+/// then NBD_OPT_GO for `export_name` asking for the block size.
+pub(crate) fn negotiate(stream: &mut Stream, export_name: &str) -> Result<ExportInfo, ClientError> {
+    greet(stream)?;
+    go(stream, export_name)
+}
+
+/// NBD_OPT_GO for `export_name`, after the greeting (and STARTTLS).
+pub(crate) fn go(stream: &mut Stream, export_name: &str) -> Result<ExportInfo, ClientError> {
+    let name = export_name.as_bytes();
+    if name.len() > p::STRING_BYTES_MAX {
+        return Err(ClientError::Protocol(format!(
+            "export name of {} bytes; the protocol allows {}",
+            name.len(),
+            p::STRING_BYTES_MAX
+        )));
+    }
+    let requests = [p::INFO_BLOCK_SIZE, p::INFO_DESCRIPTION];
+    let mut data = Vec::new();
+    data.extend_from_slice(&(name.len() as u32).to_be_bytes());
+    data.extend_from_slice(name);
+    data.extend_from_slice(&(requests.len() as u16).to_be_bytes());
+    for request in requests {
+        data.extend_from_slice(&request.to_be_bytes());
+    }
+    send_option(stream, p::OPT_GO, &data)?;
+
+    let mut export_info: Option<(u64, u16)> = None;
+    let mut block_size = None;
+    let mut description = None;
+    loop {
+        let (reply_type, reply) = receive_option_reply(stream, p::OPT_GO)?;
+        if p::is_reply_error(reply_type) {
+            return Err(ClientError::OptionRejected {
+                option: p::OPT_GO,
+                reply_type,
+                message: String::from_utf8_lossy(&reply).into_owned(),
+            });
+        }
+        match reply_type {
+            p::REP_ACK => break,
+            p::REP_INFO if reply.len() >= 2 => match be_u16(&reply[0..2]) {
+                p::INFO_EXPORT if reply.len() == 12 => {
+                    export_info = Some((be_u64(&reply[2..10]), be_u16(&reply[10..12])));
+                }
+                p::INFO_BLOCK_SIZE if reply.len() == 14 => {
+                    block_size = Some(BlockSize {
+                        min_bytes: be_u32(&reply[2..6]),
+                        preferred_bytes: be_u32(&reply[6..10]),
+                        max_bytes: be_u32(&reply[10..14]),
+                    });
+                }
+                p::INFO_DESCRIPTION => {
+                    description = Some(String::from_utf8_lossy(&reply[2..]).into_owned());
+                }
+                _ => {} // unknown or unrequested info is ignored, as the spec asks
+            },
+            other => {
+                return Err(ClientError::Protocol(format!(
+                    "unexpected GO reply {other:#x}"
+                )))
+            }
+        }
+    }
+    let (size_bytes, transmission_flags) = export_info
+        .ok_or_else(|| ClientError::Protocol("GO acknowledged without NBD_INFO_EXPORT".into()))?;
+    Ok(ExportInfo {
+        size_bytes,
+        transmission_flags,
+        block_size,
+        description,
+    })
+}
+
+pub(crate) fn send_option(stream: &mut Stream, option: u32, data: &[u8]) -> io::Result<()> {
     let mut message = Vec::with_capacity(16 + data.len());
     message.extend_from_slice(&p::IHAVEOPT.to_be_bytes());
     message.extend_from_slice(&option.to_be_bytes());
     message.extend_from_slice(&(data.len() as u32).to_be_bytes());
     message.extend_from_slice(data);
-    stream.write_all(&message)
+    stream.write_all(&message)?;
+    // A TLS stream holds records back until flushed.
+    stream.flush()
 }
 
-fn receive_option_reply(stream: &mut Stream, option: u32) -> Result<(u32, Vec<u8>), ClientError> {
+pub(crate) fn receive_option_reply(
+    stream: &mut Stream,
+    option: u32,
+) -> Result<(u32, Vec<u8>), ClientError> {
     let mut header = [0u8; 20];
     stream.read_exact(&mut header)?;
     if be_u64(&header[0..8]) != p::OPTION_REPLY_MAGIC || be_u32(&header[8..12]) != option {
@@ -346,36 +378,4 @@ fn receive_option_reply(stream: &mut Stream, option: u32) -> Result<(u32, Vec<u8
     let mut data = vec![0u8; len_bytes as usize];
     stream.read_exact(&mut data)?;
     Ok((reply_type, data))
-}
-
-fn percent_decode(text: &str) -> Result<String, ClientError> {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut index = 0;
-    while index < bytes.len() {
-        if bytes[index] == b'%' {
-            let hex = text
-                .get(index + 1..index + 3)
-                .and_then(|hex| u8::from_str_radix(hex, 16).ok())
-                .ok_or_else(|| ClientError::Uri(format!("bad escape in {text}")))?;
-            out.push(hex);
-            index += 3;
-        } else {
-            out.push(bytes[index]);
-            index += 1;
-        }
-    }
-    String::from_utf8(out).map_err(|_| ClientError::Uri(format!("{text} is not UTF-8")))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn percent_decoding() {
-        assert_eq!(percent_decode("/tmp/a%20b").unwrap(), "/tmp/a b");
-        assert!(percent_decode("%zz").is_err());
-        assert!(percent_decode("%4").is_err());
-    }
 }

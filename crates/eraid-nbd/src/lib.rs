@@ -3,6 +3,8 @@
 //! The CLI implements [`Export`] for the array and serves it with
 //! [`Server`]; [`MemExport`] is an in-memory export and [`client::Client`] a
 //! small blocking client, both handy for tests and demos.
+//! [`SharedClient`] is the client an array member on another host uses:
+//! many threads, requests pipelined, every wait bounded, `nbds://` too.
 //!
 //! Protocol: fixed newstyle handshake (NBD_OPT_GO/INFO/EXPORT_NAME/LIST/
 //! ABORT/STRUCTURED_REPLY/LIST_META_CONTEXT/SET_META_CONTEXT, and STARTTLS
@@ -25,6 +27,8 @@ pub mod client;
 mod config;
 mod connection;
 mod export;
+#[doc(hidden)]
+pub mod fuzzing;
 mod handshake;
 mod in_flight;
 pub mod mem_export;
@@ -32,14 +36,19 @@ mod part_sequence;
 pub mod protocol;
 mod reply;
 mod server;
+pub mod shared_client;
 mod slots;
 mod stream;
 pub mod tls;
+mod tls_client;
 mod transmission;
+pub mod uri;
 
 pub use config::ServerConfig;
 pub use export::{Done, Export, ExportCommand, ExportError, ExportResult};
 pub use handshake::OPTION_DATA_BYTES_MAX;
 pub use mem_export::MemExport;
 pub use server::{Listener, RunningServer, Server, ServerError};
+pub use shared_client::{ConnectError, SharedClient};
 pub use tls::{load_cert_dir, TlsPolicy, TlsSetupError};
+pub use uri::{looks_like_nbd_uri, NbdUri, UriError};

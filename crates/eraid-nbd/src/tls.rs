@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
-use rustls::ServerConnection;
+use rustls::{Connection, ServerConnection};
 
 use crate::stream::{is_timeout, Stream, Watch};
 
@@ -118,21 +118,15 @@ pub fn accept(
             }
         }
     }
-    Ok(TlsStream {
-        shared: Arc::new(Shared {
-            conn: Mutex::new(conn),
-        }),
-        socket: Box::new(plain.try_clone()?),
-        received_bytes: Vec::new(),
-        unsent_bytes: Vec::new(),
-    })
+    TlsStream::over(Connection::Server(conn), plain)
 }
 
 /// The TLS session both halves of a connection use.
 #[derive(Debug)]
 struct Shared {
     /// Held only while rustls works on buffers, never across a socket wait.
-    conn: Mutex<ServerConnection>,
+    /// A server's session, or a client's (`crate::tls_client`).
+    conn: Mutex<Connection>,
 }
 
 /// One half of a TLS connection (clones share the session). Reads and
@@ -151,6 +145,18 @@ pub struct TlsStream {
 }
 
 impl TlsStream {
+    /// A stream over `plain` for a session whose handshake is done.
+    pub(crate) fn over(conn: Connection, plain: &Stream) -> io::Result<TlsStream> {
+        Ok(TlsStream {
+            shared: Arc::new(Shared {
+                conn: Mutex::new(conn),
+            }),
+            socket: Box::new(plain.try_clone()?),
+            received_bytes: Vec::new(),
+            unsent_bytes: Vec::new(),
+        })
+    }
+
     pub fn try_clone(&self) -> io::Result<TlsStream> {
         Ok(TlsStream {
             shared: self.shared.clone(),
@@ -164,7 +170,7 @@ impl TlsStream {
         &self.socket
     }
 
-    fn lock(shared: &Shared) -> io::Result<MutexGuard<'_, ServerConnection>> {
+    fn lock(shared: &Shared) -> io::Result<MutexGuard<'_, Connection>> {
         shared
             .conn
             .lock()

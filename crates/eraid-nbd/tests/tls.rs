@@ -9,7 +9,6 @@ mod common;
 
 use std::io::{Read, Write};
 use std::path::Path;
-use std::process::Command;
 use std::sync::Arc;
 
 use common::*;
@@ -17,76 +16,6 @@ use eraid_nbd::protocol as p;
 use eraid_nbd::{load_cert_dir, Export, MemExport, ServerConfig, TlsPolicy};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName};
-
-/// A CA and a localhost server certificate in qemu's layout, made with
-/// openssl; `other-key.pem` belongs to no certificate.
-fn make_pki(dir: &Path) {
-    let openssl = |args: &[&str]| {
-        run(Command::new("openssl").args(args).current_dir(dir));
-    };
-    let ec = [
-        "-newkey",
-        "ec",
-        "-pkeyopt",
-        "ec_paramgen_curve:P-256",
-        "-nodes",
-    ];
-    let mut ca = vec!["req", "-x509"];
-    ca.extend_from_slice(&ec);
-    ca.extend_from_slice(&[
-        "-keyout",
-        "ca-key.pem",
-        "-out",
-        "ca-cert.pem",
-        "-days",
-        "2",
-        "-subj",
-        "/CN=test CA",
-    ]);
-    openssl(&ca);
-    let mut csr = vec!["req"];
-    csr.extend_from_slice(&ec);
-    csr.extend_from_slice(&[
-        "-keyout",
-        "server-key.pem",
-        "-out",
-        "server.csr",
-        "-subj",
-        "/CN=localhost",
-    ]);
-    openssl(&csr);
-    std::fs::write(
-        dir.join("server.ext"),
-        "subjectAltName=DNS:localhost\nbasicConstraints=CA:FALSE\n",
-    )
-    .unwrap();
-    openssl(&[
-        "x509",
-        "-req",
-        "-in",
-        "server.csr",
-        "-CA",
-        "ca-cert.pem",
-        "-CAkey",
-        "ca-key.pem",
-        "-CAcreateserial",
-        "-out",
-        "server-cert.pem",
-        "-days",
-        "2",
-        "-extfile",
-        "server.ext",
-    ]);
-    openssl(&[
-        "genpkey",
-        "-algorithm",
-        "EC",
-        "-pkeyopt",
-        "ec_paramgen_curve:P-256",
-        "-out",
-        "other-key.pem",
-    ]);
-}
 
 fn tls_config(pki: &Path, required: bool) -> ServerConfig {
     ServerConfig {

@@ -59,7 +59,7 @@ pub struct AddArgs {
     /// The control socket of a running `eraid serve --control PATH`.
     #[arg(long, value_name = "PATH", conflicts_with = "members")]
     control: Option<PathBuf>,
-    /// The file or block device to add.
+    /// The file, block device or NBD export (nbd://HOST:PORT/EXPORT) to add.
     new: PathBuf,
     /// The array's members, when no server runs it (offline).
     #[arg(required_unless_present = "control")]
@@ -73,7 +73,7 @@ impl AddArgs {
         };
         let mut client = ControlClient::connect(&control)?;
         // The server resolves paths against its own directory.
-        let path = std::path::absolute(&self.new).unwrap_or_else(|_| self.new.clone());
+        let path = crate::member_name::absolute(&self.new);
         let status = client
             .call(&json!({
                 "command": "add",

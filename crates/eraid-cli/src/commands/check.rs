@@ -32,7 +32,8 @@ pub struct CheckArgs {
     /// The control socket of a running `eraid serve --control PATH`.
     #[arg(long, value_name = "PATH", conflicts_with = "members")]
     control: Option<PathBuf>,
-    /// Member files or block devices of the array (any order).
+    /// Member files, block devices or NBD exports (nbd://HOST:PORT/EXPORT,
+    /// nbd+unix:///EXPORT?socket=PATH, nbds://...) of the array (any order).
     #[arg(required_unless_present = "control")]
     members: Vec<PathBuf>,
 }

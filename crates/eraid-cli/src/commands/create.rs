@@ -7,7 +7,7 @@ use clap::Args;
 use eraid_core::geometry::{Geometry, Level, ParityLayout, METADATA_BYTES};
 use eraid_core::metadata::create::{initial_writes, new_superblock, NewMember};
 use eraid_core::metadata::superblock::Superblock;
-use eraid_driver::{read_metadata_area, write_at_sync, MemberFile, MemberOptions};
+use eraid_driver::{read_metadata_area, write_at_sync, MemberDevice, MemberOptions};
 use std::path::{Path, PathBuf};
 
 /// Create a new array on member files or block devices
@@ -69,7 +69,9 @@ pub struct CreateArgs {
     /// Put the members first, or end the --spare list with `--`.
     #[arg(long = "spare", value_name = "NEW", num_args = 1..)]
     spares: Vec<PathBuf>,
-    /// Member files or block devices, in slot order.
+    /// Member files, block devices or NBD exports (nbd://HOST:PORT/EXPORT,
+    /// nbd+unix:///EXPORT?socket=PATH, nbds://...?tls-certificates=DIR),
+    /// in slot order. Exports must exist: only files are created.
     #[arg(required = true)]
     members: Vec<PathBuf>,
 }
@@ -127,7 +129,7 @@ impl CreateArgs {
         // says: overwriting them would pull an array from under its server.
         let mut locks = crate::locks::MemberLocks::default();
         for path in &all {
-            if path.exists() {
+            if member_exists(path) {
                 locks.extend(crate::locks::lock_member(path)?);
             }
         }
@@ -136,7 +138,7 @@ impl CreateArgs {
         let mut any_existing = false;
         let mut locked_arrays: Vec<String> = Vec::new();
         for (index, path) in all.iter().enumerate() {
-            if !path.exists() {
+            if !member_exists(path) {
                 if size_bytes.is_none() {
                     bail!(
                         "{} does not exist; give --size to create it",
@@ -152,7 +154,7 @@ impl CreateArgs {
                 writable: false,
                 ..MemberOptions::default()
             };
-            let file = MemberFile::open_with(path, read_only)
+            let file = MemberDevice::open_with(path, read_only)
                 .with_context(|| format!("cannot open {}", path.display()))?;
             let area = read_metadata_area(&file, METADATA_BYTES as usize)
                 .with_context(|| format!("cannot read {}", path.display()))?;
@@ -240,8 +242,7 @@ impl CreateArgs {
             .iter()
             .map(|p| NewMember {
                 uuid: uuid::Uuid::new_v4().to_string(),
-                path_hint: std::fs::canonicalize(p)
-                    .unwrap_or_else(|_| p.clone())
+                path_hint: crate::member_name::canonical_or_given(p)
                     .display()
                     .to_string(),
             })
@@ -257,8 +258,7 @@ impl CreateArgs {
             .map(|p| eraid_core::metadata::superblock::MemberRecord {
                 uuid: uuid::Uuid::new_v4().to_string(),
                 state: eraid_core::metadata::superblock::MemberState::Spare,
-                path_hint: std::fs::canonicalize(p)
-                    .unwrap_or_else(|_| p.clone())
+                path_hint: crate::member_name::canonical_or_given(p)
                     .display()
                     .to_string(),
                 failure: None,
@@ -266,9 +266,9 @@ impl CreateArgs {
                 re_add_from_events: None,
             })
             .collect();
-        let files: Vec<MemberFile> = all
+        let files: Vec<MemberDevice> = all
             .iter()
-            .map(|p| MemberFile::open(p).with_context(|| format!("cannot open {}", p.display())))
+            .map(|p| MemberDevice::open(p).with_context(|| format!("cannot open {}", p.display())))
             .collect::<Result<_>>()?;
         for (member, offset, bytes) in initial_writes(&superblock, any_existing) {
             write_at_sync(&files[member], offset, &bytes)
@@ -299,6 +299,13 @@ impl CreateArgs {
         }
         Ok(0)
     }
+}
+
+/// True when the member is there to open: an existing file or device,
+/// or an NBD export (which `create` never makes; connecting says whether
+/// it is there).
+fn member_exists(path: &Path) -> bool {
+    eraid_driver::is_nbd_uri(path) || path.exists()
 }
 
 /// Refuses a --size no array could use: file offsets are signed 64-bit, and

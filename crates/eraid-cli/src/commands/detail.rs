@@ -39,7 +39,8 @@ pub struct DetailArgs {
     /// The control socket of a running `eraid serve --control PATH`.
     #[arg(long, value_name = "PATH", conflicts_with = "members")]
     control: Option<PathBuf>,
-    /// Member files or block devices of the array (any order).
+    /// Member files, block devices or NBD exports (nbd://HOST:PORT/EXPORT,
+    /// nbd+unix:///EXPORT?socket=PATH, nbds://...) of the array (any order).
     #[arg(required_unless_present = "control")]
     members: Vec<PathBuf>,
 }
@@ -492,10 +493,9 @@ fn member_problem(unusable: &UnusableMember, opened: &[bool]) -> (&'static str, 
 /// Whether `path` is the member a superblock last saw at `hint` (hints are
 /// canonical paths, long ones shortened to "…" and their end).
 fn same_member_path(hint: &str, path: &std::path::Path) -> bool {
-    let full = std::fs::canonicalize(path)
-        .or_else(|_| std::path::absolute(path))
-        .unwrap_or_else(|_| path.to_path_buf());
-    let full = full.display().to_string();
+    let full = crate::member_name::canonical_or_absolute(path)
+        .display()
+        .to_string();
     match hint.strip_prefix('\u{2026}') {
         Some(tail) => full.ends_with(tail),
         None => full == hint,

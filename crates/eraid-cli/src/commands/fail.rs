@@ -59,10 +59,7 @@ pub struct RemoveArgs {
 /// The member's path as the server should read it (it resolves relative
 /// paths against its own directory).
 fn absolute(path: &std::path::Path) -> String {
-    std::path::absolute(path)
-        .unwrap_or_else(|_| path.to_path_buf())
-        .display()
-        .to_string()
+    crate::member_name::absolute(path).display().to_string()
 }
 
 impl FailArgs {
@@ -86,8 +83,18 @@ impl FailArgs {
             .with_context(|| format!("cannot fail {}", self.member.display()))?;
         println!("{} failed", self.member.display());
         let rebuild = &status["rebuild"];
+        let spare_here = status["members"]
+            .as_array()
+            .is_some_and(|m| m.iter().any(|m| m["state"] == "spare"));
         if rebuild["state"] == "running" {
             println!("a spare took over: {}", rebuild_line(rebuild));
+        } else if spare_here && status["reshape"]["state"] == "paused" {
+            // The growth first records what it copied (its position is
+            // where the rebuild cuts its rows), then the spare takes over.
+            println!(
+                "the growth is paused; a spare takes over once its position is recorded, \
+                 and the growth goes on by itself after the rebuild"
+            );
         } else {
             println!(
                 "the array is degraded; add a replacement: eraid add NEW --control {}",

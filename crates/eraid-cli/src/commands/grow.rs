@@ -56,7 +56,9 @@ use std::time::{Duration, Instant};
 ///                of their I/Os exceeded --latency-bound (more than --slack).
 ///
 /// Without --no-wait a progress bar shows moved bytes, rate and ETA until
-/// the growth is done (exit 0) or pauses (exit 1, with the reason). After a
+/// the growth is done (exit 0) or pauses (exit 1, with the reason); a
+/// pause while a hot spare is rebuilt for a failed member is waited
+/// through, since the growth goes on by itself after the rebuild. After a
 /// crash, the next `eraid serve` of all members (old and new) resumes the
 /// growth from its last checkpoint by itself. `eraid detail` shows
 /// `reshape` during and after a growth; `eraid reshape pause|resume|set`
@@ -64,7 +66,8 @@ use std::time::{Duration, Instant};
 #[derive(Args, Debug)]
 #[command(verbatim_doc_comment)]
 pub struct GrowArgs {
-    /// Files or block devices to add (same size as the members or larger).
+    /// Files, block devices or NBD exports to add (same size as the
+    /// members or larger).
     #[arg(long = "add", value_name = "MEMBER", num_args = 1.., required = true)]
     add: Vec<PathBuf>,
     /// round-robin, semi-rr or fastscale (RAID-0); md-reshape or alv (RAID-5).
@@ -280,12 +283,7 @@ impl GrowArgs {
         let add: Vec<String> = self
             .add
             .iter()
-            .map(|p| {
-                std::path::absolute(p)
-                    .unwrap_or_else(|_| p.clone())
-                    .display()
-                    .to_string()
-            })
+            .map(|p| crate::member_name::absolute(p).display().to_string())
             .collect();
         let started = client
             .call(&json!({"command": "grow", "add": add, "config": config}))
@@ -438,6 +436,38 @@ enum WaitEnd {
     Interrupted,
 }
 
+/// What a paused growth waits for, if not for the operator.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum PausedFor {
+    /// A failed member is being rebuilt: the growth goes on after.
+    Rebuild,
+    /// A member failed and a spare is here to take it over (once the
+    /// growth has recorded its position).
+    SpareTakeover,
+    Other,
+}
+
+fn paused_for(status: &Value) -> PausedFor {
+    if status["reshape"]["held"] == true {
+        return PausedFor::Other;
+    }
+    if status["rebuild"]["state"] == "running" && status["rebuild"]["kind"] != "replace" {
+        return PausedFor::Rebuild;
+    }
+    let spare_here = status["members"]
+        .as_array()
+        .is_some_and(|m| m.iter().any(|m| m["state"] == "spare"));
+    if status["degraded"] == true && spare_here {
+        PausedFor::SpareTakeover
+    } else {
+        PausedFor::Other
+    }
+}
+
+/// How long a paused growth is waited through for a spare to take over
+/// (it does as soon as the growth's position is recorded: milliseconds).
+const SPARE_TAKEOVER_WAIT: Duration = Duration::from_secs(30);
+
 /// Polls the status until the growth is done or paused, drawing a progress
 /// bar (or, when stderr is not a terminal, a line every few seconds).
 fn wait_for_growth(poll: &mut dyn FnMut() -> Result<Value>, stop: &AtomicBool) -> Result<WaitEnd> {
@@ -449,6 +479,7 @@ fn wait_for_growth(poll: &mut dyn FnMut() -> Result<Value>, stop: &AtomicBool) -
     );
     let mut last_line = Instant::now();
     let started = Instant::now();
+    let mut takeover_since: Option<Instant> = None;
     let end = loop {
         if stop.load(Ordering::Relaxed) {
             break WaitEnd::Interrupted;
@@ -483,8 +514,24 @@ fn wait_for_growth(poll: &mut dyn FnMut() -> Result<Value>, stop: &AtomicBool) -
             );
             last_line = Instant::now();
         }
+        // Paused for a failed member a spare rebuilds (or is about to):
+        // the growth goes on by itself once the rebuild is done.
+        let waits_for_rebuild = r["state"] == "paused"
+            && match paused_for(&status) {
+                PausedFor::Rebuild => {
+                    takeover_since = None;
+                    true
+                }
+                PausedFor::SpareTakeover => {
+                    takeover_since.get_or_insert_with(Instant::now).elapsed() < SPARE_TAKEOVER_WAIT
+                }
+                PausedFor::Other => false,
+            };
         match r["state"].as_str() {
             Some("done") => break WaitEnd::Done(status, started.elapsed()),
+            Some("paused") if waits_for_rebuild => {
+                bar.set_message(format!("paused while a member is rebuilt; {message}"));
+            }
             Some("paused") => {
                 break WaitEnd::Paused(
                     r["pause_reason"]

@@ -49,9 +49,7 @@ impl OfflineArray {
                 .get(j)
                 .is_some_and(|s| s.is_some()),
         });
-        let full = std::fs::canonicalize(name)
-            .or_else(|_| std::path::absolute(name))
-            .unwrap_or_else(|_| name.to_path_buf());
+        let full = crate::member_name::canonical_or_absolute(name);
         let remembered = sb
             .members
             .iter()

@@ -152,6 +152,16 @@ pub fn rebuild_line(r: &Value) -> String {
         })
         .collect();
     let config = &r["config"];
+    if targets.is_empty() && r["kind"] != "replace" {
+        // Settings given before any failure: there is nothing to report
+        // but what the next rebuild will use.
+        return format!(
+            "no rebuild running; the next one uses strategy {}, speed {}..{} KiB/s",
+            config["strategy"].as_str().unwrap_or("?"),
+            config["speed_min_kib_s"],
+            config["speed_max_kib_s"],
+        );
+    }
     let what = if r["kind"] == "replace" {
         format!(
             "replace {} ({}) of member {} ({}) onto {}",
@@ -166,11 +176,7 @@ pub fn rebuild_line(r: &Value) -> String {
             "rebuild {} ({}) of {}",
             r["state"].as_str().unwrap_or("?"),
             r["strategy"].as_str().unwrap_or("?"),
-            if targets.is_empty() {
-                "nothing".to_string()
-            } else {
-                targets.join(", ")
-            },
+            targets.join(", "),
         )
     };
     let done = if r["kind"] == "replace" {

@@ -50,10 +50,7 @@ pub struct ReplaceArgs {
 }
 
 fn absolute(path: &Path) -> String {
-    std::path::absolute(path)
-        .unwrap_or_else(|_| path.to_path_buf())
-        .display()
-        .to_string()
+    crate::member_name::absolute(path).display().to_string()
 }
 
 /// What the end of the wait means, in words.

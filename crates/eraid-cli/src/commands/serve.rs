@@ -140,7 +140,8 @@ pub struct ServeArgs {
     /// (rustls has no TLS-PSK); refused with an error.
     #[arg(long, value_name = "FILE")]
     tls_psk: Option<PathBuf>,
-    /// Member files or block devices of the array (any order).
+    /// Member files, block devices or NBD exports (nbd://HOST:PORT/EXPORT,
+    /// nbd+unix:///EXPORT?socket=PATH, nbds://...) of the array (any order).
     #[arg(required = true)]
     members: Vec<PathBuf>,
 }

@@ -56,6 +56,19 @@ pub struct ArrayOptions {
     /// The write-back cache (policy `none`: none). Check it with
     /// `CacheConfig::validate` before `Array::open`.
     pub cache: crate::cache::config::CacheConfig,
+    /// A deliberate bug for the deterministic simulation harness to find
+    /// (proof that it can fail); never set outside tests.
+    #[doc(hidden)]
+    pub planted_bug: Option<PlantedBug>,
+}
+
+/// Bugs the simulation harness must be able to catch (test-only).
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PlantedBug {
+    /// A user flush (or FUA write) is acknowledged as soon as the member
+    /// flushes are issued, not when they complete.
+    FlushReplyBeforeMemberFlushes,
 }
 
 impl Default for ArrayOptions {
@@ -67,6 +80,7 @@ impl Default for ArrayOptions {
             write_intent_bitmap: true,
             rebuild: Default::default(),
             cache: Default::default(),
+            planted_bug: None,
         }
     }
 }
@@ -115,6 +129,8 @@ enum FlushPurpose {
     ReshapeBackup,
     /// Copied data must be durable before a checkpoint says so.
     ReshapeCheckpoint,
+    /// The planted bug's flush: already answered, nothing to do when done.
+    PlantedEarlyReply,
     /// Rebuilt stripes below `position` must be durable on the
     /// replacements before the rebuild record says so (`pass` tells an
     /// earlier pass's flush apart).
@@ -494,6 +510,15 @@ impl Array {
 
     /// Issues a flush to every present member; `purpose` runs when all finish.
     fn flush_members(&mut self, purpose: FlushPurpose) {
+        let purpose = match purpose {
+            FlushPurpose::Reply(request)
+                if self.options.planted_bug == Some(PlantedBug::FlushReplyBeforeMemberFlushes) =>
+            {
+                self.reply_flush(request);
+                FlushPurpose::PlantedEarlyReply
+            }
+            other => other,
+        };
         let id = self.next_flush_id;
         self.next_flush_id += 1;
         let members: Vec<usize> = (0..self.geometry.member_count)
@@ -501,7 +526,7 @@ impl Array {
             .collect();
         // Flushes for bitmap clearing and close are metadata work, not the user's.
         let cause = match purpose {
-            FlushPurpose::Reply(_) => IoCause::User,
+            FlushPurpose::Reply(_) | FlushPurpose::PlantedEarlyReply => IoCause::User,
             FlushPurpose::Clean(_)
             | FlushPurpose::Close
             | FlushPurpose::ReshapeCheckpoint
@@ -593,6 +618,7 @@ impl Array {
                 self.request_superblock_write();
                 self.phase = Phase::Closing(CloseStage::WritingMetadata);
             }
+            FlushPurpose::PlantedEarlyReply => {}
             FlushPurpose::ReshapeBackup => self.reshape_backup_flushed(),
             FlushPurpose::ReshapeCheckpoint => self.reshape_checkpoint_flushed(),
             FlushPurpose::RebuildCheckpoint { pass, position } => {

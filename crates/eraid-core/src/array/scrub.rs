@@ -244,5 +244,21 @@ impl Array {
                     .push_back(ArrayEvent::ResyncFinished { regions });
             }
         }
+        self.resync_mirror_regions_left_by_a_rebuild();
+    }
+
+    /// A RAID-10 rebuild that ended while a check ran left its regions to
+    /// resync (`finish_rebuild`): start once the check is over.
+    fn resync_mirror_regions_left_by_a_rebuild(&mut self) {
+        if self.geometry.level == crate::geometry::Level::Raid10
+            && !self.scrub_running()
+            && self.rebuild.is_none()
+            && !self.is_degraded()
+            && self.phase == Phase::Running
+            && !self.unresynced_regions.is_empty()
+        {
+            let regions = std::mem::take(&mut self.unresynced_regions);
+            self.start_resync(regions);
+        }
     }
 }

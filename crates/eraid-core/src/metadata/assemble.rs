@@ -387,7 +387,7 @@ fn examine(probes: &[MemberProbe], tolerant: bool, force: bool) -> Result<Survey
             SlotState::Present { probe: probe_index }
         } else {
             report.push(format!(
-                "member {slot}: {} is stale (events {} < {}, recorded {:?}): not used, needs a rebuild",
+                "member {slot}: {} is stale (events {} < {}, recorded {:?}): out of date, brought up to date before use (a re-add where the bitmap allows, else a full rebuild)",
                 probe.path, superblock.events, newest.events, record.state
             ));
             SlotState::Stale {

@@ -65,6 +65,13 @@ pub fn check_lifecycle_fields(sb: &Superblock) -> Result<(), String> {
         }
         return Ok(());
     }
+    // The engine starts a rebuild beside a growth only once no window
+    // awaits its backup (rewriting it would move the rows' cut).
+    if sb.reshape.as_ref().is_some_and(|r| r.backup.is_some()) {
+        return Err(
+            "an unfinished rebuild is recorded beside a growth window awaiting its backup".into(),
+        );
+    }
     if rebuild.total_stripes != stripes {
         return Err(format!(
             "the rebuild covers {} stripes, the geometry has {stripes}",
@@ -177,6 +184,7 @@ mod tests {
         let mut sb = raid5();
         sb.members[target].state = MemberState::Rebuilding;
         sb.rebuild = Some(RebuildRecord {
+            growth_checkpoint_chunk: None,
             config: RebuildConfig::default(),
             kind: Default::default(),
             targets: vec![target],
@@ -244,6 +252,7 @@ mod tests {
             re_add_from_events: None,
         });
         sb.rebuild = Some(RebuildRecord {
+            growth_checkpoint_chunk: None,
             config: RebuildConfig::default(),
             kind: crate::rebuild::record::RebuildKind::Full,
             targets: Vec::new(),
@@ -308,6 +317,50 @@ mod tests {
         sb.rebuild.as_mut().unwrap().state = RebuildState::Done;
         sb.spares.clear();
         assert!(round_trip(&sb, 0).is_ok());
+    }
+
+    /// A rebuild beside a growth of member 3 onto this 4-member RAID-5,
+    /// paused at its start; with `backup`, its first window awaits its
+    /// backup (as after a crash in it).
+    fn rebuilding_beside_growth(backup: bool) -> Superblock {
+        use crate::growth::config::{ReshapeConfig, ReshapeStrategy};
+        use crate::growth::record::{BackupRecord, ReshapeRecord, ReshapeState};
+        let mut sb = rebuilding(1, 0);
+        let new = sb.geometry;
+        let old = Geometry {
+            member_count: 3,
+            ..new
+        };
+        let row = new.data_per_stripe() as u64;
+        sb.reshape = Some(ReshapeRecord {
+            config: ReshapeConfig::with_strategy(ReshapeStrategy::Alv),
+            old_geometry: old,
+            old_placement: None,
+            checkpoint_chunk: 0,
+            total_chunks: new.capacity_bytes() / new.chunk_bytes,
+            old_capacity_chunks: old.capacity_bytes() / old.chunk_bytes,
+            backup: backup.then(|| BackupRecord {
+                start_chunk: 0,
+                end_chunk: row,
+                member: 3,
+                offset_bytes: new.data_offset_bytes + (new.member_chunks() - row) * new.chunk_bytes,
+                len_bytes: row * new.chunk_bytes,
+                crc32c: 0,
+            }),
+            state: ReshapeState::Paused,
+            pause_reason: None,
+            held: false,
+            counters: Default::default(),
+        });
+        sb.rebuild.as_mut().unwrap().growth_checkpoint_chunk = Some(0);
+        sb
+    }
+
+    #[test]
+    fn a_rebuild_beside_a_growth_window_awaiting_its_backup_is_refused() {
+        let back = round_trip(&rebuilding_beside_growth(false), 0).expect("decodes");
+        assert_eq!(back.rebuild.unwrap().growth_checkpoint_chunk, Some(0));
+        refused(&rebuilding_beside_growth(true), 0, "awaiting its backup");
     }
 
     #[test]

@@ -226,6 +226,7 @@ pub fn apply(assembly: &Assembly, change: MemberChange) -> Result<ChangedSuperbl
                 let config = sb.rebuild.take().map(|r| r.config).unwrap_or_default();
                 let total = sb.geometry.stripe_count();
                 sb.rebuild = Some(RebuildRecord {
+                    growth_checkpoint_chunk: None,
                     config,
                     kind: RebuildKind::Full,
                     targets: vec![slot],

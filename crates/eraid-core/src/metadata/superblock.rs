@@ -349,6 +349,7 @@ mod tests {
                 })
                 .collect(),
             rebuild: Some(crate::rebuild::record::RebuildRecord {
+                growth_checkpoint_chunk: Some(u64::MAX),
                 config: Default::default(),
                 kind: Default::default(),
                 targets: (0..MEMBER_COUNT_MAX).collect(),

@@ -98,6 +98,11 @@ pub struct RebuildRecord {
     /// empty, the source member keeps serving while it is copied.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replace: Option<ReplaceRecord>,
+    /// A rebuild beside a paused growth: the growth's checkpoint (logical
+    /// chunks) where its rows change layout. The map means nothing
+    /// against another cut (the rebuild then starts again from row 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub growth_checkpoint_chunk: Option<u64>,
 }
 
 /// A replace: member slot `source` is copied onto a new member, kept in

@@ -71,13 +71,7 @@ pub fn geometry(
 }
 
 pub fn options() -> ArrayOptions {
-    ArrayOptions {
-        bitmap_clean_delay_ms: 50,
-        scrub_window_stripes: 4,
-        resync_on_open: true,
-        write_intent_bitmap: true,
-        ..ArrayOptions::default()
-    }
+    eraid_core::testing::test_array_options()
 }
 
 /// Assembles and opens the array on the harness members, running until open.
@@ -120,22 +114,13 @@ pub fn check(h: &mut MemHarness, array: &mut Array, repair: bool) -> (u64, u64) 
     )
 }
 
-/// A growth configuration for test arrays: small windows so a test sees many
-/// windows and checkpoints, and never throttled (the floor is above any rate
-/// the harness reaches).
+/// A growth configuration for test arrays (`testing::test_growth_config`
+/// at the tests' chunk).
 pub fn growth_config(
     strategy: eraid_core::growth::config::ReshapeStrategy,
     sliding_window_bytes_max: u64,
 ) -> eraid_core::growth::config::ReshapeConfig {
-    eraid_core::growth::config::ReshapeConfig {
-        aggregation_bytes: 2 * CHUNK,
-        md_window_bytes: 6 * CHUNK,
-        sliding_window_bytes_max,
-        md_page_bytes: 1024,
-        speed_min_kib_s: u64::MAX / 4096,
-        speed_max_kib_s: u64::MAX / 4096,
-        ..eraid_core::growth::config::ReshapeConfig::with_strategy(strategy)
-    }
+    eraid_core::testing::test_growth_config(strategy, CHUNK, sliding_window_bytes_max)
 }
 
 /// Reads the whole array and asserts that every sector not `touched` since

@@ -39,6 +39,12 @@ impl Array {
         if self.reshape_record().expect("record").state != ReshapeState::Paused {
             return Err("the growth is not paused".into());
         }
+        if let Some(rebuild) = self.rebuild.as_ref().filter(|r| !r.targets.is_empty()) {
+            return Err(format!(
+                "member {:?} is being rebuilt; the growth goes on by itself when that is done",
+                rebuild.targets
+            ));
+        }
         if self.is_degraded() {
             let missing: Vec<String> = (0..self.present.len())
                 .filter(|&m| !self.present[m])

@@ -134,7 +134,7 @@ impl Array {
         self.superblock.reshape.as_ref()
     }
 
-    fn reshape_record_mut(&mut self) -> &mut ReshapeRecord {
+    pub(in crate::array) fn reshape_record_mut(&mut self) -> &mut ReshapeRecord {
         self.superblock.reshape.as_mut().expect("growth record")
     }
 
@@ -164,8 +164,14 @@ impl Array {
         self.reshape = Some(Reshape::build(record, &self.geometry, self.now));
         // A growth paused by a failure retries once every member is back;
         // if the cause remains it pauses again, saying why. One the
-        // operator paused stays paused.
-        if !self.is_degraded() && !record.held {
+        // operator paused stays paused, and one a rebuild holds goes on
+        // when the rebuild is done.
+        let rebuild_unfinished = self
+            .superblock
+            .rebuild
+            .as_ref()
+            .is_some_and(|r| r.state.unfinished() && r.replace.is_none());
+        if !self.is_degraded() && !record.held && !rebuild_unfinished {
             let record = self.reshape_record_mut();
             record.state = ReshapeState::Running;
             record.pause_reason = None;
@@ -363,6 +369,8 @@ impl Array {
         self.outbox_event
             .push_back(ArrayEvent::ReshapePaused { reason });
         self.request_superblock_write();
+        // A spare may take a failed slot over now.
+        self.ready.push(super::Ready::Rebuild);
     }
 
     /// The last window is checkpointed: the array has its new shape.

@@ -850,6 +850,11 @@ impl Array {
                     self.start_resync(regions);
                 }
                 self.release_blocked();
+                // A spare waiting for the paused growth to be still may
+                // start.
+                if !self.reshape_runnable() {
+                    self.ready.push(super::super::Ready::Rebuild);
+                }
             }
         }
         let Some(reshape) = &mut self.reshape else {

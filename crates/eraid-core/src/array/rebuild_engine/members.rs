@@ -46,6 +46,17 @@ impl Array {
             ));
         }
         self.check_new_member(&member)?;
+        // A paused growth takes a replacement or a spare: the rebuild runs
+        // beside it, then the growth goes on (`growth_regions`).
+        if self.growth_unfinished()
+            && self
+                .reshape_record()
+                .is_some_and(|r| r.state == ReshapeState::Running)
+        {
+            return Err(
+                "a growth is running; add members once it is done (or pause it first)".into(),
+            );
+        }
         if !spare && self.present.iter().all(|&p| p) {
             return Err(format!(
                 "the array has no failed or missing member for {} to replace; add it as a \
@@ -75,9 +86,6 @@ impl Array {
     pub(super) fn check_new_member(&self, member: &NewMember) -> Result<(), String> {
         if self.phase != Phase::Running {
             return Err("the array is not running (opening or closing)".into());
-        }
-        if self.growth_unfinished() {
-            return Err("a growth is unfinished; add members once it is done".into());
         }
         let needed_bytes = self.geometry.data_offset_bytes + self.geometry.member_data_bytes;
         if member.size_bytes < needed_bytes {
@@ -216,10 +224,7 @@ impl Array {
     /// slot and spare order) and a rebuild starts onto them, unless a
     /// rebuild has gone too far to be joined (they wait for its end).
     pub(super) fn take_over_failed_slots(&mut self) {
-        if self.phase != Phase::Running
-            || self.geometry.level.redundancy() == 0
-            || self.growth_unfinished()
-        {
+        if self.phase != Phase::Running || self.geometry.level.redundancy() == 0 {
             return;
         }
         let total = self.geometry.stripe_count();
@@ -242,7 +247,9 @@ impl Array {
             .filter(|&j| self.spare_devices[j].is_some())
             .collect();
         let pairs: Vec<(usize, usize)> = failed.into_iter().zip(spares).collect();
-        if pairs.is_empty() {
+        // Beside a growth, only once it is paused and still (its cut where
+        // a crash would resume); asked only when a spare waits.
+        if pairs.is_empty() || !self.growth_quiet_for_rebuild() {
             return;
         }
         // Highest spare first, so the lower indices stay valid.
@@ -314,6 +321,7 @@ impl Array {
         self.superblock
             .rebuild
             .get_or_insert_with(|| crate::rebuild::record::RebuildRecord {
+                growth_checkpoint_chunk: None,
                 config: config.clone(),
                 kind: Default::default(),
                 targets: Vec::new(),

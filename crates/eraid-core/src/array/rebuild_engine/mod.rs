@@ -26,6 +26,7 @@
 
 mod access_monitor;
 mod dor;
+mod growth_regions;
 mod members;
 mod order;
 mod pacing;
@@ -37,7 +38,7 @@ mod status;
 mod zone_scheduler;
 
 use super::locks::LockMode;
-use super::op::{OpKind, OpTarget, Parent};
+use super::op::{OpKind, Parent};
 use super::{Array, FlushPurpose, Phase, Ready};
 use crate::io::{ArrayEvent, TimeNs, UserError};
 use crate::metadata::superblock::MemberState;
@@ -46,6 +47,7 @@ use crate::rebuild::record::{
     RebuildCounters, RebuildKind, RebuildRecord, RebuildState, RebuiltUnits,
 };
 use dor::DiskProcesses;
+use growth_regions::GrowthRegions;
 use order::RebuildOrder;
 use pacing::RebuildPacing;
 use rebuilt_map::RebuiltMap;
@@ -103,6 +105,9 @@ pub(super) struct Rebuild {
     /// The replace's last stripe is copied: `replace` names the old
     /// member's device, retired once the record naming the new is durable.
     pub replace_done: bool,
+    /// Beside a paused growth: where its rows change layout (the rows'
+    /// stripes are rebuilt in the layout owning them, `growth_regions`).
+    pub growth: Option<GrowthRegions>,
 }
 
 impl Rebuild {
@@ -136,6 +141,7 @@ impl Rebuild {
             started_at: now,
             replace: None,
             replace_done: false,
+            growth: None,
         }
     }
 
@@ -216,7 +222,7 @@ impl Array {
         config: &RebuildConfig,
     ) -> Rebuild {
         let pass = self.next_rebuild_pass();
-        Rebuild::new(
+        let mut rebuild = Rebuild::new(
             pass,
             targets,
             map,
@@ -225,7 +231,9 @@ impl Array {
             self.geometry.member_data_bytes,
             self.geometry.stripe_count(),
             self.now,
-        )
+        );
+        rebuild.growth = self.growth_regions_now();
+        rebuild
     }
 
     /// Resumes a rebuild recorded in the superblock (called at open).
@@ -234,6 +242,8 @@ impl Array {
     pub(super) fn resume_rebuild(&mut self, bitmap_whole: bool) {
         let present = self.present.clone();
         let stripes = self.geometry.stripe_count();
+        let growth_cut = self.growth_regions_now().map(|r| r.checkpoint_chunk);
+        let growth_backup_pending = self.reshape_backup_pending();
         let Some(record) = &mut self.superblock.rebuild else {
             return;
         };
@@ -251,8 +261,23 @@ impl Array {
                 Some("its replacement was missing or stale when the array started".into());
             return;
         }
+        // Refused at decode (`check_lifecycle_fields`): a window's rewrite
+        // from its backup would move the rows' cut under the rebuild.
+        assert!(
+            !growth_backup_pending,
+            "an unfinished rebuild beside a growth window awaiting its backup"
+        );
         if !record.held {
             record.state = RebuildState::Running;
+        }
+        if record.growth_checkpoint_chunk != growth_cut {
+            // Rebuilt against another cut of the rows (or none): the map
+            // says nothing about this one; every row is rebuilt again.
+            record.growth_checkpoint_chunk = growth_cut;
+            record.checkpoint_stripe = 0;
+            record.rebuilt_units = None;
+            record.counters.copied_bytes = 0;
+            record.counters.restarts += 1;
         }
         // Checked at decode; a map that no longer decodes only costs redoing.
         let bits = record
@@ -378,14 +403,19 @@ impl Array {
                 break;
             };
             let pass = rebuild.pass;
-            let stripe_map = self.layout.stripe_map(stripe);
-            let has_work = stripe_map
-                .shards()
-                .any(|p| self.is_rebuild_target(p.member) || self.is_replace_source(p.member));
+            // Beside a paused growth, the row's stripe in the layout that
+            // owns it (none: a row the growth rewrites whole later).
+            let target = self.rebuild_row_target(stripe);
+            let stripe_map = target.map(|t| self.stripe_map_of(t));
+            let has_work = stripe_map.as_ref().is_some_and(|map| {
+                map.shards()
+                    .any(|p| self.is_rebuild_target(p.member) || self.is_replace_source(p.member))
+            });
             if !has_work {
                 self.rebuild_stripe_finished(stripe, 0);
                 continue;
             }
+            let (target, stripe_map) = (target.expect("has work"), stripe_map.expect("has work"));
             let sources: Vec<usize> = stripe_map
                 .shards()
                 .map(|p| p.member)
@@ -399,7 +429,7 @@ impl Array {
             rebuild.inflight.insert(stripe, sources);
             self.create_op(
                 Parent::Rebuild { pass },
-                OpTarget::current(stripe),
+                target,
                 OpKind::Rebuild,
                 LockMode::Exclusive,
                 Vec::new(),
@@ -562,12 +592,25 @@ impl Array {
         }
         // A rebuilt stripe's parity agrees with its data (suspect parity
         // was rewritten on the way), so regions a resync had to skip for
-        // want of these members are consistent now.
+        // want of these members are consistent now. Not so for mirrors: the
+        // rebuild copied only the replaced member's chunks, and copies on
+        // two surviving members that a crash left different still differ,
+        // so those regions are resynced now (still pinned until done).
         if !self.is_degraded() {
-            for region in std::mem::take(&mut self.unresynced_regions) {
-                self.intent.pinned.remove(&region);
+            let regions = std::mem::take(&mut self.unresynced_regions);
+            let mirrored = self.geometry.level == crate::geometry::Level::Raid10;
+            if mirrored && !regions.is_empty() && !self.scrub_running() {
+                self.start_resync(regions);
+            } else if mirrored && !regions.is_empty() {
+                // A check runs: the resync waits for it (`pump_scrub`).
+                self.unresynced_regions = regions;
+            } else {
+                for region in regions {
+                    self.intent.pinned.remove(&region);
+                }
             }
         }
+        self.resume_growth_after_rebuild();
         self.outbox_event.push_back(ArrayEvent::RebuildFinished {
             members: rebuild.targets,
         });
@@ -680,6 +723,7 @@ impl Array {
     /// again from stripe 0 with them too (one pass for all).
     fn begin_rebuild(&mut self, targets: Vec<usize>) {
         let total = self.geometry.stripe_count();
+        let growth_cut = self.growth_regions_now().map(|r| r.checkpoint_chunk);
         let joinable = self
             .rebuild
             .as_ref()
@@ -699,6 +743,7 @@ impl Array {
             // One pass for all: a re-add joined by a replacement copies
             // every stripe.
             record.kind = RebuildKind::Full;
+            record.growth_checkpoint_chunk = growth_cut;
         } else {
             assert!(
                 self.rebuild.is_none(),
@@ -707,6 +752,7 @@ impl Array {
             let previous = self.superblock.rebuild.take();
             let config = previous.map_or_else(|| self.options.rebuild.clone(), |r| r.config);
             self.superblock.rebuild = Some(RebuildRecord {
+                growth_checkpoint_chunk: growth_cut,
                 config: config.clone(),
                 kind: RebuildKind::Full,
                 targets: targets.clone(),
@@ -721,6 +767,7 @@ impl Array {
             });
             self.rebuild = Some(self.new_rebuild(targets.clone(), RebuiltMap::new(total), &config));
         }
+        self.note_growth_waits_for_rebuild(&targets);
         self.request_superblock_write();
         self.outbox_event
             .push_back(ArrayEvent::RebuildStarted { members: targets });

@@ -71,6 +71,7 @@ impl Array {
         let mut rebuild = self.new_rebuild(targets.clone(), RebuiltMap::new(total), &config);
         self.skip_unmarked_regions(&mut rebuild);
         self.superblock.rebuild = Some(RebuildRecord {
+            growth_checkpoint_chunk: None,
             config,
             kind: RebuildKind::ReAdd,
             targets: targets.clone(),

@@ -111,6 +111,12 @@ impl Array {
             ));
         }
         self.check_new_member(&member)?;
+        if self
+            .reshape_record()
+            .is_some_and(|r| r.state != crate::growth::record::ReshapeState::Done)
+        {
+            return Err("a growth is unfinished; replace once it is done".into());
+        }
         let name = self.member_name(slot);
         if let Some(rebuild) = &self.rebuild {
             let what = if rebuild.targets.contains(&slot) {
@@ -149,6 +155,7 @@ impl Array {
             .map_or_else(|| self.options.rebuild.clone(), |r| r.config);
         let total = self.geometry.stripe_count();
         self.superblock.rebuild = Some(RebuildRecord {
+            growth_checkpoint_chunk: None,
             config: config.clone(),
             targets: Vec::new(),
             checkpoint_stripe: 0,

@@ -92,6 +92,10 @@ impl Array {
             "targets": targets,
             "checkpoints": record.counters.checkpoints,
             "restarts": record.counters.restarts,
+            // Beside a paused growth: where its rows change layout.
+            "growth_checkpoint_bytes": record
+                .growth_checkpoint_chunk
+                .map(|c| c * self.geometry.chunk_bytes),
             "elapsed_s": self.rebuild.as_ref().map(|r| self.now.0.saturating_sub(r.started_at.0) as f64 / 1e9),
             "waiting": self.rebuild.as_ref().map(|r| {
                 if r.checkpoint.is_some() {

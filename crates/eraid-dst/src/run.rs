@@ -1,0 +1,788 @@
+//! Runs one scenario: the workload with faults and the activity, then
+//! recovery and the checkers. Returns Err with a description of the first
+//! violation.
+
+use crate::model::{admits, Model, Seq};
+use crate::pattern::{identify, payload, Tag, ZERO_TAG};
+use crate::scenario::{failures_tolerated, Activity, Scenario};
+use eraid_core::geometry::{Level, METADATA_BYTES, SECTOR_BYTES};
+use eraid_core::growth::config::NewMember;
+use eraid_core::io::{AdminCommand, Machine, UserOp, UserReply};
+use eraid_core::metadata::assemble::Assembly;
+use eraid_core::metadata::superblock::Superblock;
+use eraid_core::testing::{
+    test_array_options, test_growth_config, test_rebuild_config, MemHarness,
+};
+use eraid_core::{Array, ArrayOptions};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use std::collections::HashMap;
+
+/// What a seed exercised, summed over runs for the report.
+#[derive(Clone, Debug, Default)]
+pub struct Coverage {
+    pub requests: u64,
+    pub sectors_checked: u64,
+    pub crashes: u64,
+    pub member_failures: u64,
+    pub growths: u64,
+    pub rebuilds: u64,
+    pub replaces: u64,
+    pub checks: u64,
+    pub refused_activities: u64,
+}
+
+impl Coverage {
+    pub fn add(&mut self, other: &Coverage) {
+        self.requests += other.requests;
+        self.sectors_checked += other.sectors_checked;
+        self.crashes += other.crashes;
+        self.member_failures += other.member_failures;
+        self.growths += other.growths;
+        self.rebuilds += other.rebuilds;
+        self.replaces += other.replaces;
+        self.checks += other.checks;
+        self.refused_activities += other.refused_activities;
+    }
+}
+
+enum Pending {
+    Read { first: u64, count: u64, from: Seq },
+    Write { first: u64, count: u64, fua: bool },
+    Flush { submitted: Seq },
+}
+
+/// Liveness: idle periods (50 ms each) the activities get to finish in
+/// once faults stop.
+const LIVENESS_IDLE_PERIODS: usize = 4000;
+
+struct Sim {
+    scenario: Scenario,
+    rng: ChaCha8Rng,
+    h: MemHarness,
+    array: Array,
+    options: ArrayOptions,
+    model: Model,
+    pending: HashMap<u64, Pending>,
+    next_id: u64,
+    /// Device count before a growth added members (to drop blank ones).
+    members_before_growth: Option<usize>,
+    flush_replied: bool,
+    /// Sectors in parity stripes a crash may have left inconsistent, until
+    /// the resync after it is done: a member failing meanwhile loses them
+    /// (the write hole, the other way round).
+    unsettled_by_crash: Option<Vec<bool>>,
+    coverage: Coverage,
+    /// ERAID_DST_TRACE=1: print every request, reply and fault (replays).
+    trace: bool,
+}
+
+type Outcome<T> = Result<T, String>;
+
+pub fn run(scenario: Scenario) -> Outcome<Coverage> {
+    let mut sim = Sim::start(scenario)?;
+    sim.workload()?;
+    sim.recover_and_check()?;
+    Ok(sim.coverage)
+}
+
+impl Sim {
+    fn start(scenario: Scenario) -> Outcome<Sim> {
+        let h = MemHarness::create(scenario.geometry, scenario.seed);
+        let mut options = ArrayOptions {
+            write_intent_bitmap: scenario.bitmap,
+            rebuild: test_rebuild_config(scenario.rebuild_strategy, scenario.geometry.chunk_bytes),
+            planted_bug: scenario.planted_bug,
+            ..test_array_options()
+        };
+        if let Some(cache) = &scenario.cache {
+            options.cache = cache.clone();
+        }
+        let assembly = h
+            .assemble()
+            .map_err(|e| format!("new array does not assemble: {e}"))?;
+        let array = Array::open(assembly, options.clone(), h.now);
+        let capacity = array.capacity_bytes();
+        let mut sim = Sim {
+            rng: ChaCha8Rng::seed_from_u64(scenario.seed.wrapping_mul(0x2545_f491_4f6c_dd1d)),
+            scenario,
+            h,
+            array,
+            options,
+            model: Model::new(capacity / SECTOR_BYTES),
+            pending: HashMap::new(),
+            next_id: 1,
+            members_before_growth: None,
+            flush_replied: false,
+            unsettled_by_crash: None,
+            coverage: Coverage::default(),
+            trace: std::env::var("ERAID_DST_TRACE").is_ok_and(|v| v == "1"),
+        };
+        sim.finish_opening()?;
+        Ok(sim)
+    }
+
+    fn status(&self) -> serde_json::Value {
+        self.array.status_json()
+    }
+
+    /// Completes I/O until the array has opened (not further: activities
+    /// it starts go on alongside the workload).
+    fn finish_opening(&mut self) -> Outcome<()> {
+        while self.status()["phase"] == "opening" {
+            if !self.h.step(&mut self.array) {
+                return Err(format!("array stuck opening: {}", self.status()));
+            }
+        }
+        self.take_replies()
+    }
+
+    fn workload(&mut self) -> Outcome<()> {
+        let scenario = self.scenario.clone();
+        let mut crashes = scenario.crashes.iter().peekable();
+        for step in 0..scenario.steps {
+            for &(at, slot) in &scenario.failures {
+                if at == step {
+                    self.fail_member(slot);
+                }
+            }
+            self.start_activity(step)?;
+            while let Some(crash) = crashes.peek() {
+                let due = crash.at_step <= step && (!crash.after_flush_reply || self.flush_replied);
+                if !due {
+                    break;
+                }
+                crashes.next();
+                self.crash_and_reopen()?;
+            }
+            self.flush_replied = false;
+            self.one_action()?;
+        }
+        Ok(())
+    }
+
+    fn one_action(&mut self) -> Outcome<()> {
+        let roll = self.rng.gen_range(0..100);
+        if roll < 3 {
+            // Time passes: timers (bitmap clearing, pacing) fire.
+            self.h.now = self.h.now.plus_ms(self.rng.gen_range(1..60));
+            self.array.handle_tick(self.h.now);
+            self.h.collect(&mut self.array);
+        } else if (roll < 40 || self.h.inflight() == 0)
+            && self.pending.len() < self.scenario.queue_depth
+        {
+            self.submit_random();
+        } else {
+            self.complete_one();
+        }
+        self.take_replies()?;
+        self.follow_array();
+        Ok(())
+    }
+
+    /// Notes the end of the resync after a crash.
+    fn follow_array(&mut self) {
+        if self.unsettled_by_crash.is_some() {
+            let s = self.status();
+            let resyncing = s["activity"]["kind"] == "resync" && s["activity"]["state"] != "done";
+            if !resyncing
+                && s["unresynced_regions"] == 0
+                && s["degraded"] == false
+                && s["phase"] == "running"
+            {
+                if self.trace {
+                    eprintln!("resync after the crash over: {}", s["activity"]);
+                }
+                self.unsettled_by_crash = None;
+            }
+        }
+    }
+
+    /// Completes one device I/O, slow members' rarely.
+    fn complete_one(&mut self) -> bool {
+        self.h.collect(&mut self.array);
+        let ios = self.h.inflight_ios();
+        if ios.is_empty() {
+            return false;
+        }
+        let weight = |member: usize| {
+            if self.scenario.slow_members.contains(&member) {
+                1
+            } else {
+                20
+            }
+        };
+        let total: u32 = ios.iter().map(|io| weight(io.member)).sum();
+        let mut pick = self.rng.gen_range(0..total);
+        let (mut chosen, mut member) = (ios[0].id, ios[0].member);
+        for io in ios {
+            let w = weight(io.member);
+            if pick < w {
+                (chosen, member) = (io.id, io.member);
+                break;
+            }
+            pick -= w;
+        }
+        if self.scenario.slow_members.contains(&member) {
+            // A slow member's I/O also takes longer in time.
+            self.h.now = self.h.now.plus_ms(self.rng.gen_range(0..5));
+        }
+        self.h.step_where(&mut self.array, |io| io.id == chosen)
+    }
+
+    fn submit_random(&mut self) {
+        let sectors = self.array.capacity_bytes() / SECTOR_BYTES;
+        let id = self.next_id;
+        self.next_id += 1;
+        let chunk_sectors = self.scenario.geometry.chunk_bytes / SECTOR_BYTES;
+        let max_len = if self.rng.gen_bool(0.1) {
+            4 * chunk_sectors * self.scenario.geometry.member_count as u64
+        } else {
+            chunk_sectors.min(16)
+        };
+        let count = self.rng.gen_range(1..=max_len.min(sectors));
+        let first = self.rng.gen_range(0..=sectors - count);
+        let at = self.model.tick();
+        let (offset_bytes, len_bytes) = (first * SECTOR_BYTES, count * SECTOR_BYTES);
+        let (op, pending) = match self.rng.gen_range(0..100) {
+            0..=39 => (
+                UserOp::Read {
+                    offset_bytes,
+                    len_bytes: len_bytes as usize,
+                },
+                Pending::Read {
+                    first,
+                    count,
+                    from: at,
+                },
+            ),
+            40..=79 => {
+                let fua = self.rng.gen_bool(0.1);
+                self.model.write_submitted(first, count, id, id, at);
+                (
+                    UserOp::Write {
+                        offset_bytes,
+                        data: payload(id, first, count),
+                        fua,
+                    },
+                    Pending::Write { first, count, fua },
+                )
+            }
+            80..=85 => {
+                let fua = self.rng.gen_bool(0.2);
+                self.model.write_submitted(first, count, id, ZERO_TAG, at);
+                (
+                    UserOp::WriteZeroes {
+                        offset_bytes,
+                        len_bytes,
+                        fua,
+                    },
+                    Pending::Write { first, count, fua },
+                )
+            }
+            86..=89 => {
+                // eraid answers a trim by writing zeroes (parity stays exact).
+                self.model.write_submitted(first, count, id, ZERO_TAG, at);
+                (
+                    UserOp::Trim {
+                        offset_bytes,
+                        len_bytes,
+                    },
+                    Pending::Write {
+                        first,
+                        count,
+                        fua: false,
+                    },
+                )
+            }
+            _ => (UserOp::Flush, Pending::Flush { submitted: at }),
+        };
+        if self.trace {
+            let what = match &op {
+                UserOp::Read { .. } => "read",
+                UserOp::Write { fua: true, .. } => "write fua",
+                UserOp::Write { .. } => "write",
+                UserOp::WriteZeroes { .. } => "zeroes",
+                UserOp::Trim { .. } => "trim",
+                UserOp::Flush => "flush",
+            };
+            eprintln!("[{at}] submit {id}: {what} sectors {first}+{count}");
+        }
+        self.pending.insert(id, pending);
+        self.coverage.requests += 1;
+        self.h.submit(&mut self.array, id, op);
+    }
+
+    fn take_replies(&mut self) -> Outcome<()> {
+        self.model.grow(self.array.capacity_bytes() / SECTOR_BYTES);
+        let replies: Vec<UserReply> = std::mem::take(&mut self.h.replies);
+        for reply in replies {
+            self.judge_reply(reply)?;
+        }
+        if self.pending.is_empty() {
+            self.model.collapse();
+        }
+        Ok(())
+    }
+
+    fn judge_reply(&mut self, reply: UserReply) -> Outcome<()> {
+        let id = reply.id.0;
+        let Some(pending) = self.pending.remove(&id) else {
+            return Err(format!("reply to request {id}, which is not in flight"));
+        };
+        let result = reply
+            .result
+            .map_err(|e| format!("request {id} failed though redundancy allows it: {e}"))?;
+        let at = self.model.tick();
+        if self.trace {
+            eprintln!("[{at}] reply {id}");
+        }
+        match pending {
+            Pending::Read { first, count, from } => {
+                let data = result.ok_or_else(|| format!("read {id} returned no data"))?;
+                if data.len() as u64 != count * SECTOR_BYTES {
+                    return Err(format!("read {id} returned {} bytes", data.len()));
+                }
+                self.judge_sectors(first, &data, from, at, &format!("read {id}"))?;
+            }
+            Pending::Write { first, count, fua } => {
+                self.model.write_acked(first, count, id, at, fua);
+            }
+            Pending::Flush { submitted } => {
+                self.model.flush_acked(submitted);
+                self.flush_replied = true;
+            }
+        }
+        Ok(())
+    }
+
+    fn judge_sectors(
+        &mut self,
+        first: u64,
+        data: &[u8],
+        from: Seq,
+        to: Seq,
+        what: &str,
+    ) -> Outcome<()> {
+        for (i, bytes) in data.chunks(SECTOR_BYTES as usize).enumerate() {
+            let sector = first + i as u64;
+            let found = identify(sector, bytes);
+            let candidates = self.model.read_candidates(sector, from, to);
+            if !admits(&candidates, found) {
+                return Err(format!(
+                    "{what}: sector {sector} (byte {}) holds {} but only {} are admissible",
+                    sector * SECTOR_BYTES,
+                    describe_tag(found),
+                    candidates
+                        .iter()
+                        .map(|&t| describe_tag(Some(t)))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ));
+            }
+            self.coverage.sectors_checked += 1;
+        }
+        Ok(())
+    }
+
+    fn fail_member(&mut self, slot: usize) {
+        // The device now serving the slot (after a reopen, slot i is device i).
+        if let Some(Some(m)) = self.h.members.get_mut(slot) {
+            if !m.failed {
+                if self.trace {
+                    eprintln!("member {slot} fails");
+                }
+                m.failed = true;
+                self.coverage.member_failures += 1;
+                // Those stripes stay inconsistent until resynced (a write
+                // there by read-modify-write keeps them so): every failure
+                // meanwhile may lose what they hold.
+                if let Some(lost) = &self.unsettled_by_crash {
+                    self.model.forget(lost);
+                }
+            }
+        }
+    }
+
+    fn blank_member(&mut self) -> NewMember {
+        let size = self
+            .h
+            .members
+            .iter()
+            .flatten()
+            .next()
+            .expect("a member")
+            .current
+            .len() as u64;
+        self.h.add_blank_members(1, size).remove(0)
+    }
+
+    /// Sends an admin command that brought a new device; drops the device
+    /// if refused.
+    fn admin_with_device(&mut self, command: AdminCommand, devices: usize) -> bool {
+        let reply = self.array.handle_admin(self.h.now, command);
+        if reply.get("error").is_some() {
+            for _ in 0..devices {
+                self.h.members.pop();
+            }
+            self.coverage.refused_activities += 1;
+            return false;
+        }
+        self.h.collect(&mut self.array);
+        true
+    }
+
+    fn start_activity(&mut self, step: usize) -> Outcome<()> {
+        match self.scenario.activity.clone() {
+            Activity::Growth {
+                strategy,
+                add,
+                at_step,
+            } if at_step == step => {
+                let size = self.h.members[0].as_ref().expect("member 0").current.len() as u64;
+                let before = self.h.members.len();
+                let added = self.h.add_blank_members(add, size);
+                let config =
+                    test_growth_config(strategy, self.scenario.geometry.chunk_bytes, 1 << 30);
+                if self.admin_with_device(
+                    AdminCommand::StartGrow {
+                        members: added,
+                        config,
+                    },
+                    add,
+                ) {
+                    self.members_before_growth = Some(before);
+                    self.coverage.growths += 1;
+                }
+            }
+            Activity::SpareRebuild { at_step } if at_step == step => {
+                let member = self.blank_member();
+                if self.admin_with_device(
+                    AdminCommand::AddMember {
+                        member,
+                        spare: true,
+                    },
+                    1,
+                ) {
+                    self.coverage.rebuilds += 1;
+                }
+            }
+            Activity::Replace { slot, at_step } if at_step == step => {
+                let member = self.blank_member();
+                if self.admin_with_device(AdminCommand::ReplaceMember { slot, member }, 1) {
+                    self.coverage.replaces += 1;
+                }
+            }
+            Activity::Check { repair, at_step } if at_step == step => {
+                let reply = self
+                    .array
+                    .handle_admin(self.h.now, AdminCommand::StartCheck { repair });
+                if reply.get("error").is_some() {
+                    self.coverage.refused_activities += 1;
+                } else {
+                    self.coverage.checks += 1;
+                    self.h.collect(&mut self.array);
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// The sectors of every parity stripe holding a sector whose content
+    /// after a crash now is uncertain (empty for RAID-0 and RAID-10).
+    fn uncertain_parity_stripes(&self) -> Vec<bool> {
+        let sectors = self.model.sector_count();
+        let mut marked = vec![false; sectors as usize];
+        let g = &self.scenario.geometry;
+        if !matches!(g.level, Level::Raid5 | Level::Raid6 | Level::Crs { .. }) {
+            return marked;
+        }
+        let stripe_sectors = g.data_per_stripe() as u64 * g.chunk_bytes / SECTOR_BYTES;
+        for stripe_first in (0..sectors).step_by(stripe_sectors as usize) {
+            let end = (stripe_first + stripe_sectors).min(sectors);
+            if (stripe_first..end).any(|s| self.model.uncertain_after_crash(s)) {
+                marked[stripe_first as usize..end as usize].fill(true);
+            }
+        }
+        marked
+    }
+
+    fn crash_and_reopen(&mut self) -> Outcome<()> {
+        self.take_replies()?;
+        if self.trace {
+            eprintln!("crash (status {})", self.status());
+        }
+        let mut unsettled = self.uncertain_parity_stripes();
+        if let Some(earlier) = self.unsettled_by_crash.take() {
+            for (now, before) in unsettled.iter_mut().zip(earlier) {
+                *now |= before;
+            }
+        }
+        // Degraded, those stripes are the write hole that eraid documents
+        // (the write-back journal closes it); whole, the resync fixes them.
+        // A failed device the array has not noticed yet counts: it is gone
+        // at the restart.
+        let failed_device = self.h.members.iter().flatten().any(|m| m.failed);
+        let hole = if failed_device || self.status()["degraded"] == true {
+            unsettled.clone()
+        } else {
+            vec![false; unsettled.len()]
+        };
+        self.h.crash();
+        self.model.crash(&hole);
+        self.unsettled_by_crash = Some(unsettled);
+        self.pending.clear();
+        self.coverage.crashes += 1;
+        // A failed device is still failed at restart: it is not given to assembly.
+        for m in self.h.members.iter_mut() {
+            if m.as_ref().is_some_and(|m| m.failed) {
+                *m = None;
+            }
+        }
+        let assembly = self.reassemble()?;
+        self.array = Array::open(assembly, self.options.clone(), self.h.now);
+        self.finish_opening()
+    }
+
+    fn reassemble(&mut self) -> Outcome<Assembly> {
+        if self.trace {
+            for (i, m) in self.h.members.iter().enumerate() {
+                let superblock = m.as_ref().map(|m| {
+                    Superblock::decode_newest(&m.durable[..METADATA_BYTES as usize])
+                        .map(|s| (s.events, s.this_member, s.geometry.member_count))
+                });
+                eprintln!(
+                    "device {i} at restart: superblock (events, member, count) {superblock:?}"
+                );
+            }
+        }
+        match self.h.arrange_for_assembly() {
+            Ok(a) => Ok(a),
+            Err(first) => {
+                // A device whose own superblock never became durable (a
+                // growth's new member, a spare or a replacement the crash
+                // caught early) is no member: a driver would not be given it.
+                let blank = |m: &Option<eraid_core::testing::MemMember>| {
+                    m.as_ref().is_some_and(|m| {
+                        let area = &m.durable[..METADATA_BYTES as usize];
+                        Superblock::decode_newest(area).is_err()
+                    })
+                };
+                let before = self.h.members.len();
+                self.h.members.retain(|m| !blank(m));
+                if self.h.members.len() == before {
+                    return Err(format!("reassembly after a crash failed: {first}"));
+                }
+                let second = match self.h.arrange_for_assembly() {
+                    Ok(a) => return Ok(a),
+                    Err(e) => e,
+                };
+                // A growth whose new members got their superblocks only in
+                // part (the old members never recorded it): the operator
+                // starts the old members alone, as growth_crash.rs does. The
+                // newest superblock, a new member's, would otherwise name a
+                // member that is not there (reported: assembly trusts it).
+                match self.members_before_growth.take() {
+                    Some(old) if self.h.members.len() > old => {
+                        self.h.members.truncate(old);
+                        self.h.arrange_for_assembly().map_err(|e| {
+                            format!("reassembly after a crash failed: {first}; without blank devices: {second}; with the old members only: {e}")
+                        })
+                    }
+                    _ => Err(format!(
+                        "reassembly after a crash failed: {first}; without blank devices: {second}"
+                    )),
+                }
+            }
+        }
+    }
+
+    /// Faults stop: drain the requests, restore redundancy, let every
+    /// activity finish, then judge the whole array, parity and a clean
+    /// reopen.
+    fn recover_and_check(&mut self) -> Outcome<()> {
+        self.h.run(&mut self.array);
+        self.take_replies()?;
+        if !self.pending.is_empty() {
+            return Err(format!(
+                "{} requests never answered: {}",
+                self.pending.len(),
+                self.status()
+            ));
+        }
+        self.await_activities()?;
+        self.restore_redundancy()?;
+        self.await_activities()?;
+        let read_from = self.model.tick();
+        let whole = self.read_whole()?;
+        let read_to = self.model.tick();
+        self.judge_sectors(
+            0,
+            &whole,
+            read_from,
+            read_to,
+            "whole-array read after recovery",
+        )?;
+        for (i, bytes) in whole.chunks(SECTOR_BYTES as usize).enumerate() {
+            // Unrecognised bytes were admitted only in a write hole: it stays one.
+            if let Some(tag) = identify(i as u64, bytes) {
+                self.model.settle(i as u64, tag);
+            }
+        }
+        if self.scenario.geometry.level != Level::Raid0 {
+            let (mismatches, skipped) = self.check()?;
+            if mismatches != 0 || skipped != 0 {
+                return Err(format!(
+                    "after recovery a check found {mismatches} mismatched stripes ({skipped} skipped as degraded): {}",
+                    self.status()
+                ));
+            }
+        }
+        self.array.handle_close(self.h.now);
+        self.h.run(&mut self.array);
+        if !self.array.is_closed() {
+            return Err(format!("array did not close: {}", self.status()));
+        }
+        let assembly = self
+            .h
+            .arrange_for_assembly()
+            .map_err(|e| format!("clean reassembly failed: {e}"))?;
+        self.array = Array::open(assembly, self.options.clone(), self.h.now);
+        self.h.run(&mut self.array);
+        let again = self.read_whole()?;
+        if again != whole {
+            let sector = again
+                .chunks(512)
+                .zip(whole.chunks(512))
+                .position(|(a, b)| a != b)
+                .unwrap_or(0);
+            return Err(format!(
+                "after a clean close and reopen sector {sector} changed from {} to {}",
+                describe_tag(identify(
+                    sector as u64,
+                    &whole[sector * 512..(sector + 1) * 512]
+                )),
+                describe_tag(identify(
+                    sector as u64,
+                    &again[sector * 512..(sector + 1) * 512]
+                ))
+            ));
+        }
+        Ok(())
+    }
+
+    fn activities_done(&self) -> bool {
+        let s = self.status();
+        let finished = |v: &serde_json::Value| v.is_null() || v["state"] == "done";
+        // A rebuild or replace whose new member a crash lost stops for good
+        // (the array serves on without it): that is an end too.
+        let rebuild_over = finished(&s["rebuild"]) || s["rebuild"]["state"] == "stopped";
+        // A resync needs redundancy: on a degraded array it waits for the
+        // rebuild that `restore_redundancy` starts.
+        let resynced = s["unresynced_regions"] == 0 || s["degraded"] == true;
+        finished(&s["reshape"]) && rebuild_over && finished(&s["activity"]) && resynced
+    }
+
+    /// Liveness: idle until every growth, rebuild, resync and check is done.
+    fn await_activities(&mut self) -> Outcome<()> {
+        for _ in 0..LIVENESS_IDLE_PERIODS {
+            if self.activities_done() {
+                return Ok(());
+            }
+            self.h.idle(&mut self.array, 50);
+            self.take_replies()?;
+        }
+        Err(format!(
+            "liveness: activities unfinished after {} s of idle time once faults stopped: {}",
+            LIVENESS_IDLE_PERIODS / 20,
+            self.status()
+        ))
+    }
+
+    /// Adds a blank member for each failed or missing slot (one rebuild at
+    /// a time), so the final check sees a whole array.
+    fn restore_redundancy(&mut self) -> Outcome<()> {
+        let tolerated = failures_tolerated(self.scenario.geometry.level);
+        for _ in 0..tolerated {
+            if self.status()["degraded"] != true {
+                return Ok(());
+            }
+            let member = self.blank_member();
+            if !self.admin_with_device(
+                AdminCommand::AddMember {
+                    member,
+                    spare: false,
+                },
+                1,
+            ) {
+                return Err(format!(
+                    "a replacement for a failed member was refused: {}",
+                    self.status()
+                ));
+            }
+            self.coverage.rebuilds += 1;
+            self.await_activities()?;
+        }
+        if self.status()["degraded"] == true {
+            return Err(format!(
+                "still degraded after replacing the failed members: {}",
+                self.status()
+            ));
+        }
+        Ok(())
+    }
+
+    fn read_whole(&mut self) -> Outcome<Vec<u8>> {
+        let id = self.next_id;
+        self.next_id += 1;
+        let len_bytes = self.array.capacity_bytes() as usize;
+        self.h.submit(
+            &mut self.array,
+            id,
+            UserOp::Read {
+                offset_bytes: 0,
+                len_bytes,
+            },
+        );
+        self.h.run(&mut self.array);
+        let reply = self
+            .h
+            .take_reply(id)
+            .ok_or_else(|| format!("whole-array read unanswered: {}", self.status()))?;
+        reply
+            .result
+            .map_err(|e| format!("whole-array read failed: {e}"))?
+            .ok_or_else(|| "whole-array read returned no data".to_string())
+    }
+
+    fn check(&mut self) -> Outcome<(u64, u64)> {
+        let reply = self
+            .array
+            .handle_admin(self.h.now, AdminCommand::StartCheck { repair: false });
+        if let Some(e) = reply.get("error") {
+            return Err(format!("final check refused: {e}"));
+        }
+        self.h.run(&mut self.array);
+        let status = self.status();
+        let activity = &status["activity"];
+        if activity["state"] != "done" {
+            return Err(format!("final check did not finish: {status}"));
+        }
+        Ok((
+            activity["mismatches"].as_u64().unwrap_or(u64::MAX),
+            activity["skipped_degraded_stripes"]
+                .as_u64()
+                .unwrap_or(u64::MAX),
+        ))
+    }
+}
+
+fn describe_tag(tag: Option<Tag>) -> String {
+    match tag {
+        None => "unrecognised bytes".into(),
+        Some(crate::model::ANY) => "anything (write hole)".into(),
+        Some(ZERO_TAG) => "zeroes".into(),
+        Some(t) => format!("request {t}'s data"),
+    }
+}
