@@ -60,6 +60,27 @@ fn a_good_failure_becomes_the_plan_and_the_rebuild_settings() {
 }
 
 #[test]
+fn a_variant_may_turn_redirection_of_reads_off() {
+    let text = format!(
+        "{GOOD}\n[[variant]]\nname = \"md-2.6.11\"\nfailure.redirect_reads = false\n[[variant]]\nname = \"default\"\n"
+    );
+    let e = parse("exp/t.toml", &text, std::path::Path::new(".")).expect("parse");
+    let redirect = |run: usize| {
+        let plan = e.runs[run].config.failure.as_ref().expect("a failure plan");
+        plan.config.redirect_reads
+    };
+    assert!(!redirect(0), "the paper's PR reconstructs every read");
+    assert!(
+        redirect(1),
+        "by default rebuilt units are read from the replacement"
+    );
+    assert_names(
+        &GOOD.replace("spare = true", "spare = true\nredirect_reads = \"no\""),
+        &["redirect_reads"],
+    );
+}
+
+#[test]
 fn a_variant_may_turn_the_failure_off() {
     let text = format!("{GOOD}\n[[variant]]\nname = \"healthy\"\nfailure.enabled = false\nrun.until = \"workload-done\"\n");
     let e = parse("exp/t.toml", &text, std::path::Path::new(".")).expect("parse");

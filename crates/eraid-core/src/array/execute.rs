@@ -100,9 +100,13 @@ impl Array {
         // Readable: present, and not a replacement's shard not yet rebuilt.
         let present: Vec<bool> = {
             let op = &self.ops[&op_id];
+            let by_user = op.kind == OpKind::Read;
             op.map
                 .shards()
-                .map(|p| self.shard_readable(p.member, op.stripe))
+                .map(|p| match by_user {
+                    true => self.shard_readable_by_users(p.member, op.stripe),
+                    false => self.shard_readable(p.member, op.stripe),
+                })
                 .collect()
         };
         if self.ops[&op_id].kind == OpKind::Destage {
@@ -115,6 +119,16 @@ impl Array {
             OpKind::Rebuild => self.replace_copy_plan(&self.ops[&op_id].map),
             _ => None,
         };
+        // RAID-10: the copy MD's read balance picks (a read of another
+        // copy than the first is served like a degraded read of it).
+        let balanced = match self.ops[&op_id].kind {
+            OpKind::Read => {
+                let op = &self.ops[&op_id];
+                let places: Vec<_> = op.map.shards().collect();
+                self.balanced_copy(&places, &present, op.row.start)
+            }
+            _ => None,
+        };
         let op = self.ops.get_mut(&op_id).expect("op exists");
         op.copy_to = copy_plan.map(|(_, device)| device);
         // The op's own stripe shape: during a growth old and new stripes differ.
@@ -125,7 +139,9 @@ impl Array {
         op.bad_shards.clear();
         let reads: Option<Vec<(usize, Range<u64>)>> = match op.kind {
             OpKind::Read => {
-                if op.segments.iter().all(|s| present[s.data_index]) {
+                if let Some(copy) = balanced.filter(|&shard| shard >= k) {
+                    Some(vec![(copy, op.row.clone())])
+                } else if op.segments.iter().all(|s| present[s.data_index]) {
                     Some(
                         op.segments
                             .iter()

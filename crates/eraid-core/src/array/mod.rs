@@ -13,6 +13,7 @@ pub mod member_health;
 mod metadata_queue;
 mod op;
 pub mod plan;
+mod read_balance;
 mod read_repair;
 mod ready;
 mod rebuild_engine;
@@ -189,8 +190,11 @@ pub struct Array {
     next_io_id: u64,
     next_op_id: u64,
     next_flush_id: u64,
-    /// Who waits for each I/O, and the device it went to.
-    io_owner: HashMap<IoId, (Owner, usize)>,
+    /// Who waits for each I/O, the device it went to, and where it leaves
+    /// that device's head (`read_balance`).
+    io_owner: HashMap<IoId, (Owner, usize, Option<u64>)>,
+    /// Each device's head and I/Os in flight, for RAID-10's read balance.
+    heads: read_balance::DeviceHeads,
     /// I/Os MD's in-flight idle test counts at completion: member, bytes,
     /// and whether it is the growth's own (see `md_idle_in_flight`).
     idle_counted: HashMap<IoId, (usize, u64, bool)>,
@@ -323,6 +327,7 @@ impl Array {
             next_op_id: 0,
             next_flush_id: 0,
             io_owner: HashMap::new(),
+            heads: read_balance::DeviceHeads::default(),
             idle_counted: HashMap::new(),
             outbox_io: VecDeque::new(),
             outbox_reply: VecDeque::new(),
@@ -440,7 +445,8 @@ impl Array {
             && self
                 .rebuild_record()
                 .is_some_and(|r| r.config.strategy.disk_oriented());
-        self.io_owner.insert(id, (owner, device));
+        let head_bytes = self.heads.issued(device, &op);
+        self.io_owner.insert(id, (owner, device, head_bytes));
         self.health.issued(id, device, &op, self.now);
         self.outbox_io.push_back(DeviceIo {
             id,
@@ -800,10 +806,11 @@ impl Array {
 impl Array {
     /// Hands a device I/O's outcome to whoever waits for it.
     fn complete_io(&mut self, io: IoId, completion: IoCompletion) {
-        let (owner, device) = self
+        let (owner, device, head_bytes) = self
             .io_owner
             .remove(&io)
             .expect("completion for an I/O the core did not issue");
+        self.heads.completed(device, head_bytes);
         let completion = self.classify_read_error(owner, device, completion);
         // Failures are attributed here, by device, so an I/O that a device
         // since replaced fails never fails its slot's new device.

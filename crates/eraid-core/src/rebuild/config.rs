@@ -96,6 +96,14 @@ pub struct RebuildConfig {
     /// DOR: units each surviving disk's reconstruction process reads ahead
     /// (its reconstruction buffers).
     pub dor_reads_ahead: u64,
+    /// Users read a replacement's rebuilt units from it (redirection of
+    /// reads). false: every user read of a replacement's chunk is served
+    /// from the other members (reconstructed, or the mirror copy) until the
+    /// rebuild is done, as Linux MD did before it read recovering members
+    /// below their recovery offset (2.6.11, the PR baseline of the PRO
+    /// paper: "PR performs on-the-fly reconstruction", no RBT). For
+    /// simulating that baseline; it only costs users I/O.
+    pub redirect_reads: bool,
 }
 
 /// Defaults. The PRO papers (FAST'07, and its MD port in
@@ -129,6 +137,7 @@ impl Default for RebuildConfig {
             time_slice_ms: 100,
             popularity_half_life_ms: 10_000,
             dor_reads_ahead: 4,
+            redirect_reads: true,
         }
     }
 }

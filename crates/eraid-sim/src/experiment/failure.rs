@@ -95,6 +95,9 @@ pub fn resolve_failure(
     if let Some(n) = f.dor_reads_ahead {
         config.dor_reads_ahead = n;
     }
+    if let Some(redirect) = f.redirect_reads {
+        config.redirect_reads = redirect;
+    }
     config.validate().map_err(|e| format!("[failure]: {e}"))?;
     let sample_ns = match f.sample_ms {
         None => 1_000_000_000,

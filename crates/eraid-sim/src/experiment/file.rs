@@ -96,6 +96,7 @@
 //! time_slice_ms = 100           # pro, pro-dor: the most popular zone's turn
 //! popularity_half_life_ms = 10000 # pro, pro-dor: a zone's access count halves this often
 //! dor_reads_ahead = 4           # dor, pro-dor: units each surviving disk reads ahead
+//! redirect_reads = true         # users read rebuilt units from the replacement (false: MD 2.6.11's PR, never until done)
 //! sample_ms = 1000              # period of the rebuild samples (rebuild.csv)
 //! enabled = true                # a variant may set false: no failure
 //!
@@ -284,6 +285,7 @@ pub struct FailureTable {
     pub time_slice_ms: Option<u64>,
     pub popularity_half_life_ms: Option<u64>,
     pub dor_reads_ahead: Option<u64>,
+    pub redirect_reads: Option<bool>,
     pub sample_ms: Option<u64>,
 }
 
@@ -412,7 +414,7 @@ overlay_fields!(GrowthTable {
 } nested {});
 overlay_fields!(FailureTable {
     enabled, member, at_s, spare, strategy, speed_min, speed_max, idle_check_ms, window_stripes,
-    hot_zone, time_slice_ms, popularity_half_life_ms, dor_reads_ahead, sample_ms
+    hot_zone, time_slice_ms, popularity_half_life_ms, dor_reads_ahead, redirect_reads, sample_ms
 } nested {});
 
 /// As the macro, except that a variant naming a workload source (trace,

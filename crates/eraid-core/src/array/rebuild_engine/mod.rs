@@ -32,6 +32,7 @@ mod order;
 mod pacing;
 mod readd;
 mod rebuilt_map;
+mod redirect;
 mod replace;
 mod status;
 mod zone_scheduler;
