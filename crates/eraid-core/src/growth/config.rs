@@ -132,15 +132,24 @@ pub enum ReshapeStrategy {
     /// RAID-5: ALV: reordering window, aligned aggregate I/O, lazy
     /// checkpoints and the on/off valve.
     Alv,
+    /// CRS: Scale-CRS's minimum data migration; parity updated by
+    /// read-modify-write only.
+    ScaleCrs,
+    /// CRS: the same migration, each unit's parity updated by whichever of
+    /// read-modify-write and reconstruct-write reads fewer blocks (EPU's
+    /// Algorithm 1), with aggregated reads.
+    Epu,
 }
 
 impl ReshapeStrategy {
-    pub const ALL: [ReshapeStrategy; 5] = [
+    pub const ALL: [ReshapeStrategy; 7] = [
         Self::RoundRobin,
         Self::SemiRr,
         Self::FastScale,
         Self::MdReshape,
         Self::Alv,
+        Self::ScaleCrs,
+        Self::Epu,
     ];
 
     pub fn name(self) -> &'static str {
@@ -150,6 +159,8 @@ impl ReshapeStrategy {
             Self::FastScale => "fastscale",
             Self::MdReshape => "md-reshape",
             Self::Alv => "alv",
+            Self::ScaleCrs => "scale-crs",
+            Self::Epu => "epu",
         }
     }
 
@@ -171,8 +182,13 @@ impl ReshapeStrategy {
             Self::RoundRobin => Some(GrowthStrategy::RoundRobin),
             Self::SemiRr => Some(GrowthStrategy::SemiRr),
             Self::FastScale => Some(GrowthStrategy::FastScale),
-            Self::MdReshape | Self::Alv => None,
+            Self::MdReshape | Self::Alv | Self::ScaleCrs | Self::Epu => None,
         }
+    }
+
+    /// Whether this strategy grows CRS arrays (Scale-CRS's migration).
+    pub fn grows_crs(self) -> bool {
+        matches!(self, Self::ScaleCrs | Self::Epu)
     }
 
     /// Every strategy checkpoints lazily: when the reordering window or a

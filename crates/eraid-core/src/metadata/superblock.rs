@@ -89,6 +89,10 @@ pub struct Superblock {
     /// RAID-0 placement after semi-rr or fastscale growth (None: round-robin).
     #[serde(default)]
     pub placement: Option<Placement>,
+    /// A CRS array grown by scale-crs or epu: its layout's shape (None:
+    /// the usual rotated CRS layout).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub crs_scaled: Option<crate::growth::scale_crs::CrsScaledShape>,
     /// The growth in progress, or the last one.
     #[serde(default)]
     pub reshape: Option<ReshapeRecord>,
@@ -227,6 +231,7 @@ mod tests {
             bitmap_stripes_per_region: 512,
             created_unix_s: 0,
             placement: None,
+            crs_scaled: None,
             reshape: None,
             spares: Vec::new(),
             rebuild: None,
@@ -313,6 +318,12 @@ mod tests {
                 backup_windows: u64::MAX,
                 valve_periods: u64::MAX,
                 valve_closed_periods: u64::MAX,
+                scaling_read_blocks: u64::MAX,
+                scaling_write_blocks: u64::MAX,
+                zeroed_bytes: u64::MAX,
+                rmw_units: u64::MAX,
+                rcw_units: u64::MAX,
+                overlap_blocks: u64::MAX,
             },
         };
         let sb = Superblock {
@@ -337,6 +348,7 @@ mod tests {
                 strategy: GrowthStrategy::FastScale,
                 history: history(MEMBER_COUNT_MAX),
             }),
+            crs_scaled: None,
             reshape: Some(record),
             spares: (0..crate::metadata::SPARES_MAX)
                 .map(|i| MemberRecord {
