@@ -394,6 +394,9 @@ impl Array {
             let user = cause == IoCause::User;
             if user {
                 reshape.pacing.user_io_issued(member, bytes);
+                if let Some(config) = self.superblock.reshape.as_ref().map(|r| &r.config) {
+                    reshape.io_slots.charge(self.now, bytes, config);
+                }
             }
             if in_flight_test && (user || cause == IoCause::Redistribution) {
                 if !user {

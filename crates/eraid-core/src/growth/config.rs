@@ -256,6 +256,15 @@ pub struct ReshapeConfig {
     /// either way since the member's last busy verdict. Off: user data
     /// issued since the last verdict, judged between windows.
     pub md_idle_in_flight: bool,
+    /// The EPU paper's rate control: at most this many blocks per second of
+    /// device I/O (users' and the growth's) in each slot, users first; the
+    /// growth starts no window in a slot whose budget is spent. 0: off (the
+    /// paper varies 1200 to 1500).
+    pub io_rate_max_blocks_s: u64,
+    /// The rate control's time slot.
+    pub io_slot_ms: u64,
+    /// The rate control's block (the paper's 4 KiB).
+    pub io_block_bytes: u64,
 }
 
 impl Default for ReshapeConfig {
@@ -277,6 +286,9 @@ impl Default for ReshapeConfig {
             idle_check_ms: 500,
             idle_user_kib: 2048,
             md_idle_in_flight: false,
+            io_rate_max_blocks_s: 0,
+            io_slot_ms: 1_000,
+            io_block_bytes: 4096,
         }
     }
 }
@@ -335,6 +347,18 @@ impl ReshapeConfig {
             return Err(format!(
                 "latency_bound_ms must be positive, got {}",
                 self.latency_bound_ms
+            ));
+        }
+        if self.io_slot_ms == 0 || self.io_slot_ms > 3_600_000 {
+            return Err(format!(
+                "io_slot_ms must be within 1..=3600000, got {}",
+                self.io_slot_ms
+            ));
+        }
+        if self.io_block_bytes == 0 || !self.io_block_bytes.is_multiple_of(512) || self.io_block_bytes > 1 << 30 {
+            return Err(format!(
+                "io_block_bytes must be a positive multiple of 512 up to 1 GiB, got {}",
+                self.io_block_bytes
             ));
         }
         if !(0.0..=1.0).contains(&self.slack) {

@@ -18,6 +18,7 @@
 
 mod control;
 mod crs_window;
+mod io_slots;
 mod mover;
 mod pacing;
 mod routing;
@@ -58,6 +59,8 @@ pub(super) struct Reshape {
     /// User requests waiting for a window or a checkpoint.
     pub blocked: VecDeque<crate::io::UserRequest>,
     pub pacing: Pacing,
+    /// The EPU paper's device I/O budget per time slot (`io_rate_max_blocks_s`).
+    pub io_slots: io_slots::IoSlots,
     /// Bytes of data written by redistribution since this run started
     /// (what the rate limits count).
     pub paced_bytes: u64,
@@ -104,6 +107,7 @@ impl Reshape {
             checkpoint_wanted: false,
             blocked: VecDeque::new(),
             pacing: Pacing::default(),
+            io_slots: io_slots::IoSlots::default(),
             paced_bytes: 0,
             new_row_chunks,
             deferred_resync: None,

@@ -266,6 +266,10 @@ impl Array {
                 reshape.pacing.wait_until(now, wake, paced, &config);
                 return;
             }
+            if let Some(wake) = reshape.io_slots.gate(now, &config) {
+                reshape.pacing.not_before = wake;
+                return;
+            }
             let start = reshape.copied_end;
             match self.plan_next_window(start) {
                 PlanOutcome::Window { start, end, backup } => {
@@ -407,6 +411,10 @@ impl Array {
         assert_eq!(window.pending, 0);
         window.pending = runs.len();
         window.runs = runs.clone();
+        let bytes: u64 = runs.iter().map(|r| r.len_bytes() as u64).sum();
+        let (now, config) = (self.now, self.reshape_config().clone());
+        let reshape = self.reshape.as_mut().expect("growth");
+        reshape.io_slots.charge(now, bytes, &config);
         let counters = &mut self.reshape_record_mut().counters;
         if write {
             counters.redistribution_writes += runs.len() as u64;
