@@ -383,3 +383,53 @@ fn crash_once(seed: u64, shape: (usize, usize, usize, usize), strategy: ReshapeS
     }
     u64::from(pending_record)
 }
+
+/// The EPU paper's rate control: with at most 30 blocks of 4 KiB per
+/// second of device I/O, the growth's device I/O (counted in the code's
+/// packets here, 8 KiB) cannot finish in less time than that budget
+/// allows; without it the same growth takes no simulated time at all.
+#[test]
+fn the_io_rate_budget_paces_the_growth() {
+    let mut took_ns = Vec::new();
+    for rate in [0, 30] {
+        let shape = (6, 2, 4, 1);
+        let level = crs_level(shape.1, shape.2);
+        let g = geometry(level, ParityLayout::LeftSymmetric, shape.0, 24);
+        let member_bytes = g.data_offset_bytes + g.member_data_bytes;
+        let mut h = MemHarness::create(g, 7);
+        let mut array = open(&mut h);
+        let members = h.add_blank_members(1, member_bytes);
+        let config = eraid_core::growth::config::ReshapeConfig {
+            aggregation_bytes: 5 * chunk_bytes(level),
+            io_rate_max_blocks_s: rate,
+            ..growth_config(ReshapeStrategy::Epu, 1 << 30)
+        };
+        let started = h.now;
+        let reply = array.handle_admin(h.now, AdminCommand::StartGrow { members, config });
+        assert!(reply.get("error").is_none(), "{reply}");
+        h.run(&mut array);
+        let mut idles = 0;
+        while state(&array) == "running" {
+            idles += 1;
+            assert!(idles < 100_000, "the growth does not finish");
+            h.idle(&mut array, 50);
+        }
+        assert_eq!(state(&array), "done");
+        let r = array.status_json()["reshape"].clone();
+        let packet = chunk_bytes(level) / 4;
+        let blocks = r["scaling_read_blocks"].as_u64().unwrap() + r["scaling_write_blocks"].as_u64().unwrap();
+        let device_bytes = blocks * packet + r["zeroed_bytes"].as_u64().unwrap();
+        took_ns.push((h.now.0 - started.0, device_bytes));
+    }
+    let (free_ns, _) = took_ns[0];
+    let (paced_ns, device_bytes) = took_ns[1];
+    let budget_bytes_s = 30 * 4096;
+    // Each whole slot passed paid one budget; the last window may overrun.
+    let slots_needed = device_bytes / budget_bytes_s;
+    assert!(slots_needed >= 3, "the growth is too small to show pacing");
+    assert!(
+        paced_ns >= (slots_needed - 1) * 1_000_000_000,
+        "{device_bytes} device bytes at {budget_bytes_s} B/s took only {paced_ns} ns"
+    );
+    assert!(free_ns < 1_000_000_000, "unpaced: {free_ns} ns");
+}

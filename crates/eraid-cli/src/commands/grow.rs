@@ -115,6 +115,12 @@ pub struct GrowArgs {
     /// whole windows, so a low ceiling is kept on average, window by window.
     #[arg(long = "speed-max", value_name = "KB/S")]
     speed_max: Option<u64>,
+    /// The EPU paper's rate control: at most N blocks of 4 KiB per second
+    /// of device I/O, users' and the growth's together, judged per 1 s
+    /// slot; users go first and the growth starts no window in a slot
+    /// whose budget they spent (the paper uses 1200 to 1500). Default: off.
+    #[arg(long = "io-rate-max", value_name = "BLOCKS/S")]
+    io_rate_max: Option<u64>,
     /// The control socket of a running `eraid serve --control PATH`.
     #[arg(long, value_name = "PATH", conflicts_with = "members")]
     control: Option<PathBuf>,
@@ -242,6 +248,11 @@ impl GrowArgs {
         let mut config = ReshapeConfig::with_strategy(strategy);
         if let Some(kib) = self.aggregation_kib {
             config.aggregation_bytes = kib * 1024;
+        }
+        match self.io_rate_max {
+            Some(0) => bail!("--io-rate-max must be at least 1 block per second (leave it out for no budget)"),
+            Some(blocks) => config.io_rate_max_blocks_s = blocks,
+            None => {}
         }
         // The valve's settings, by the rule `reshape set` uses too (ALV only).
         let valve = GrowthTuning {

@@ -65,7 +65,7 @@ mod tests {
 
     const MS: u64 = 1_000_000;
 
-    fn config(blocks_s: u64) -> ReshapeConfig {
+    fn rate(blocks_s: u64) -> ReshapeConfig {
         ReshapeConfig {
             io_rate_max_blocks_s: blocks_s,
             ..ReshapeConfig::with_strategy(ReshapeStrategy::Epu)
@@ -77,7 +77,7 @@ mod tests {
     /// overran it delays the growth by as many slots as it overran.
     #[test]
     fn users_first_then_the_growth_up_to_the_budget() {
-        let config = config(1200);
+        let config = rate(1200);
         let budget = 1200 * 4096;
         let mut slots = IoSlots::default();
         assert_eq!(slots.gate(TimeNs(0), &config), None, "an empty slot");
@@ -92,8 +92,9 @@ mod tests {
         assert_eq!(slots.gate(TimeNs(2500 * MS), &config), Some(TimeNs(3000 * MS)));
         assert_eq!(slots.gate(TimeNs(3000 * MS), &config), None);
         // Off: never waits.
+        let off = rate(0);
         let mut slots = IoSlots::default();
-        slots.charge(TimeNs(0), u64::MAX, &config(0));
-        assert_eq!(slots.gate(TimeNs(1), &config(0)), None);
+        slots.charge(TimeNs(0), u64::MAX, &off);
+        assert_eq!(slots.gate(TimeNs(1), &off), None);
     }
 }
