@@ -228,10 +228,21 @@ fn a_served_crs_array_shows_its_shape_and_refuses_a_raid_growth() {
     let before = file_hash(&dir.join("d6"));
     let out = eraid(
         dir,
-        &["grow", "--control", "ctl.sock", "--add", "d6", "--strategy", "fastscale"],
+        &[
+            "grow",
+            "--control",
+            "ctl.sock",
+            "--add",
+            "d6",
+            "--strategy",
+            "fastscale",
+        ],
     );
     assert!(
-        !out.ok() && out.stderr.contains("fastscale grows RAID-0; for CRS use scale-crs or epu"),
+        !out.ok()
+            && out
+                .stderr
+                .contains("fastscale grows RAID-0; for CRS use scale-crs or epu"),
         "{out}"
     );
     assert_eq!(

@@ -63,11 +63,24 @@ fn assert_reads_back(test: &str, dir: &Path, server: &Server, what: &str) {
         dir,
         tool("nbdcopy"),
         &[
-            "--", "[", "nbdkit", "--exit-with-parent", "--filter=offset", "nbd", &socket,
-            "offset=0", &range, "]", "readback.bin",
+            "--",
+            "[",
+            "nbdkit",
+            "--exit-with-parent",
+            "--filter=offset",
+            "nbd",
+            &socket,
+            "offset=0",
+            &range,
+            "]",
+            "readback.bin",
         ],
     );
-    assert!(out.ok(), "{test}: reading back ({what}): {out}\n{}", server.log_text());
+    assert!(
+        out.ok(),
+        "{test}: reading back ({what}): {out}\n{}",
+        server.log_text()
+    );
     assert_same_prefix(
         &dir.join("data.bin"),
         &dir.join("readback.bin"),
@@ -99,7 +112,10 @@ fn assert_counters(test: &str, reshape: &Value, strategy: &str) {
     let units = reshape["rmw_units"].as_u64().unwrap() + reshape["rcw_units"].as_u64().unwrap();
     assert!(units > 0, "{test}: {reshape:#}");
     if strategy == "scale-crs" {
-        assert_eq!(reshape["rcw_units"], 0, "{test}: Scale-CRS is RMW only: {reshape:#}");
+        assert_eq!(
+            reshape["rcw_units"], 0,
+            "{test}: Scale-CRS is RMW only: {reshape:#}"
+        );
     }
 }
 
@@ -115,7 +131,10 @@ fn any_two_missing_read_back(test: &str, dir: &Path, pairs: &[[usize; 2]]) {
         for &i in pair {
             std::fs::remove_file(dir.join(ALL[i])).unwrap();
         }
-        let survivors: Vec<&str> = (0..7).filter(|i| !pair.contains(i)).map(|i| ALL[i]).collect();
+        let survivors: Vec<&str> = (0..7)
+            .filter(|i| !pair.contains(i))
+            .map(|i| ALL[i])
+            .collect();
         let server = Server::start(dir, &survivors);
         assert_reads_back(test, dir, &server, &format!("members {pair:?} missing"));
         server.stop();
@@ -137,7 +156,15 @@ fn grow_while_writing(test: &str, strategy: &str, seed: u64) {
     let server = Server::start_with(dir, &["--control", "ctl.sock"], &OLD);
     let capacity_before = live(dir, "ctl.sock")["capacity_bytes"].as_u64().unwrap();
     let writer = spawn(dir, tool("nbdcopy"), &["--flush", "data.bin", &server.uri]);
-    let grow_args = ["grow", "--add", "d6", "--strategy", strategy, "--control", "ctl.sock"];
+    let grow_args = [
+        "grow",
+        "--add",
+        "d6",
+        "--strategy",
+        strategy,
+        "--control",
+        "ctl.sock",
+    ];
     let grow = spawn(dir, eraid_bin(), &grow_args);
     finish(test, writer, "nbdcopy", &server);
     let stdout = finish(test, grow, &grow_args.join(" "), &server);
@@ -152,7 +179,10 @@ fn grow_while_writing(test: &str, strategy: &str, seed: u64) {
         "{test}: {status:#}"
     );
     let check = eraid(dir, &["check", "--control", "ctl.sock"]);
-    assert!(check.ok() && check.stdout.contains("0 mismatches"), "{test}: {check}");
+    assert!(
+        check.ok() && check.stdout.contains("0 mismatches"),
+        "{test}: {check}"
+    );
     server.stop();
     let detail = detail_json(dir, &ALL);
     assert_eq!(detail["state"], "clean", "{test}: {detail:#}");
@@ -169,7 +199,11 @@ fn crs_4_plus_2_grows_with_epu_while_nbdcopy_writes() {
 
 #[test]
 fn crs_4_plus_2_grows_with_scale_crs_while_nbdcopy_writes() {
-    grow_while_writing("issue 18 acceptance 2 (CRS 4+2, scale-crs)", "scale-crs", 1803);
+    grow_while_writing(
+        "issue 18 acceptance 2 (CRS 4+2, scale-crs)",
+        "scale-crs",
+        1803,
+    );
 }
 
 /// SIGKILL mid-growth, restart: the growth resumes (redoing the window a
@@ -187,10 +221,23 @@ fn killed_mid_growth(test: &str, strategy: &str, seed: u64) {
     let mut server = Server::start_with(dir, &["--control", "ctl.sock"], &OLD);
     let writer = spawn(dir, tool("nbdcopy"), &["--flush", "data.bin", &server.uri]);
     let grow_args = [
-        "grow", "--add", "d6", "--strategy", strategy, "--speed-max", "20000", "--no-wait",
-        "--control", "ctl.sock",
+        "grow",
+        "--add",
+        "d6",
+        "--strategy",
+        strategy,
+        "--speed-max",
+        "20000",
+        "--no-wait",
+        "--control",
+        "ctl.sock",
     ];
-    let stdout = finish(test, spawn(dir, eraid_bin(), &grow_args), &grow_args.join(" "), &server);
+    let stdout = finish(
+        test,
+        spawn(dir, eraid_bin(), &grow_args),
+        &grow_args.join(" "),
+        &server,
+    );
     assert!(stdout.contains("growth started"), "{test}: {stdout}");
     finish(test, writer, "nbdcopy", &server);
     let progress = loop {
@@ -209,7 +256,10 @@ fn killed_mid_growth(test: &str, strategy: &str, seed: u64) {
     };
     server.kill9();
     eprintln!("{test}: killed at {:.1}% of the growth", 100.0 * progress);
-    assert!(progress < 0.8, "{test}: killed too late ({progress}); lower --speed-max");
+    assert!(
+        progress < 0.8,
+        "{test}: killed too late ({progress}); lower --speed-max"
+    );
     let detail = detail_json(dir, &ALL);
     assert_eq!(detail["reshape"]["state"], "running", "{test}: {detail:#}");
     let mut server = Server::start_with(dir, &["--control", "ctl.sock"], &ALL);
@@ -218,7 +268,10 @@ fn killed_mid_growth(test: &str, strategy: &str, seed: u64) {
     assert_counters(test, &status["reshape"], strategy);
     assert_reads_back(test, dir, &server, "after the resumed growth");
     let check = eraid(dir, &["check", "--control", "ctl.sock"]);
-    assert!(check.ok() && check.stdout.contains("0 mismatches"), "{test}: {check}");
+    assert!(
+        check.ok() && check.stdout.contains("0 mismatches"),
+        "{test}: {check}"
+    );
     server.stop();
     any_two_missing_read_back(test, dir, &[[1, 6], [0, 5]]);
     eprintln!("{test}: {:.1} s", started.elapsed().as_secs_f64());
@@ -231,5 +284,9 @@ fn crs_epu_growth_survives_sigkill() {
 
 #[test]
 fn crs_scale_crs_growth_survives_sigkill() {
-    killed_mid_growth("issue 18 acceptance 2 (CRS 4+2, scale-crs, SIGKILL)", "scale-crs", 1805);
+    killed_mid_growth(
+        "issue 18 acceptance 2 (CRS 4+2, scale-crs, SIGKILL)",
+        "scale-crs",
+        1805,
+    );
 }

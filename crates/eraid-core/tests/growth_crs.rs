@@ -123,7 +123,10 @@ fn any_m_missing_reads_back(h: &mut MemHarness, m: usize, model: &[u8], what: &s
         }
         let mut array = open(h);
         let got = read_everything(h, &mut array, 1, model.len());
-        assert!(got == model, "{what}: data differs with members {missing:?} missing");
+        assert!(
+            got == model,
+            "{what}: data differs with members {missing:?} missing"
+        );
         sets += 1;
         drop(array);
         let Some(i) = (0..m).rev().find(|&i| missing[i] < n - m + i) else {
@@ -140,7 +143,8 @@ fn any_m_missing_reads_back(h: &mut MemHarness, m: usize, model: &[u8], what: &s
 
 fn grow_under_load(seed: u64, shape: (usize, usize, usize, usize), strategy: ReshapeStrategy) {
     let what = format!("seed {seed} {shape:?} {}", strategy.name());
-    let (mut h, mut array, mut model, mut rng) = filled_and_growing(seed, shape, strategy, 6, MEMBER_CHUNKS);
+    let (mut h, mut array, mut model, mut rng) =
+        filled_and_growing(seed, shape, strategy, 6, MEMBER_CHUNKS);
     let capacity = array.capacity_bytes();
     let mut id = 10u64;
     let mut rounds = 0;
@@ -150,7 +154,8 @@ fn grow_under_load(seed: u64, shape: (usize, usize, usize, usize), strategy: Res
         let mut batch = Vec::new();
         let mut taken: Vec<(u64, u64)> = Vec::new();
         for _ in 0..rng.gen_range(1..5) {
-            let len = rng.gen_range(1..=(2 * chunk_bytes(crs_level(shape.1, shape.2)) / SECTOR_BYTES));
+            let len =
+                rng.gen_range(1..=(2 * chunk_bytes(crs_level(shape.1, shape.2)) / SECTOR_BYTES));
             let start = rng.gen_range(0..capacity / SECTOR_BYTES - len);
             let range = (start * SECTOR_BYTES, len * SECTOR_BYTES);
             if taken.iter().any(|&t| overlaps(t, range)) {
@@ -203,12 +208,18 @@ fn grow_under_load(seed: u64, shape: (usize, usize, usize, usize), strategy: Res
     let (from, m, _, add) = shape;
     assert_eq!(status["member_count"], (from + add) as u64);
     let counters = &status["reshape"];
-    assert!(counters["moved_bytes"].as_u64().unwrap() > 0, "{what}: {counters}");
+    assert!(
+        counters["moved_bytes"].as_u64().unwrap() > 0,
+        "{what}: {counters}"
+    );
     if strategy == ReshapeStrategy::ScaleCrs {
         assert_eq!(counters["rcw_units"], 0, "{what}: Scale-CRS uses RMW only");
     }
     let new_capacity = array.capacity_bytes();
-    assert_eq!(new_capacity * (from - m) as u64, capacity * (from + add - m) as u64);
+    assert_eq!(
+        new_capacity * (from - m) as u64,
+        capacity * (from + add - m) as u64
+    );
     let got = read_everything(&mut h, &mut array, id + 1, model.len());
     assert!(got == model, "{what}: data differs after the growth");
     // The added space holds what users write there.
@@ -220,7 +231,11 @@ fn grow_under_load(seed: u64, shape: (usize, usize, usize, usize), strategy: Res
     };
     call(&mut h, &mut array, id + 2, op).expect("write the added space");
     model.extend_from_slice(&tail);
-    assert_eq!(check(&mut h, &mut array, false), (0, 0), "{what}: parity clean");
+    assert_eq!(
+        check(&mut h, &mut array, false),
+        (0, 0),
+        "{what}: parity clean"
+    );
     close(&mut h, &mut array);
     let mut array = open(&mut h);
     assert_eq!(array.capacity_bytes(), new_capacity);
@@ -263,12 +278,21 @@ fn epu_reads_less_than_scale_crs_where_the_study_says_so() {
         let r = array.status_json()["reshape"].clone();
         let got = read_everything(&mut h, &mut array, 5, model.len());
         assert!(got == model, "{}: data after the growth", strategy.name());
-        assert_eq!(check(&mut h, &mut array, false), (0, 0), "{}", strategy.name());
+        assert_eq!(
+            check(&mut h, &mut array, false),
+            (0, 0),
+            "{}",
+            strategy.name()
+        );
         reads.push(r);
     }
     let (scale, epu) = (&reads[0], &reads[1]);
     let u = |v: &serde_json::Value, f: &str| v[f].as_u64().unwrap();
-    assert_eq!((u(scale, "rmw_units"), u(scale, "rcw_units")), (7, 0), "{scale}");
+    assert_eq!(
+        (u(scale, "rmw_units"), u(scale, "rcw_units")),
+        (7, 0),
+        "{scale}"
+    );
     assert_eq!((u(epu, "rmw_units"), u(epu, "rcw_units")), (0, 7), "{epu}");
     assert_eq!(u(scale, "moved_bytes"), u(epu, "moved_bytes"));
     // Per unit: 24 moved blocks, then 228 (Scale-CRS) or 144 (EPU).
@@ -291,13 +315,17 @@ fn crashes_during_crs_growth_lose_nothing() {
             redone += crash_once(seed, shape, strategy);
         }
     }
-    assert!(redone >= 3, "only {redone} crashes fell between a window's two phases");
+    assert!(
+        redone >= 3,
+        "only {redone} crashes fell between a window's two phases"
+    );
 }
 
 /// Returns 1 if the crash left a recorded window to redo.
 fn crash_once(seed: u64, shape: (usize, usize, usize, usize), strategy: ReshapeStrategy) -> u64 {
     let what = format!("seed {seed} {shape:?} {}", strategy.name());
-    let (mut h, mut array, initial, mut rng) = filled_and_growing(seed, shape, strategy, 3, MEMBER_CHUNKS);
+    let (mut h, mut array, initial, mut rng) =
+        filled_and_growing(seed, shape, strategy, 3, MEMBER_CHUNKS);
     let capacity = array.capacity_bytes();
     let mut acked = initial.clone();
     let mut flushed = initial;
@@ -375,7 +403,11 @@ fn crash_once(seed: u64, shape: (usize, usize, usize, usize), strategy: ReshapeS
         assert_eq!(state(&array), "done", "{what}: {}", array.status_json());
     }
     assert_flushed_sectors_survive(&mut h, &mut array, &flushed, &touched, &what);
-    assert_eq!(check(&mut h, &mut array, false).0, 0, "{what}: parity after");
+    assert_eq!(
+        check(&mut h, &mut array, false).0,
+        0,
+        "{what}: parity after"
+    );
     let model = read_everything(&mut h, &mut array, 2, capacity as usize);
     close(&mut h, &mut array);
     if grown && seed % 3 == 0 {
@@ -417,7 +449,8 @@ fn the_io_rate_budget_paces_the_growth() {
         assert_eq!(state(&array), "done");
         let r = array.status_json()["reshape"].clone();
         let packet = chunk_bytes(level) / 4;
-        let blocks = r["scaling_read_blocks"].as_u64().unwrap() + r["scaling_write_blocks"].as_u64().unwrap();
+        let blocks = r["scaling_read_blocks"].as_u64().unwrap()
+            + r["scaling_write_blocks"].as_u64().unwrap();
         let device_bytes = blocks * packet + r["zeroed_bytes"].as_u64().unwrap();
         took_ns.push((h.now.0 - started.0, device_bytes));
     }

@@ -250,7 +250,9 @@ impl GrowArgs {
             config.aggregation_bytes = kib * 1024;
         }
         match self.io_rate_max {
-            Some(0) => bail!("--io-rate-max must be at least 1 block per second (leave it out for no budget)"),
+            Some(0) => bail!(
+                "--io-rate-max must be at least 1 block per second (leave it out for no budget)"
+            ),
             Some(blocks) => config.io_rate_max_blocks_s = blocks,
             None => {}
         }

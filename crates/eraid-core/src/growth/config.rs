@@ -355,7 +355,10 @@ impl ReshapeConfig {
                 self.io_slot_ms
             ));
         }
-        if self.io_block_bytes == 0 || !self.io_block_bytes.is_multiple_of(512) || self.io_block_bytes > 1 << 30 {
+        if self.io_block_bytes == 0
+            || !self.io_block_bytes.is_multiple_of(512)
+            || self.io_block_bytes > 1 << 30
+        {
             return Err(format!(
                 "io_block_bytes must be a positive multiple of 512 up to 1 GiB, got {}",
                 self.io_block_bytes

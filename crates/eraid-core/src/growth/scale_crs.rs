@@ -248,7 +248,10 @@ impl UnitPlan {
                         to_column,
                     });
                 }
-                assert!(holds[to_row * (k + t) + to_column].is_none(), "one chunk a slot");
+                assert!(
+                    holds[to_row * (k + t) + to_column].is_none(),
+                    "one chunk a slot"
+                );
                 holds[to_row * (k + t) + to_column] = Some((row, column));
             }
         }
@@ -379,7 +382,9 @@ mod tests {
                 if c < rows * k as u64 {
                     let (old_row, j) = (c / k as u64, (c % k as u64) as usize);
                     assert!(
-                        (row, idx) == (old_row, j) || (idx >= k && s.unit_of_row(row, rows) == s.unit_of_row(old_row, rows)),
+                        (row, idx) == (old_row, j)
+                            || (idx >= k
+                                && s.unit_of_row(row, rows) == s.unit_of_row(old_row, rows)),
                         "({k},{t}) chunk {c} moves only to a new column of its unit"
                     );
                 }
@@ -392,7 +397,10 @@ mod tests {
                         per_column[idx] += 1;
                     }
                 }
-                assert!(per_column.iter().all(|&n| n == per_column[0]), "({k},{t}) {per_column:?}");
+                assert!(
+                    per_column.iter().all(|&n| n == per_column[0]),
+                    "({k},{t}) {per_column:?}"
+                );
             }
         }
     }
@@ -417,8 +425,17 @@ mod tests {
     #[test]
     fn whole_chunk_units_match_the_study() {
         let p = plan(6, 3, 1, 4);
-        assert_eq!((p.counts.epu_reads(), p.counts.scale_crs_reads()), (144, 228));
-        for (k, m, t, w) in [(6, 3, 1, 4), (10, 3, 1, 5), (12, 3, 1, 5), (4, 2, 1, 3), (2, 2, 2, 3)] {
+        assert_eq!(
+            (p.counts.epu_reads(), p.counts.scale_crs_reads()),
+            (144, 228)
+        );
+        for (k, m, t, w) in [
+            (6, 3, 1, 4),
+            (10, 3, 1, 5),
+            (12, 3, 1, 5),
+            (4, 2, 1, 3),
+            (2, 2, 2, 3),
+        ] {
             let p = plan(k, m, t, w);
             let study = study_case(MatrixChoice::Jerasure, k, m, t, w).unwrap();
             assert_eq!(study.stripes_per_unit, p.span.rows, "({k},{m},{t},{w})");
@@ -432,7 +449,13 @@ mod tests {
     /// free slots zero).
     #[test]
     fn both_methods_give_the_new_encoding() {
-        for (k, m, t, w) in [(2, 2, 2, 3), (4, 2, 1, 3), (6, 3, 1, 4), (3, 3, 2, 4), (5, 2, 3, 4)] {
+        for (k, m, t, w) in [
+            (2, 2, 2, 3),
+            (4, 2, 1, 3),
+            (6, 3, 1, 4),
+            (3, 3, 2, 4),
+            (5, 2, 3, 4),
+        ] {
             let p = plan(k, m, t, w);
             let rows = p.span.rows;
             let old_bits = matrix_to_bitmatrix(
@@ -447,7 +470,8 @@ mod tests {
                 w,
                 &eraid_codes::jerasure::cauchy_good_general_coding_matrix(k + t, m, w).unwrap(),
             );
-            let value = |p: &OldPacket| ((p.row * 131 + p.column * 17 + p.packet * 7) % 251) as u8 + 1;
+            let value =
+                |p: &OldPacket| ((p.row * 131 + p.column * 17 + p.packet * 7) % 251) as u8 + 1;
             let mut new_slots = vec![0u8; rows * (k + t) * w];
             for row in 0..rows {
                 for column in 0..k {
@@ -457,8 +481,11 @@ mod tests {
                         .find(|mv| mv.from_row == row && mv.column == column)
                         .map_or((row, column), |mv| (mv.to_row, mv.to_column));
                     for packet in 0..w {
-                        new_slots[(to.0 * (k + t) + to.1) * w + packet] =
-                            value(&OldPacket { row, column, packet });
+                        new_slots[(to.0 * (k + t) + to.1) * w + packet] = value(&OldPacket {
+                            row,
+                            column,
+                            packet,
+                        });
                     }
                 }
             }
@@ -466,7 +493,11 @@ mod tests {
             for packet in &p.changed {
                 let bit_row = packet.parity * w + packet.packet;
                 let old = old_bits.ones_in_row(bit_row).fold(0u8, |a, col| {
-                    a ^ value(&OldPacket { row: packet.row, column: col / w, packet: col % w })
+                    a ^ value(&OldPacket {
+                        row: packet.row,
+                        column: col / w,
+                        packet: col % w,
+                    })
                 });
                 let new = new_bits.ones_in_row(bit_row).fold(0u8, |a, col| {
                     a ^ new_slots[(packet.row * (k + t) + col / w) * w + col % w]

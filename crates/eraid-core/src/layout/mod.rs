@@ -89,7 +89,9 @@ pub fn layout_of(
     crs_scaled: Option<&crate::growth::scale_crs::CrsScaledShape>,
 ) -> Box<dyn Layout> {
     match crs_scaled {
-        Some(shape) if matches!(geometry.level, Level::Crs { .. }) => scaled_crs_layout(geometry, shape),
+        Some(shape) if matches!(geometry.level, Level::Crs { .. }) => {
+            scaled_crs_layout(geometry, shape)
+        }
         _ => layout_with(geometry, placement),
     }
 }

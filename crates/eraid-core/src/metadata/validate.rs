@@ -121,7 +121,10 @@ fn crs_scaled(shape: &CrsScaledShape, g: &Geometry) -> Result<(), String> {
         shape.parity_members,
         shape.added_members,
     );
-    if k == 0 || t == 0 || m != g.parity_per_stripe() || k.checked_add(t) != Some(g.data_per_stripe())
+    if k == 0
+        || t == 0
+        || m != g.parity_per_stripe()
+        || k.checked_add(t) != Some(g.data_per_stripe())
     {
         return Err(format!(
             "k = {k}, m = {m}, t = {t} does not describe {} data and {} parity members",
@@ -169,7 +172,8 @@ fn crs_reshape(record: &ReshapeRecord, sb: &Superblock) -> Result<(), String> {
         ));
     }
     let unit = shape.unit_rows() as u64 * shape.old_data_members as u64;
-    let boundary = |c: u64| c == record.total_chunks || (c < record.total_chunks && c.is_multiple_of(unit));
+    let boundary =
+        |c: u64| c == record.total_chunks || (c < record.total_chunks && c.is_multiple_of(unit));
     if !boundary(record.checkpoint_chunk) {
         return Err(format!(
             "checkpoint at chunk {} is not a scaling unit boundary within the {} chunks",

@@ -94,8 +94,7 @@ impl Array {
         let rows_wanted = (record.config.aggregation_bytes / self.geometry.chunk_bytes).max(1);
         let first_row = start / k;
         let mut end_row = first_row;
-        while end_row < member_rows && (end_row == first_row || end_row - first_row < rows_wanted)
-        {
+        while end_row < member_rows && (end_row == first_row || end_row - first_row < rows_wanted) {
             let unit = shape.unit_of_row(end_row, member_rows);
             end_row = unit.first_row + unit.rows as u64;
         }
@@ -189,7 +188,9 @@ impl Array {
                 l.member == region.member
                     && (aggregate || l.purpose == region.purpose)
                     && disk(&l) + l.len == disk(&region)
-                    && runs.last().is_some_and(|run| run.len_bytes() + region.len <= max_run)
+                    && runs
+                        .last()
+                        .is_some_and(|run| run.len_bytes() + region.len <= max_run)
             });
             if merge {
                 runs.last_mut().expect("run").pieces[0].len += region.len;
@@ -312,7 +313,12 @@ impl Array {
         // Parity first, from the old places.
         let value = |base: u64, p: &OldPacket| {
             let row = base + p.row as u64;
-            let at = crs.offset(self.crs_member(row, p.column), row, p.packet * packet, chunk);
+            let at = crs.offset(
+                self.crs_member(row, p.column),
+                row,
+                p.packet * packet,
+                chunk,
+            );
             at..at + packet
         };
         let mut changed_packets = 0u64;
@@ -355,13 +361,10 @@ impl Array {
         let new_member_bytes =
             (crs.rows * (crs.members - self.crs_shape().old_member_count()) * chunk) as u64;
         let w = self.crs_w() as u64;
-        let (rmw, rcw) = crs
-            .units
-            .iter()
-            .fold((0, 0), |(a, b), u| match u.method {
-                UpdateMethod::ReadModifyWrite => (a + 1, b),
-                UpdateMethod::ReconstructWrite => (a, b + 1),
-            });
+        let (rmw, rcw) = crs.units.iter().fold((0, 0), |(a, b), u| match u.method {
+            UpdateMethod::ReadModifyWrite => (a + 1, b),
+            UpdateMethod::ReconstructWrite => (a, b + 1),
+        });
         self.window_mut_pub().data = image;
         let counters = &mut self.reshape_record_mut().counters;
         counters.scaling_write_blocks += moves.len() as u64 * w + changed_packets;

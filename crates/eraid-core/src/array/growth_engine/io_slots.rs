@@ -84,12 +84,21 @@ mod tests {
         slots.charge(TimeNs(100 * MS), budget - 1, &config);
         assert_eq!(slots.gate(TimeNs(200 * MS), &config), None, "budget left");
         slots.charge(TimeNs(300 * MS), 1, &config);
-        assert_eq!(slots.gate(TimeNs(400 * MS), &config), Some(TimeNs(1000 * MS)));
+        assert_eq!(
+            slots.gate(TimeNs(400 * MS), &config),
+            Some(TimeNs(1000 * MS))
+        );
         assert_eq!(slots.gate(TimeNs(1000 * MS), &config), None, "next slot");
         // A window of 2.5 budgets: the next two slots are paid by it.
         slots.charge(TimeNs(1100 * MS), budget * 5 / 2, &config);
-        assert_eq!(slots.gate(TimeNs(1200 * MS), &config), Some(TimeNs(2000 * MS)));
-        assert_eq!(slots.gate(TimeNs(2500 * MS), &config), Some(TimeNs(3000 * MS)));
+        assert_eq!(
+            slots.gate(TimeNs(1200 * MS), &config),
+            Some(TimeNs(2000 * MS))
+        );
+        assert_eq!(
+            slots.gate(TimeNs(2500 * MS), &config),
+            Some(TimeNs(3000 * MS))
+        );
         assert_eq!(slots.gate(TimeNs(3000 * MS), &config), None);
         // Off: never waits.
         let off = rate(0);
