@@ -115,9 +115,9 @@ pub struct GrowArgs {
     /// whole windows, so a low ceiling is kept on average, window by window.
     #[arg(long = "speed-max", value_name = "KB/S")]
     speed_max: Option<u64>,
-    /// The EPU paper's rate control: at most N blocks of 4 KiB per second
-    /// of device I/O, users' and the growth's together, judged per 1 s
-    /// slot; users go first and the growth starts no window in a slot
+    /// The EPU paper's rate control: at most N blocks of 4 KiB per second,
+    /// the blocks users ask for and the growth's device I/O together,
+    /// judged per 1 s slot; users go first and the growth starts no window in a slot
     /// whose budget they spent (the paper uses 1200 to 1500). Default: off.
     #[arg(long = "io-rate-max", value_name = "BLOCKS/S")]
     io_rate_max: Option<u64>,

@@ -394,9 +394,6 @@ impl Array {
             let user = cause == IoCause::User;
             if user {
                 reshape.pacing.user_io_issued(member, bytes);
-                if let Some(config) = self.superblock.reshape.as_ref().map(|r| &r.config) {
-                    reshape.io_slots.charge(self.now, bytes, config);
-                }
             }
             if in_flight_test && (user || cause == IoCause::Redistribution) {
                 if !user {
@@ -769,6 +766,12 @@ impl Machine for Array {
             });
         if let Some(reshape) = &mut self.reshape {
             reshape.pacing.user_arrived(now);
+            // The EPU paper's user I/O rate counts the blocks users ask for.
+            if let (Some((_, len_bytes)), Some(record)) =
+                (request.op.byte_range(), self.superblock.reshape.as_ref())
+            {
+                reshape.io_slots.charge(now, len_bytes, &record.config);
+            }
             if buffers_exhausted {
                 reshape.pacing.user_congested();
             }

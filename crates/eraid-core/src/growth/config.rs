@@ -256,8 +256,9 @@ pub struct ReshapeConfig {
     /// either way since the member's last busy verdict. Off: user data
     /// issued since the last verdict, judged between windows.
     pub md_idle_in_flight: bool,
-    /// The EPU paper's rate control: at most this many blocks per second of
-    /// device I/O (users' and the growth's) in each slot, users first; the
+    /// The EPU paper's rate control: at most this many blocks per second
+    /// (those users ask for and the growth's device I/O) in each slot,
+    /// users first; the
     /// growth starts no window in a slot whose budget is spent. 0: off (the
     /// paper varies 1200 to 1500).
     pub io_rate_max_blocks_s: u64,

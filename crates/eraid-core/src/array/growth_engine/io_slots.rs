@@ -1,8 +1,10 @@
 //! The EPU paper's rate control (Sec. V-C): time is cut into slots, and in
-//! each the members may take at most `io_rate_max_blocks_s` blocks per
-//! second of the slot. Users go first: the growth starts a window only
-//! while the slot's user and growth I/O is below that budget; when users
-//! alone exceed it, nothing is moved in that slot. A window that overruns
+//! each the array may take at most `io_rate_max_blocks_s` blocks per
+//! second of the slot: the blocks users ask for (the paper's user I/O
+//! rate, not the device I/O their parity updates cause) and the growth's
+//! device I/O. Users go first: the growth starts a window only while the
+//! slot's total is below that budget; when users alone exceed it, nothing
+//! is moved in that slot. A window that overruns
 //! the budget is charged to the slots after it, so over time the device
 //! I/O rate stays within the setting.
 
@@ -12,7 +14,7 @@ use crate::io::TimeNs;
 #[derive(Debug, Default)]
 pub struct IoSlots {
     slot_start: TimeNs,
-    /// Device bytes (users' and the growth's) charged to the current slot.
+    /// Bytes (asked for by users, or the growth's device I/O) charged to the current slot.
     used_bytes: u64,
 }
 
@@ -38,7 +40,7 @@ impl IoSlots {
         self.slot_start = TimeNs(self.slot_start.0 + passed * slot_ns);
     }
 
-    /// `bytes` of device I/O were issued at `now` (user or growth).
+    /// `bytes` were asked for by a user, or issued by the growth, at `now`.
     pub fn charge(&mut self, now: TimeNs, bytes: u64, config: &ReshapeConfig) {
         if config.io_rate_max_blocks_s == 0 {
             return;
