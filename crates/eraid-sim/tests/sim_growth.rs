@@ -777,7 +777,12 @@ fn crs_growth_epu_spends_less_than_scale_crs() {
     assert_eq!(m("scale-crs", "rcw_units"), 0.0);
     assert!(m("epu", "rcw_units") > 0.0);
     let blocks = |run| m(run, "scaling_read_blocks") + m(run, "scaling_write_blocks");
-    assert!(blocks("epu") < blocks("scale-crs"), "{} vs {}", blocks("epu"), blocks("scale-crs"));
+    assert!(
+        blocks("epu") < blocks("scale-crs"),
+        "{} vs {}",
+        blocks("epu"),
+        blocks("scale-crs")
+    );
     assert!(m("epu", "redistribution_ios") < m("scale-crs", "redistribution_ios"));
     assert!(
         m("epu", "redistribution_time_s") < m("scale-crs", "redistribution_time_s"),

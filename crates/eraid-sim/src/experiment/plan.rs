@@ -532,7 +532,9 @@ fn resolve_growth(
     }
     if let Some(blocks) = g.io_rate_max {
         if blocks == 0 {
-            return Err("[growth] io_rate_max: must be at least 1 block/s (leave it out for none)".into());
+            return Err(
+                "[growth] io_rate_max: must be at least 1 block/s (leave it out for none)".into(),
+            );
         }
         config.io_rate_max_blocks_s = blocks;
     }
