@@ -410,7 +410,7 @@ fn crash_once(seed: u64, shape: (usize, usize, usize, usize), strategy: ReshapeS
     );
     let model = read_everything(&mut h, &mut array, 2, capacity as usize);
     close(&mut h, &mut array);
-    if grown && seed % 3 == 0 {
+    if grown && seed.is_multiple_of(3) {
         any_m_missing_reads_back(&mut h, shape.1, &model, &what);
     }
     u64::from(pending_record)
