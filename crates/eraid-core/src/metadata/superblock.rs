@@ -565,4 +565,35 @@ mod crs_tests {
             );
         }
     }
+
+    /// A grown CRS layout's shape must describe the geometry: k + t data
+    /// members, m parity, on a CRS array; anything else is refused at
+    /// decode, naming the record.
+    #[test]
+    fn a_grown_crs_shape_must_describe_the_array() {
+        use crate::growth::scale_crs::CrsScaledShape;
+        let shape = |k, m, t| CrsScaledShape {
+            old_data_members: k,
+            parity_members: m,
+            added_members: t,
+        };
+        let mut sb = crs_sample(3, 4, 7);
+        sb.crs_scaled = Some(shape(3, 3, 1));
+        let decoded = Superblock::decode_newest(&area_with_geometry_edit(&sb, |_| {})).unwrap();
+        assert_eq!(decoded.crs_scaled, Some(shape(3, 3, 1)));
+        for bad in [
+            shape(0, 3, 4),
+            shape(3, 2, 1),
+            shape(3, 3, 2),
+            shape(4, 3, 0),
+        ] {
+            sb.crs_scaled = Some(bad);
+            let error = decode_error(&area_with_geometry_edit(&sb, |_| {}));
+            assert!(error.contains("grown CRS layout"), "{bad:?}: {error}");
+        }
+        let mut raid = sample();
+        raid.crs_scaled = Some(shape(3, 1, 1));
+        let error = decode_error(&area_with_geometry_edit(&raid, |_| {}));
+        assert!(error.contains("not CRS"), "{error}");
+    }
 }
