@@ -194,22 +194,25 @@ fn bad_crs_flags_are_refused_and_change_nothing() {
     );
 }
 
+/// A CRS array grows by scale-crs or epu only: a RAID strategy is refused,
+/// naming both, before anything is read or written.
 #[test]
-fn growing_a_crs_array_is_refused_and_changes_nothing() {
+fn growing_a_crs_array_with_a_raid_strategy_is_refused_and_changes_nothing() {
     let scratch = scratch();
     let dir = scratch.path();
     create_4_plus_2(dir);
     blank(dir, "d6", 48 * MIB);
     let mut args = vec!["grow"];
     args.extend_from_slice(&MEMBERS);
-    args.extend_from_slice(&["--add", "d6"]);
-    rejected(dir, &args, &["growing a CRS", "not supported"]);
+    args.extend_from_slice(&["--add", "d6", "--strategy", "alv"]);
+    rejected(dir, &args, &["alv grows RAID-5", "scale-crs or epu"]);
 }
 
-/// Served: `detail --control` shows the shape, `grow --control` is refused
-/// before it asks the server anything, and the server keeps serving.
+/// Served: `detail --control` shows the shape, `grow --control` with a
+/// RAID strategy is refused before it asks the server anything, and the
+/// server keeps serving.
 #[test]
-fn a_served_crs_array_shows_its_shape_and_refuses_growth() {
+fn a_served_crs_array_shows_its_shape_and_refuses_a_raid_growth() {
     let scratch = scratch();
     let dir = scratch.path();
     create_4_plus_2(dir);
@@ -223,9 +226,23 @@ fn a_served_crs_array_shows_its_shape_and_refuses_growth() {
     let text = eraid(dir, &["detail", "--control", "ctl.sock"]).expect_ok();
     assert!(text.stdout.contains("CRS (k = 4, m = 2, w = 3)"), "{text}");
     let before = file_hash(&dir.join("d6"));
-    let out = eraid(dir, &["grow", "--control", "ctl.sock", "--add", "d6"]);
+    let out = eraid(
+        dir,
+        &[
+            "grow",
+            "--control",
+            "ctl.sock",
+            "--add",
+            "d6",
+            "--strategy",
+            "fastscale",
+        ],
+    );
     assert!(
-        !out.ok() && out.stderr.contains("growing a CRS array is not supported"),
+        !out.ok()
+            && out
+                .stderr
+                .contains("fastscale grows RAID-0; for CRS use scale-crs or epu"),
         "{out}"
     );
     assert_eq!(

@@ -172,6 +172,11 @@ fn offline_bad_input_changes_nothing() {
         ],
         &["aggregation"],
     );
+    rejected(
+        d,
+        &["grow", "p", "q", "r", "--add", "new", "--io-rate-max", "0"],
+        &["--io-rate-max", "at least 1"],
+    );
     // Neither members nor --control; --add without a value.
     rejected(d, &["grow", "--add", "new"], &["MEMBERS"]);
     rejected(d, &["grow", "a", "b", "--add"], &["--add"]);

@@ -34,7 +34,7 @@ use std::time::{Duration, Instant};
 ///   eraid grow --add d4 d5 -- d0 d1 d2 d3
 ///   eraid grow --add d4 d5 --control ctl.sock
 ///
-/// Strategies (default: fastscale for RAID-0, alv for RAID-5):
+/// Strategies (default: fastscale for RAID-0, alv for RAID-5, epu for CRS):
 ///   RAID-0:
 ///   round-robin  keeps round-robin order (almost every chunk moves), moved
 ///                in reordering-window order with aggregated I/O and lazy
@@ -53,6 +53,16 @@ use std::time::{Duration, Instant};
 ///                lazy checkpoints, and an on/off valve that pauses moving
 ///                data for a period when users were congested or too many
 ///                of their I/Os exceeded --latency-bound (more than --slack).
+///   CRS (k data + m parity members growing by t data members):
+///   scale-crs    Scale-CRS's minimum migration: in each unit of
+///                (k+t)/gcd(k+t,t) rows every old data member hands its last
+///                t/(k+t) of the unit's chunks to the new members; parity
+///                stays in place and is updated by read-modify-write.
+///   epu          the same migration; each unit's parity is updated by
+///                read-modify-write or reconstruct-write, whichever reads
+///                fewer blocks (EPU's Algorithm 1), and the unit's reads are
+///                merged into as few I/Os as possible. A CRS array grows
+///                once this way (not a second time).
 ///
 /// Without --no-wait a progress bar shows moved bytes, rate and ETA until
 /// the growth is done (exit 0) or pauses (exit 1, with the reason); a
@@ -69,7 +79,8 @@ pub struct GrowArgs {
     /// members or larger).
     #[arg(long = "add", value_name = "MEMBER", num_args = 1.., required = true)]
     add: Vec<PathBuf>,
-    /// round-robin, semi-rr or fastscale (RAID-0); md-reshape or alv (RAID-5).
+    /// round-robin, semi-rr or fastscale (RAID-0); md-reshape or alv
+    /// (RAID-5); scale-crs or epu (CRS).
     #[arg(long)]
     strategy: Option<String>,
     /// Start the growth and return at once (follow it with `eraid detail`).
@@ -106,6 +117,12 @@ pub struct GrowArgs {
     /// whole windows, so a low ceiling is kept on average, window by window.
     #[arg(long = "speed-max", value_name = "KB/S")]
     speed_max: Option<u64>,
+    /// The EPU paper's rate control: at most N blocks of 4 KiB per second,
+    /// the blocks users ask for and the growth's device I/O together,
+    /// judged per 1 s slot; users go first and the growth starts no window in a slot
+    /// whose budget they spent (the paper uses 1200 to 1500). Default: off.
+    #[arg(long = "io-rate-max", value_name = "BLOCKS/S")]
+    io_rate_max: Option<u64>,
     /// The control socket of a running `eraid serve --control PATH`.
     #[arg(long, value_name = "PATH", conflicts_with = "members")]
     control: Option<PathBuf>,
@@ -160,19 +177,53 @@ fn exit_code(end: WaitEnd, interrupted: &str) -> i32 {
     }
 }
 
+/// An array's level as growth sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GrowLevel {
+    /// RAID-N.
+    Raid(u64),
+    Crs,
+}
+
+impl GrowLevel {
+    /// From `status` / `detail --json`'s `level` (a number, or "crs").
+    pub fn from_status(level: &Value) -> GrowLevel {
+        match level.as_u64() {
+            Some(n) => GrowLevel::Raid(n),
+            None if level == "crs" => GrowLevel::Crs,
+            None => GrowLevel::Raid(u64::MAX),
+        }
+    }
+}
+
 /// Which strategies grow which level.
-pub fn check_strategy(level: u64, strategy: ReshapeStrategy) -> Result<()> {
-    match (level, strategy.raid0_placement().is_some()) {
-        (0, true) | (5, false) => Ok(()),
-        (0, false) => bail!(
-            "{} grows RAID-5; for RAID-0 use round-robin, semi-rr or fastscale",
+pub fn check_strategy(level: GrowLevel, strategy: ReshapeStrategy) -> Result<()> {
+    let grows = if strategy.grows_crs() {
+        "CRS arrays"
+    } else if strategy.raid0_placement().is_some() {
+        "RAID-0"
+    } else {
+        "RAID-5"
+    };
+    match level {
+        GrowLevel::Raid(0) if strategy.raid0_placement().is_some() => Ok(()),
+        GrowLevel::Raid(5) if grows == "RAID-5" => Ok(()),
+        GrowLevel::Crs if strategy.grows_crs() => Ok(()),
+        GrowLevel::Raid(0) => bail!(
+            "{} grows {grows}; for RAID-0 use round-robin, semi-rr or fastscale",
             strategy.name()
         ),
-        (5, true) => bail!(
-            "{} grows RAID-0; for RAID-5 use alv or md-reshape",
+        GrowLevel::Raid(5) => bail!(
+            "{} grows {grows}; for RAID-5 use alv or md-reshape",
             strategy.name()
         ),
-        (level, _) => bail!("growing RAID-{level} is not supported (RAID-0 and RAID-5 are)"),
+        GrowLevel::Crs => bail!(
+            "{} grows {grows}; for CRS use scale-crs or epu",
+            strategy.name()
+        ),
+        GrowLevel::Raid(level) => {
+            bail!("growing RAID-{level} is not supported (RAID-0, RAID-5 and CRS are)")
+        }
     }
 }
 
@@ -185,10 +236,11 @@ pub(crate) fn parse_valve_latency(name: &str) -> Result<ValveLatency> {
 
 impl GrowArgs {
     /// The settings, checked against the array's level.
-    fn config(&self, level: u64) -> Result<ReshapeConfig> {
+    fn config(&self, level: GrowLevel) -> Result<ReshapeConfig> {
         let strategy = match &self.strategy {
             Some(name) => ReshapeStrategy::parse(name).map_err(|e| anyhow!("--strategy: {e}"))?,
-            None if level == 0 => ReshapeStrategy::FastScale,
+            None if level == GrowLevel::Raid(0) => ReshapeStrategy::FastScale,
+            None if level == GrowLevel::Crs => ReshapeStrategy::Epu,
             None => ReshapeStrategy::Alv,
         };
         check_strategy(level, strategy)?;
@@ -198,6 +250,13 @@ impl GrowArgs {
         let mut config = ReshapeConfig::with_strategy(strategy);
         if let Some(kib) = self.aggregation_kib {
             config.aggregation_bytes = kib * 1024;
+        }
+        match self.io_rate_max {
+            Some(0) => bail!(
+                "--io-rate-max must be at least 1 block per second (leave it out for no budget)"
+            ),
+            Some(blocks) => config.io_rate_max_blocks_s = blocks,
+            None => {}
         }
         // The valve's settings, by the rule `reshape set` uses too (ALV only).
         let valve = GrowthTuning {
@@ -269,14 +328,7 @@ impl GrowArgs {
     fn run_control(self, path: &std::path::Path, stop: &AtomicBool) -> Result<i32> {
         let mut client = ControlClient::connect(path)?;
         let status = client.status()?;
-        if status["level"] == "crs" {
-            bail!(
-                "growing a CRS array is not supported yet (RAID-0 and RAID-5 grow); \
-                 the array is unchanged"
-            );
-        }
-        let level = status["level"].as_u64().unwrap_or(u64::MAX);
-        let config = self.config(level)?;
+        let config = self.config(GrowLevel::from_status(&status["level"]))?;
         check_distinct(&self.add)?;
         // The server resolves paths against its own directory: send absolute ones.
         let add: Vec<String> = self
@@ -319,15 +371,17 @@ impl GrowArgs {
                 );
             }
         }
-        // Scale-CRS and EPU are not built yet: refuse before anything is read or written.
-        let Some(level) = sb.geometry.level.number().map(u64::from) else {
-            bail!(
-                "growing a {} array is not supported yet (RAID-0 and RAID-5 grow); \
-                 the array is unchanged",
-                sb.geometry.level.name()
-            );
+        let level = match sb.geometry.level.number() {
+            Some(n) => GrowLevel::Raid(u64::from(n)),
+            None => GrowLevel::Crs,
         };
         let config = self.config(level)?;
+        if sb.crs_scaled.is_some() {
+            bail!(
+                "this CRS array was grown by scale-crs or epu already; growing it again is \
+                 not supported (the array is unchanged)"
+            );
+        }
         // A RAID-0 grown by fastscale or semi-rr keeps growing that way
         // (the core refuses otherwise; say so before anything is written).
         if let Some(placement) = &sb.placement {

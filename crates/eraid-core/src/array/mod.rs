@@ -24,7 +24,7 @@ mod submit;
 use crate::geometry::{Geometry, Level};
 use crate::growth::config as reshape_config;
 use crate::io::*;
-use crate::layout::{layout_with, Layout};
+use crate::layout::{layout_of, Layout};
 use crate::metadata::assemble::{Assembly, SlotState};
 use crate::metadata::superblock::{ArrayState, MemberState, Superblock};
 use crate::stripe_code::StripeCode;
@@ -254,7 +254,11 @@ impl Array {
     /// superblocks dirty (and recording missing or stale members as faulty).
     pub fn open(assembly: Assembly, options: ArrayOptions, now: TimeNs) -> Array {
         let geometry = assembly.superblock.geometry;
-        let layout = layout_with(&geometry, assembly.superblock.placement.as_ref());
+        let layout = layout_of(
+            &geometry,
+            assembly.superblock.placement.as_ref(),
+            assembly.superblock.crs_scaled.as_ref(),
+        );
         // The superblock's validation built this code once already.
         let code = StripeCode::for_geometry(&geometry)
             .expect("a validated geometry has a code")
@@ -929,6 +933,12 @@ impl Machine for Array {
             });
         if let Some(reshape) = &mut self.reshape {
             reshape.pacing.user_arrived(now);
+            // The EPU paper's user I/O rate counts the blocks users ask for.
+            if let (Some((_, len_bytes)), Some(record)) =
+                (request.op.byte_range(), self.superblock.reshape.as_ref())
+            {
+                reshape.io_slots.charge(now, len_bytes, &record.config);
+            }
             if buffers_exhausted {
                 reshape.pacing.user_congested();
             }

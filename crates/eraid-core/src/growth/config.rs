@@ -132,15 +132,24 @@ pub enum ReshapeStrategy {
     /// RAID-5: ALV: reordering window, aligned aggregate I/O, lazy
     /// checkpoints and the on/off valve.
     Alv,
+    /// CRS: Scale-CRS's minimum data migration; parity updated by
+    /// read-modify-write only.
+    ScaleCrs,
+    /// CRS: the same migration, each unit's parity updated by whichever of
+    /// read-modify-write and reconstruct-write reads fewer blocks (EPU's
+    /// Algorithm 1), with aggregated reads.
+    Epu,
 }
 
 impl ReshapeStrategy {
-    pub const ALL: [ReshapeStrategy; 5] = [
+    pub const ALL: [ReshapeStrategy; 7] = [
         Self::RoundRobin,
         Self::SemiRr,
         Self::FastScale,
         Self::MdReshape,
         Self::Alv,
+        Self::ScaleCrs,
+        Self::Epu,
     ];
 
     pub fn name(self) -> &'static str {
@@ -150,6 +159,8 @@ impl ReshapeStrategy {
             Self::FastScale => "fastscale",
             Self::MdReshape => "md-reshape",
             Self::Alv => "alv",
+            Self::ScaleCrs => "scale-crs",
+            Self::Epu => "epu",
         }
     }
 
@@ -171,8 +182,13 @@ impl ReshapeStrategy {
             Self::RoundRobin => Some(GrowthStrategy::RoundRobin),
             Self::SemiRr => Some(GrowthStrategy::SemiRr),
             Self::FastScale => Some(GrowthStrategy::FastScale),
-            Self::MdReshape | Self::Alv => None,
+            Self::MdReshape | Self::Alv | Self::ScaleCrs | Self::Epu => None,
         }
+    }
+
+    /// Whether this strategy grows CRS arrays (Scale-CRS's migration).
+    pub fn grows_crs(self) -> bool {
+        matches!(self, Self::ScaleCrs | Self::Epu)
     }
 
     /// Every strategy checkpoints lazily: when the reordering window or a
@@ -240,6 +256,16 @@ pub struct ReshapeConfig {
     /// either way since the member's last busy verdict. Off: user data
     /// issued since the last verdict, judged between windows.
     pub md_idle_in_flight: bool,
+    /// The EPU paper's rate control: at most this many blocks per second
+    /// (those users ask for and the growth's device I/O) in each slot,
+    /// users first; the
+    /// growth starts no window in a slot whose budget is spent. 0: off (the
+    /// paper varies 1200 to 1500).
+    pub io_rate_max_blocks_s: u64,
+    /// The rate control's time slot.
+    pub io_slot_ms: u64,
+    /// The rate control's block (the paper's 4 KiB).
+    pub io_block_bytes: u64,
 }
 
 impl Default for ReshapeConfig {
@@ -261,6 +287,9 @@ impl Default for ReshapeConfig {
             idle_check_ms: 500,
             idle_user_kib: 2048,
             md_idle_in_flight: false,
+            io_rate_max_blocks_s: 0,
+            io_slot_ms: 1_000,
+            io_block_bytes: 4096,
         }
     }
 }
@@ -319,6 +348,21 @@ impl ReshapeConfig {
             return Err(format!(
                 "latency_bound_ms must be positive, got {}",
                 self.latency_bound_ms
+            ));
+        }
+        if self.io_slot_ms == 0 || self.io_slot_ms > 3_600_000 {
+            return Err(format!(
+                "io_slot_ms must be within 1..=3600000, got {}",
+                self.io_slot_ms
+            ));
+        }
+        if self.io_block_bytes == 0
+            || !self.io_block_bytes.is_multiple_of(512)
+            || self.io_block_bytes > 1 << 30
+        {
+            return Err(format!(
+                "io_block_bytes must be a positive multiple of 512 up to 1 GiB, got {}",
+                self.io_block_bytes
             ));
         }
         if !(0.0..=1.0).contains(&self.slack) {

@@ -11,4 +11,5 @@ pub mod fastscale;
 pub mod record;
 pub mod reorder_window;
 pub mod round_robin;
+pub mod scale_crs;
 pub mod semi_rr;

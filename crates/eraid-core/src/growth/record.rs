@@ -50,6 +50,41 @@ pub struct ReshapeCounters {
     /// ALV valve periods judged, and those after which it closed (this run).
     pub valve_periods: u64,
     pub valve_closed_periods: u64,
+    /// Scale-CRS and EPU: blocks (code packets, the paper's unit) read for
+    /// migration and parity update, and written (moved data and changed
+    /// parity; zeroed free space apart).
+    pub scaling_read_blocks: u64,
+    pub scaling_write_blocks: u64,
+    /// Scale-CRS and EPU: bytes of new free space written with zeros.
+    pub zeroed_bytes: u64,
+    /// Scale-CRS and EPU: scaling units whose parity was updated by
+    /// read-modify-write and by reconstruct-write.
+    pub rmw_units: u64,
+    pub rcw_units: u64,
+    /// EPU: blocks the growth needed that a user read had just brought in
+    /// (not read again: I/O overlap).
+    pub overlap_blocks: u64,
+}
+
+impl ReshapeCounters {
+    /// Every counter (for range checks).
+    pub fn as_array(&self) -> [u64; 13] {
+        [
+            self.moved_bytes,
+            self.redistribution_reads,
+            self.redistribution_writes,
+            self.metadata_writes,
+            self.backup_windows,
+            self.valve_periods,
+            self.valve_closed_periods,
+            self.scaling_read_blocks,
+            self.scaling_write_blocks,
+            self.zeroed_bytes,
+            self.rmw_units,
+            self.rcw_units,
+            self.overlap_blocks,
+        ]
+    }
 }
 
 /// A window whose source data was copied aside before it was overwritten:
@@ -117,6 +152,12 @@ impl ReshapeRecord {
             "redistribution_reads": c.redistribution_reads,
             "redistribution_writes": c.redistribution_writes,
             "backup_windows": c.backup_windows,
+            "scaling_read_blocks": c.scaling_read_blocks,
+            "scaling_write_blocks": c.scaling_write_blocks,
+            "zeroed_bytes": c.zeroed_bytes,
+            "rmw_units": c.rmw_units,
+            "rcw_units": c.rcw_units,
+            "overlap_blocks": c.overlap_blocks,
             // A backed-up window a crash interrupted, not yet rewritten.
             "pending_backup": self.backup.as_ref().map(|b| serde_json::json!({
                 "start_bytes": b.start_chunk * chunk_bytes,

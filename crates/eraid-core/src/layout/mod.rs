@@ -11,6 +11,7 @@ mod raid0;
 mod raid10;
 mod raid5;
 mod raid6;
+mod scaled_crs;
 
 use crate::geometry::{Geometry, Level};
 
@@ -61,6 +62,37 @@ pub fn layout_with(
             placement: placement.clone(),
         }),
         _ => layout_for(geometry),
+    }
+}
+
+/// The layout of a CRS array grown by Scale-CRS or EPU.
+pub fn scaled_crs_layout(
+    geometry: &Geometry,
+    shape: &crate::growth::scale_crs::CrsScaledShape,
+) -> Box<dyn Layout> {
+    assert_eq!(
+        geometry.data_per_stripe(),
+        shape.new_data_members(),
+        "the grown geometry has k + t data members"
+    );
+    Box::new(scaled_crs::ScaledCrs {
+        geometry: *geometry,
+        shape: *shape,
+    })
+}
+
+/// The layout a superblock describes: a grown CRS layout, a RAID-0
+/// placement, or the level's usual layout.
+pub fn layout_of(
+    geometry: &Geometry,
+    placement: Option<&crate::growth::record::Placement>,
+    crs_scaled: Option<&crate::growth::scale_crs::CrsScaledShape>,
+) -> Box<dyn Layout> {
+    match crs_scaled {
+        Some(shape) if matches!(geometry.level, Level::Crs { .. }) => {
+            scaled_crs_layout(geometry, shape)
+        }
+        _ => layout_with(geometry, placement),
     }
 }
 

@@ -62,6 +62,7 @@ pub fn new_superblock(
         bitmap_stripes_per_region: stripes_per_region(&geometry),
         created_unix_s,
         placement: None,
+        crs_scaled: None,
         reshape: None,
         spares: Vec::new(),
         rebuild: None,

@@ -89,6 +89,10 @@ pub struct Superblock {
     /// RAID-0 placement after semi-rr or fastscale growth (None: round-robin).
     #[serde(default)]
     pub placement: Option<Placement>,
+    /// A CRS array grown by scale-crs or epu: its layout's shape (None:
+    /// the usual rotated CRS layout).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub crs_scaled: Option<crate::growth::scale_crs::CrsScaledShape>,
     /// The growth in progress, or the last one.
     #[serde(default)]
     pub reshape: Option<ReshapeRecord>,
@@ -227,6 +231,7 @@ mod tests {
             bitmap_stripes_per_region: 512,
             created_unix_s: 0,
             placement: None,
+            crs_scaled: None,
             reshape: None,
             spares: Vec::new(),
             rebuild: None,
@@ -313,6 +318,12 @@ mod tests {
                 backup_windows: u64::MAX,
                 valve_periods: u64::MAX,
                 valve_closed_periods: u64::MAX,
+                scaling_read_blocks: u64::MAX,
+                scaling_write_blocks: u64::MAX,
+                zeroed_bytes: u64::MAX,
+                rmw_units: u64::MAX,
+                rcw_units: u64::MAX,
+                overlap_blocks: u64::MAX,
             },
         };
         let sb = Superblock {
@@ -337,6 +348,7 @@ mod tests {
                 strategy: GrowthStrategy::FastScale,
                 history: history(MEMBER_COUNT_MAX),
             }),
+            crs_scaled: None,
             reshape: Some(record),
             spares: (0..crate::metadata::SPARES_MAX)
                 .map(|i| MemberRecord {
@@ -553,5 +565,36 @@ mod crs_tests {
                 "expected {expected:?} in {error:?}"
             );
         }
+    }
+
+    /// A grown CRS layout's shape must describe the geometry: k + t data
+    /// members, m parity, on a CRS array; anything else is refused at
+    /// decode, naming the record.
+    #[test]
+    fn a_grown_crs_shape_must_describe_the_array() {
+        use crate::growth::scale_crs::CrsScaledShape;
+        let shape = |k, m, t| CrsScaledShape {
+            old_data_members: k,
+            parity_members: m,
+            added_members: t,
+        };
+        let mut sb = crs_sample(3, 4, 7);
+        sb.crs_scaled = Some(shape(3, 3, 1));
+        let decoded = Superblock::decode_newest(&area_with_geometry_edit(&sb, |_| {})).unwrap();
+        assert_eq!(decoded.crs_scaled, Some(shape(3, 3, 1)));
+        for bad in [
+            shape(0, 3, 4),
+            shape(3, 2, 1),
+            shape(3, 3, 2),
+            shape(4, 3, 0),
+        ] {
+            sb.crs_scaled = Some(bad);
+            let error = decode_error(&area_with_geometry_edit(&sb, |_| {}));
+            assert!(error.contains("grown CRS layout"), "{bad:?}: {error}");
+        }
+        let mut raid = sample();
+        raid.crs_scaled = Some(shape(3, 1, 1));
+        let error = decode_error(&area_with_geometry_edit(&raid, |_| {}));
+        assert!(error.contains("not CRS"), "{error}");
     }
 }

@@ -12,6 +12,7 @@ use crate::geometry::{Geometry, Level};
 use crate::growth::config::{ReshapeConfig, ReshapeStrategy};
 use crate::growth::fastscale::GrowthStrategy;
 use crate::growth::record::{BackupRecord, Placement, ReshapeRecord, ReshapeState};
+use crate::growth::scale_crs::CrsScaledShape;
 
 /// The largest member this format describes (64 PiB): every capacity and
 /// offset derived from it stays far below 2^64.
@@ -96,10 +97,114 @@ pub fn superblock(sb: &mut Superblock) -> Result<(), String> {
     if let Some(placement) = &sb.placement {
         self::placement(placement, &g).map_err(|e| format!("placement: {e}"))?;
     }
+    if let Some(shape) = &sb.crs_scaled {
+        crs_scaled(shape, &g).map_err(|e| format!("grown CRS layout: {e}"))?;
+    }
     if let Some(record) = &sb.reshape {
-        reshape(record, sb).map_err(|e| format!("growth record: {e}"))?;
+        if record.config.strategy.grows_crs() {
+            crs_reshape(record, sb).map_err(|e| format!("growth record: {e}"))?;
+        } else {
+            reshape(record, sb).map_err(|e| format!("growth record: {e}"))?;
+        }
     }
     sb.bound_free_text();
+    Ok(())
+}
+
+/// A grown CRS shape that describes `g`: k + t data members, m parity.
+fn crs_scaled(shape: &CrsScaledShape, g: &Geometry) -> Result<(), String> {
+    if !matches!(g.level, Level::Crs { .. }) {
+        return Err(format!("the array is {}, not CRS", g.level.name()));
+    }
+    let (k, m, t) = (
+        shape.old_data_members,
+        shape.parity_members,
+        shape.added_members,
+    );
+    if k == 0
+        || t == 0
+        || m != g.parity_per_stripe()
+        || k.checked_add(t) != Some(g.data_per_stripe())
+    {
+        return Err(format!(
+            "k = {k}, m = {m}, t = {t} does not describe {} data and {} parity members",
+            g.data_per_stripe(),
+            g.parity_per_stripe()
+        ));
+    }
+    Ok(())
+}
+
+/// A Scale-CRS or EPU growth record as `start_grow` writes it: the grown
+/// layout recorded, windows of whole scaling units from the checkpoint,
+/// each window's moved chunks (its "backup") on the new members.
+fn crs_reshape(record: &ReshapeRecord, sb: &Superblock) -> Result<(), String> {
+    let new = sb.geometry;
+    let old = record.old_geometry;
+    record.config.validate()?;
+    geometry(&old).map_err(|e| format!("old geometry: {e}"))?;
+    let Some(shape) = sb.crs_scaled else {
+        return Err(format!(
+            "a {} growth without its grown CRS layout",
+            record.config.strategy.name()
+        ));
+    };
+    let same_shape = old.level == new.level
+        && old.chunk_bytes == new.chunk_bytes
+        && old.data_offset_bytes == new.data_offset_bytes
+        && old.member_data_bytes == new.member_data_bytes
+        && old.data_per_stripe() == shape.old_data_members
+        && old.member_count + shape.added_members == new.member_count;
+    if !same_shape || record.old_placement.is_some() || sb.placement.is_some() {
+        return Err(format!(
+            "old geometry ({} members) is not the CRS array the grown layout started from",
+            old.member_count
+        ));
+    }
+    let chunk = new.chunk_bytes;
+    let old_capacity_chunks = old.capacity_bytes() / chunk;
+    if record.old_capacity_chunks != old_capacity_chunks
+        || record.total_chunks != old_capacity_chunks
+    {
+        return Err(format!(
+            "it records {} old and {} total chunks, the geometry gives {old_capacity_chunks}",
+            record.old_capacity_chunks, record.total_chunks
+        ));
+    }
+    let unit = shape.unit_rows() as u64 * shape.old_data_members as u64;
+    let boundary =
+        |c: u64| c == record.total_chunks || (c < record.total_chunks && c.is_multiple_of(unit));
+    if !boundary(record.checkpoint_chunk) {
+        return Err(format!(
+            "checkpoint at chunk {} is not a scaling unit boundary within the {} chunks",
+            record.checkpoint_chunk, record.total_chunks
+        ));
+    }
+    let c = record.counters;
+    if c.as_array().iter().any(|&v| v > COUNTER_MAX) {
+        return Err("a counter is out of range".into());
+    }
+    if let Some(b) = &record.backup {
+        let rows = |chunk: u64| chunk / shape.old_data_members as u64;
+        let moved: u64 = shape
+            .units(new.member_chunks())
+            .filter(|u| u.first_row >= rows(b.start_chunk) && u.first_row < rows(b.end_chunk))
+            .map(|u| (u.moved_per_column * shape.old_data_members) as u64)
+            .sum();
+        let ok = record.state != ReshapeState::Done
+            && b.start_chunk == record.checkpoint_chunk
+            && b.start_chunk < b.end_chunk
+            && boundary(b.end_chunk)
+            && b.member == old.member_count
+            && b.offset_bytes == 0
+            && b.len_bytes == moved * chunk;
+        if !ok {
+            return Err(format!(
+                "backup: chunks {}..{} ({} bytes on member {}) are not a window's moved chunks at the checkpoint",
+                b.start_chunk, b.end_chunk, b.len_bytes, b.member
+            ));
+        }
+    }
     Ok(())
 }
 
@@ -241,17 +346,7 @@ fn reshape(record: &ReshapeRecord, sb: &Superblock) -> Result<(), String> {
             "checkpoint at chunk {checkpoint} is not a row boundary within the {total_chunks} chunks"
         ));
     }
-    let c = record.counters;
-    let counters = [
-        c.moved_bytes,
-        c.redistribution_reads,
-        c.redistribution_writes,
-        c.metadata_writes,
-        c.backup_windows,
-        c.valve_periods,
-        c.valve_closed_periods,
-    ];
-    if counters.iter().any(|&v| v > COUNTER_MAX) {
+    if record.counters.as_array().iter().any(|&v| v > COUNTER_MAX) {
         return Err("a counter is out of range".into());
     }
     if let Some(b) = &record.backup {

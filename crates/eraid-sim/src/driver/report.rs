@@ -198,6 +198,11 @@ fn growth_metrics(g: &GrowthReport, requests: u64, put: &mut impl FnMut(&str, Va
         "backup_windows",
         "valve_periods",
         "valve_closed_periods",
+        "scaling_read_blocks",
+        "scaling_write_blocks",
+        "zeroed_bytes",
+        "rmw_units",
+        "rcw_units",
     ] {
         put(k, json!(sum(k)));
     }

@@ -143,6 +143,10 @@ pub struct ArrayTable {
     pub chunk: Option<IntOrText>,
     pub layout: Option<String>,
     pub member_size: Option<IntOrText>,
+    /// CRS (`level = "crs"`): parity members (m) and packets per chunk (w;
+    /// default the smallest with k + m <= 2^w, as Jerasure).
+    pub parity: Option<usize>,
+    pub w: Option<usize>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -264,6 +268,8 @@ pub struct GrowthTable {
     pub idle_user: Option<IntOrText>,
     pub idle_in_flight: Option<bool>,
     pub sample_ms: Option<u64>,
+    /// The EPU paper's rate control: device I/O blocks (4 KiB) per second.
+    pub io_rate_max: Option<u64>,
 }
 
 /// `[failure]`: a member fails while the array runs (see the module docs).
@@ -394,7 +400,7 @@ macro_rules! overlay_fields {
     };
 }
 
-overlay_fields!(ArrayTable { level, disks, chunk, layout, member_size } nested {});
+overlay_fields!(ArrayTable { level, disks, chunk, layout, member_size, parity, w } nested {});
 overlay_fields!(DiskTable {
     model, scheduler, queue_depth, write_cache, read_ahead, cache, merge, max_request, host_scheduler
 } nested {});
@@ -410,7 +416,7 @@ overlay_fields!(GrowthTable {
     sliding_window_max,
     speed_min, speed_max, valve_period_ms, latency_bound_ms, slack, valve_latency, idle_check_ms,
     idle_user, idle_in_flight,
-    sample_ms
+    sample_ms, io_rate_max
 } nested {});
 overlay_fields!(FailureTable {
     enabled, member, at_s, spare, strategy, speed_min, speed_max, idle_check_ms, window_stripes,

@@ -453,6 +453,19 @@ fn resolve_growth(
     let strategy =
         ReshapeStrategy::parse(strategy_text).map_err(|e| format!("[growth] strategy: {e}"))?;
     match (level, strategy.raid0_placement().is_some()) {
+        (Level::Crs { .. }, _) if strategy.grows_crs() => {}
+        (Level::Crs { .. }, _) => {
+            return Err(format!(
+                "[growth] strategy: {} does not grow CRS arrays (use scale-crs or epu)",
+                strategy.name()
+            ))
+        }
+        (_, _) if strategy.grows_crs() => {
+            return Err(format!(
+                "[growth] strategy: {} grows CRS arrays, set [array] level = \"crs\"",
+                strategy.name()
+            ))
+        }
         (Level::Raid0, true) | (Level::Raid5, false) => {}
         (Level::Raid0, false) => {
             return Err(format!(
@@ -527,6 +540,14 @@ fn resolve_growth(
             "[growth] speed_min ({} KiB/s) is above speed_max ({} KiB/s)",
             config.speed_min_kib_s, config.speed_max_kib_s
         ));
+    }
+    if let Some(blocks) = g.io_rate_max {
+        if blocks == 0 {
+            return Err(
+                "[growth] io_rate_max: must be at least 1 block/s (leave it out for none)".into(),
+            );
+        }
+        config.io_rate_max_blocks_s = blocks;
     }
     if let Some(ms) = g.valve_period_ms {
         if ms == 0 {
@@ -639,6 +660,28 @@ fn resolve_cache(table: Option<&CacheTable>) -> Result<CacheConfig, String> {
     Ok(config)
 }
 
+/// `[array] level = "crs"`: m from `parity`, w from `w` or Jerasure's
+/// default for k + m members.
+fn crs_level(array: &ArrayTable) -> Result<Level, String> {
+    let parity_members = array
+        .parity
+        .ok_or("[array] parity: a CRS array needs its parity member count")?;
+    let disks = array.disks.unwrap_or(0);
+    if parity_members == 0 || disks <= parity_members {
+        return Err(format!(
+            "[array] parity: {parity_members} parity members of {disks} disks leaves no data member"
+        ));
+    }
+    let w = match array.w {
+        Some(w) => w,
+        // Jerasure's default: the smallest field with room for every member.
+        None => (2..=8usize)
+            .find(|&w| disks <= 1 << w)
+            .ok_or_else(|| format!("[array]: no w fits {disks} CRS members"))?,
+    };
+    Ok(Level::Crs { parity_members, w })
+}
+
 fn resolve_target(
     array: &ArrayTable,
     engine: &EngineTable,
@@ -660,8 +703,14 @@ fn resolve_target(
         }
         return Ok(Target::Disk);
     }
-    let level =
-        Level::parse(&level_text).map_err(|e| format!("[array] level: {e} (or \"disk\")"))?;
+    let level = if level_text.eq_ignore_ascii_case("crs") {
+        crs_level(array)?
+    } else {
+        if array.parity.is_some() || array.w.is_some() {
+            return Err("[array] parity and w: for level \"crs\" only".into());
+        }
+        Level::parse(&level_text).map_err(|e| format!("[array] level: {e} (or \"disk\")"))?
+    };
     let layout = array
         .layout
         .as_deref()
@@ -672,7 +721,11 @@ fn resolve_target(
         .as_ref()
         .map(|c| size(c).map_err(|e| format!("[array] chunk: {e}")))
         .transpose()?
-        .unwrap_or(64 << 10);
+        .unwrap_or(match level {
+            // The EPU paper's 4 KB blocks are the code's packets.
+            Level::Crs { w, .. } => w as u64 * 4096,
+            _ => 64 << 10,
+        });
     let defaults = ArrayOptions::default();
     let options = ArrayOptions {
         bitmap_clean_delay_ms: engine

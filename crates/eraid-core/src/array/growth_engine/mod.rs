@@ -17,6 +17,8 @@
 //! backup area and recorded (MD's critical section).
 
 mod control;
+mod crs_window;
+mod io_slots;
 mod mover;
 mod pacing;
 mod routing;
@@ -27,8 +29,9 @@ use crate::geometry::{Geometry, Level};
 use crate::growth::config::{NewMember, ReshapeConfig, ReshapeStrategy};
 use crate::growth::fastscale::{GrowthStrategy, ScalingHistory};
 use crate::growth::record::{Placement, ReshapeCounters, ReshapeRecord, ReshapeState};
+use crate::growth::scale_crs::CrsScaledShape;
 use crate::io::{ArrayEvent, TimeNs};
-use crate::layout::{layout_with, Layout};
+use crate::layout::{layout_of, layout_with, Layout};
 use crate::metadata::superblock::{MemberRecord, MemberState};
 use crate::stripe_code::StripeCode;
 use mover::Window;
@@ -56,6 +59,8 @@ pub(super) struct Reshape {
     /// User requests waiting for a window or a checkpoint.
     pub blocked: VecDeque<crate::io::UserRequest>,
     pub pacing: Pacing,
+    /// The EPU paper's device I/O budget per time slot (`io_rate_max_blocks_s`).
+    pub io_slots: io_slots::IoSlots,
     /// Bytes of data written by redistribution since this run started
     /// (what the rate limits count).
     pub paced_bytes: u64,
@@ -86,6 +91,9 @@ impl Reshape {
         let old_code = old_code_for(&record.old_geometry);
         let new_row_chunks = match new_geometry.level {
             Level::Raid0 => new_geometry.member_count as u64,
+            // Scale-CRS keeps rows: a row is in the new layout once its old
+            // chunks are (the checkpoint counts old chunks).
+            _ if record.config.strategy.grows_crs() => record.old_geometry.data_per_stripe() as u64,
             _ => new_geometry.data_per_stripe() as u64,
         };
         Reshape {
@@ -99,6 +107,7 @@ impl Reshape {
             checkpoint_wanted: false,
             blocked: VecDeque::new(),
             pacing: Pacing::default(),
+            io_slots: io_slots::IoSlots::default(),
             paced_bytes: 0,
             new_row_chunks,
             deferred_resync: None,
@@ -210,18 +219,40 @@ impl Array {
         }
         let old = self.geometry;
         let strategy = config.strategy;
+        let grows = if strategy.grows_crs() {
+            "CRS arrays"
+        } else if strategy.raid0_placement().is_some() {
+            "RAID-0"
+        } else {
+            "RAID-5"
+        };
         match (old.level, strategy.raid0_placement()) {
             (Level::Raid0, Some(_)) => {}
             (Level::Raid0, None) => {
                 return Err(format!(
-                    "{} grows RAID-5; for RAID-0 use round-robin, semi-rr or fastscale",
+                    "{} grows {grows}; for RAID-0 use round-robin, semi-rr or fastscale",
                     strategy.name()
                 ))
             }
-            (Level::Raid5, None) => {}
-            (Level::Raid5, Some(_)) => {
+            (Level::Raid5, None) if !strategy.grows_crs() => {}
+            (Level::Raid5, _) => {
                 return Err(format!(
-                    "{} grows RAID-0; for RAID-5 use alv or md-reshape",
+                    "{} grows {grows}; for RAID-5 use alv or md-reshape",
+                    strategy.name()
+                ))
+            }
+            (Level::Crs { .. }, _) if strategy.grows_crs() => {
+                if self.superblock.crs_scaled.is_some() {
+                    return Err(
+                        "this CRS array was grown by scale-crs or epu already; growing it again \
+                         is not supported"
+                            .into(),
+                    );
+                }
+            }
+            (Level::Crs { .. }, _) => {
+                return Err(format!(
+                    "{} grows {grows}; for CRS use scale-crs or epu",
                     strategy.name()
                 ))
             }
@@ -266,6 +297,16 @@ impl Array {
                 crate::geometry::MEMBER_COUNT_MAX
             ));
         }
+        let crs_scaled = strategy.grows_crs().then(|| CrsScaledShape {
+            old_data_members: old.data_per_stripe(),
+            parity_members: old.parity_per_stripe(),
+            added_members: members.len(),
+        });
+        if crs_scaled.is_some() {
+            // Jerasure needs k + t + m distinct points of GF(2^w).
+            StripeCode::for_geometry(&new_geometry)
+                .map_err(|e| format!("cannot grow to {new_count} members: {e}"))?;
+        }
         // RAID-0 placement after the growth.
         let old_placement = self.superblock.placement.clone();
         let new_placement = match strategy.raid0_placement() {
@@ -307,6 +348,9 @@ impl Array {
         let old_capacity_chunks = old.capacity_bytes() / old.chunk_bytes;
         let total_chunks = match old.level {
             Level::Raid0 => old_capacity_chunks,
+            // Scale-CRS walks the old data; the added space is zeroed
+            // unit by unit as it goes.
+            _ if crs_scaled.is_some() => old_capacity_chunks,
             _ => new_geometry.capacity_bytes() / new_geometry.chunk_bytes,
         };
         let record = ReshapeRecord {
@@ -341,7 +385,12 @@ impl Array {
         self.geometry = new_geometry;
         self.superblock.geometry = new_geometry;
         self.superblock.placement = new_placement;
-        self.layout = layout_with(&new_geometry, self.superblock.placement.as_ref());
+        self.superblock.crs_scaled = crs_scaled;
+        self.layout = layout_of(
+            &new_geometry,
+            self.superblock.placement.as_ref(),
+            self.superblock.crs_scaled.as_ref(),
+        );
         self.code = old_code_for(&new_geometry).or_else(|| self.code.clone());
         self.superblock.reshape = Some(record);
         let reshape = Reshape::build(

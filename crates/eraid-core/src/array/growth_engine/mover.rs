@@ -36,7 +36,7 @@ pub struct ReshapeIo {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Buf {
+pub(super) enum Buf {
     Data,
     Parity,
     /// Read through (a gap between wanted chunks), then dropped.
@@ -46,21 +46,21 @@ enum Buf {
 }
 
 #[derive(Clone, Debug)]
-struct Piece {
-    buf: Buf,
-    offset: usize,
-    len: usize,
+pub(super) struct Piece {
+    pub(super) buf: Buf,
+    pub(super) offset: usize,
+    pub(super) len: usize,
 }
 
 #[derive(Clone, Debug)]
-struct Run {
-    member: usize,
-    offset_bytes: u64,
-    pieces: Vec<Piece>,
+pub(super) struct Run {
+    pub(super) member: usize,
+    pub(super) offset_bytes: u64,
+    pub(super) pieces: Vec<Piece>,
 }
 
 impl Run {
-    fn len_bytes(&self) -> usize {
+    pub(super) fn len_bytes(&self) -> usize {
         self.pieces.iter().map(|p| p.len).sum()
     }
 }
@@ -72,11 +72,13 @@ pub struct Window {
     /// Rewriting a window from its recorded backup (after a crash).
     pub restore: bool,
     pub stage: WindowStage,
-    data: Vec<u8>,
+    pub(super) data: Vec<u8>,
     parity: Vec<u8>,
     runs: Vec<Run>,
     pending: usize,
     failed: Option<String>,
+    /// Scale-CRS and EPU: the window's units (`data` is their image).
+    pub(super) crs: Option<Box<super::crs_window::CrsWindow>>,
 }
 
 /// One chunk-sized item to transfer.
@@ -264,6 +266,10 @@ impl Array {
                 reshape.pacing.wait_until(now, wake, paced, &config);
                 return;
             }
+            if let Some(wake) = reshape.io_slots.gate(now, &config) {
+                reshape.pacing.not_before = wake;
+                return;
+            }
             let start = reshape.copied_end;
             match self.plan_next_window(start) {
                 PlanOutcome::Window { start, end, backup } => {
@@ -339,6 +345,22 @@ impl Array {
 
     fn new_window(&self, start: u64, end: u64, backup: bool, restore: bool) -> Window {
         let chunk = self.geometry.chunk_bytes as usize;
+        if self.crs_growth() {
+            let crs = self.crs_window(start, end, restore);
+            return Window {
+                start,
+                end,
+                backup,
+                restore,
+                stage: WindowStage::Planned,
+                data: vec![0; crs.image_len(chunk)],
+                parity: Vec::new(),
+                runs: Vec::new(),
+                pending: 0,
+                failed: None,
+                crs: Some(Box::new(crs)),
+            };
+        }
         let stripes = if self.geometry.parity_per_stripe() > 0 {
             ((end - start) / self.geometry.data_per_stripe() as u64) as usize
         } else {
@@ -356,7 +378,12 @@ impl Array {
             runs: Vec::new(),
             pending: 0,
             failed: None,
+            crs: None,
         }
+    }
+
+    pub(super) fn window_mut_pub(&mut self) -> &mut Window {
+        self.window_mut()
     }
 
     fn window_mut(&mut self) -> &mut Window {
@@ -375,7 +402,7 @@ impl Array {
         }
     }
 
-    fn issue_runs(&mut self, runs: Vec<Run>, write: bool) {
+    pub(super) fn issue_runs(&mut self, runs: Vec<Run>, write: bool) {
         self.issue_runs_for(runs, write, false)
     }
 
@@ -384,6 +411,10 @@ impl Array {
         assert_eq!(window.pending, 0);
         window.pending = runs.len();
         window.runs = runs.clone();
+        let bytes: u64 = runs.iter().map(|r| r.len_bytes() as u64).sum();
+        let (now, config) = (self.now, self.reshape_config().clone());
+        let reshape = self.reshape.as_mut().expect("growth");
+        reshape.io_slots.charge(now, bytes, &config);
         let counters = &mut self.reshape_record_mut().counters;
         if write {
             counters.redistribution_writes += runs.len() as u64;
@@ -464,6 +495,9 @@ impl Array {
             (w.start, w.end, w.restore)
         };
         self.slot_mut(ahead).stage = WindowStage::Reading;
+        if self.slot_mut(ahead).crs.is_some() {
+            return self.crs_issue_reads();
+        }
         let chunk = self.geometry.chunk_bytes;
         if restore {
             let backup = self
@@ -530,6 +564,9 @@ impl Array {
     }
 
     fn window_issue_writes(&mut self) {
+        if self.window_mut().crs.is_some() {
+            return self.crs_issue_parity_writes();
+        }
         let (start, end) = {
             let w = self
                 .reshape
@@ -716,6 +753,9 @@ impl Array {
             self.pause_reshape(reason);
             return;
         }
+        if window.crs.is_some() && window.stage == WindowStage::Reading {
+            return self.crs_reads_done();
+        }
         match window.stage {
             WindowStage::Reading if window.restore => {
                 let crc = crc32c::crc32c(&window.data);
@@ -772,6 +812,9 @@ impl Array {
 
     /// The backup copy is on disk: record it, then overwrite.
     pub(in crate::array) fn reshape_backup_flushed(&mut self) {
+        if self.window_mut().crs.is_some() {
+            return self.crs_record_moved();
+        }
         let window = self.window_mut();
         let record = BackupRecord {
             start_chunk: window.start,

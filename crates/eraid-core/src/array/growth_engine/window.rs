@@ -201,6 +201,9 @@ impl Array {
     /// The next window from `start` (`copied_end`, or the end of the window
     /// being written when reading ahead), or what must happen first.
     pub(super) fn plan_next_window(&self, start: u64) -> PlanOutcome {
+        if self.crs_growth() {
+            return self.crs_plan_next_window(start);
+        }
         let reshape = self.reshape.as_ref().expect("growth");
         let record = self.reshape_record().expect("growth record");
         let config = &record.config;
