@@ -108,3 +108,61 @@ fn stride_limits_set_by_hand_are_not_measured() {
     let experiment = tiny("msc-ct-random.toml", 50);
     assert!(experiment.runs.iter().all(|r| r.stride_bench.is_none()));
 }
+
+#[test]
+fn stride_sweep_experiment_runs_with_exponential_strides() {
+    let mut experiment = load(&experiments_dir().join("msc-ct-stride-sweep.toml")).expect("load");
+    assert_eq!(
+        experiment.runs.len(),
+        40,
+        "two variants x 20 S_w_max values"
+    );
+    // Tiny: S_w_max 1 and 8 only, 300 writes each.
+    experiment
+        .runs
+        .retain(|r| r.name.ends_with("-sw-1") || r.name.ends_with("-sw-8"));
+    for run in &mut experiment.runs {
+        run.config.max_requests = Some(300);
+    }
+    let measured: Vec<bool> = experiment
+        .runs
+        .iter()
+        .map(|r| r.stride_bench.is_some())
+        .collect();
+    assert_eq!(
+        measured,
+        vec![true, true, false, false],
+        "read-measured leaves S_r_max out"
+    );
+    let result = run_experiment(&experiment, 2, &|_, _, _| {}).expect("run");
+    assert_eq!(result.stride_benchmarks.len(), 1);
+    let s_r_max = result.stride_benchmarks[0].read.s_max as f64;
+    assert_eq!(
+        metric(&result, "read-measured-sw-8", "cache_s_r_max"),
+        s_r_max
+    );
+    assert_eq!(metric(&result, "read-all-sw-8", "cache_s_r_max"), 65.0);
+    assert_eq!(metric(&result, "read-all-sw-8", "cache_s_w_max"), 8.0);
+    for run in [
+        "read-measured-sw-1",
+        "read-measured-sw-8",
+        "read-all-sw-1",
+        "read-all-sw-8",
+    ] {
+        assert_eq!(metric(&result, run, "writes"), 300.0, "{run}");
+        assert!(
+            metric(&result, run, "normalized_flushed_throughput") > 0.0,
+            "{run}"
+        );
+    }
+    assert_eq!(
+        metric(&result, "read-all-sw-1", "normalized_flushed_throughput"),
+        1.0
+    );
+    // S_w_max = 1 permits no write transform; 8 over strides of mean 10 does.
+    for variant in ["read-measured", "read-all"] {
+        let at = |s: u32, key: &str| metric(&result, &format!("{variant}-sw-{s}"), key);
+        assert_eq!(at(1, "cache_transform_writes"), 0.0, "{variant}");
+        assert!(at(8, "cache_transform_writes") > 0.0, "{variant}");
+    }
+}

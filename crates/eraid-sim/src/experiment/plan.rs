@@ -868,6 +868,15 @@ fn resolve_feed(w: &WorkloadTable, seed: u64, base_dir: &Path) -> Result<FeedSpe
     if stride_blocks == 0 {
         return Err("[workload] stride.stride_blocks: must be at least 1".into());
     }
+    let exponential_mean_blocks = match stride.mean_stride_blocks {
+        None => None,
+        Some(mean) if mean.is_finite() && mean >= 1.0 => Some(mean),
+        Some(mean) => {
+            return Err(format!(
+                "[workload] stride.mean_stride_blocks: must be at least 1, got {mean}"
+            ))
+        }
+    };
     Ok(FeedSpec::Stride(StrideSpec {
         is_read,
         block_bytes,
@@ -875,6 +884,8 @@ fn resolve_feed(w: &WorkloadTable, seed: u64, base_dir: &Path) -> Result<FeedSpe
         span_blocks: stride.span_blocks.unwrap_or(8192),
         start_bytes,
         outstanding: stride.outstanding.unwrap_or(32),
+        exponential_mean_blocks,
+        seed,
     }))
 }
 

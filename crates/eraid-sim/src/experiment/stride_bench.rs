@@ -109,6 +109,8 @@ fn measure_direction(
             span_blocks: BENCH_SPAN_BLOCKS,
             start_bytes: 0,
             outstanding: BENCH_OUTSTANDING,
+            exponential_mean_blocks: None,
+            seed,
         });
         let report = run(&config, &feed).map_err(|e| format!("stride {stride}: {e}"))?;
         turnaround_ms.push((stride, report.turnaround_ms));
