@@ -35,8 +35,8 @@
 //! allocation = "block"          # block: only cached blocks take memory | unit: a unit takes its whole size (MD's stripe_head, the MSC driver's stripe)
 //! high_mark_percent = 95        # destage from this occupancy ...
 //! low_mark_percent = 85         # ... down to below this one
-//! s_r_max = 8                   # contiguity transform: strides (blocks) below these are joined
-//! s_w_max = 8
+//! s_r_max = 8                   # contiguity transform: strides (blocks) below these are joined;
+//! s_w_max = 8                   #   msc-ct without them: measured by the stride benchmark on the drive model
 //! destage_window_units = 64     # destages in flight at once
 //!
 //! [workload]                    # exactly one of trace, preset, spec, stride

@@ -61,7 +61,8 @@ pub fn choose_rule(turnaround_ms: &[(u32, f64)]) -> Result<(u32, Vec<(u32, u32)>
     let Some(&(1, contiguous_ms)) = turnaround_ms.first() else {
         return Err("the stride benchmark must start at stride 1 (contiguous)".into());
     };
-    if !(contiguous_ms > 0.0) {
+    // NaN too: it would make every ratio false.
+    if contiguous_ms.is_nan() || contiguous_ms <= 0.0 {
         return Err(format!(
             "the contiguous run's turnaround is {contiguous_ms} ms; cannot normalise"
         ));
