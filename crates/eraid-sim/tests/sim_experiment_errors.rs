@@ -137,3 +137,20 @@ fn bad_cache_settings_name_the_setting() {
     let e = error(&format!("{disk}[cache]\npolicy = \"msc-ct\"\n"));
     assert!(e.contains("[cache]") && e.contains("bare disk"), "{e}");
 }
+
+#[test]
+fn bad_exponential_stride_mean_names_the_setting() {
+    let stride = GOOD.replace(
+        "preset = \"financial1\"",
+        "stride = { op = \"write\", stride_blocks = 64, mean_stride_blocks = 0.5 }",
+    );
+    let e = error(&stride);
+    assert!(
+        e.contains("stride.mean_stride_blocks") && e.contains("0.5"),
+        "{e}"
+    );
+    let nan = stride.replace("0.5", "nan");
+    assert!(error(&nan).contains("stride.mean_stride_blocks"));
+    let good = stride.replace("0.5", "10.0");
+    parse("exp/t.toml", &good, std::path::Path::new(".")).expect("mean 10 parses");
+}

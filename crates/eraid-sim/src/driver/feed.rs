@@ -8,6 +8,8 @@
 //! options name no capacity; so requests of different trace devices at the
 //! same offset meet at the same array address.
 
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
 use std::fs::File;
 use std::io::BufReader;
 use std::path::PathBuf;
@@ -46,12 +48,18 @@ pub enum SyntheticSource {
 
 /// The MSC-CT paper's stride pattern (Fig. 8): from block 0 to the same
 /// end block, one block is accessed, the next `stride_blocks - 1` are
-/// skipped, and so on. Stride 1 is the contiguous sequence.
+/// skipped, and so on. Stride 1 is the contiguous sequence. With
+/// `exponential_mean_blocks` the strides are drawn instead (the paper's
+/// Fig. 1 and Fig. 15 workloads) and `stride_blocks` is their cap.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct StrideSpec {
     pub is_read: bool,
     pub block_bytes: u64,
     pub stride_blocks: u64,
+    /// Strides exponentially distributed with this mean (rounded to whole
+    /// blocks, at least 1, at most `stride_blocks`), seeded by `seed`.
+    pub exponential_mean_blocks: Option<f64>,
+    pub seed: u64,
     /// Blocks from the start to the (exclusive) end, the same for every stride.
     pub span_blocks: u64,
     pub start_bytes: u64,
@@ -61,9 +69,8 @@ pub struct StrideSpec {
 
 impl StrideSpec {
     pub fn requests(&self) -> Vec<TraceRequest> {
-        let stride = self.stride_blocks.max(1);
-        (0..self.span_blocks)
-            .step_by(stride as usize)
+        self.blocks()
+            .into_iter()
             .map(|block| TraceRequest {
                 arrival_ns: 0,
                 device: 0,
@@ -72,6 +79,25 @@ impl StrideSpec {
                 is_read: self.is_read,
             })
             .collect()
+    }
+
+    /// The block indices accessed, ascending, all below `span_blocks`.
+    fn blocks(&self) -> Vec<u64> {
+        let cap = self.stride_blocks.max(1);
+        let Some(mean) = self.exponential_mean_blocks else {
+            return (0..self.span_blocks).step_by(cap as usize).collect();
+        };
+        let mut rng = ChaCha8Rng::seed_from_u64(self.seed);
+        let mut blocks = Vec::new();
+        let mut block = 0;
+        while block < self.span_blocks {
+            blocks.push(block);
+            // Inverse transform: -mean * ln(U), U in (0, 1].
+            let u: f64 = 1.0 - rng.gen::<f64>();
+            let stride = (-mean * u.ln()).round() as u64;
+            block += stride.clamp(1, cap);
+        }
+        blocks
     }
 }
 
@@ -193,6 +219,8 @@ mod tests {
             span_blocks: 16,
             start_bytes: 0,
             outstanding: 1,
+            exponential_mean_blocks: None,
+            seed: 1,
         };
         let blocks: Vec<u64> = spec
             .requests()
@@ -200,5 +228,26 @@ mod tests {
             .map(|r| r.offset_bytes / 4096)
             .collect();
         assert_eq!(blocks, vec![0, 4, 8, 12]);
+    }
+
+    #[test]
+    fn exponential_strides_have_their_mean_and_cap() {
+        let spec = StrideSpec {
+            is_read: false,
+            block_bytes: 4096,
+            stride_blocks: 64,
+            span_blocks: 1 << 20,
+            start_bytes: 0,
+            outstanding: 1,
+            exponential_mean_blocks: Some(10.0),
+            seed: 7,
+        };
+        let blocks = spec.blocks();
+        let strides: Vec<u64> = blocks.windows(2).map(|w| w[1] - w[0]).collect();
+        assert!(strides.iter().all(|&s| (1..=64).contains(&s)));
+        let mean = strides.iter().sum::<u64>() as f64 / strides.len() as f64;
+        assert!((9.5..10.5).contains(&mean), "mean stride {mean}");
+        assert!(strides.contains(&1) && strides.iter().any(|&s| s > 30));
+        assert_eq!(blocks, spec.blocks(), "seeded");
     }
 }

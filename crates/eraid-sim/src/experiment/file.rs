@@ -36,8 +36,8 @@
 //! allocation = "block"          # block: only cached blocks take memory | unit: a unit takes its whole size (MD's stripe_head, the MSC driver's stripe)
 //! high_mark_percent = 95        # destage from this occupancy ...
 //! low_mark_percent = 85         # ... down to below this one
-//! s_r_max = 8                   # contiguity transform: strides (blocks) below these are joined
-//! s_w_max = 8
+//! s_r_max = 8                   # contiguity transform: strides (blocks) below these are joined;
+//! s_w_max = 8                   #   msc-ct without them: measured by the stride benchmark on the drive model
 //! destage_window_units = 64     # destages in flight at once
 //!
 //! [workload]                    # exactly one of trace, preset, spec, stride
@@ -50,6 +50,7 @@
 //! # outstanding = 8             # closed loop for preset/spec
 //! # host_queue_depth = 1        # open loop: the host keeps at most this many requests in the array, the rest wait in arrival order (a replay tool on glibc's POSIX AIO: 1 per file; default 512, the block layer's bound)
 //! # stride = { op = "write", block = "4K", stride_blocks = 1, span_blocks = 8192, outstanding = 32 }
+//! #   (mean_stride_blocks = 10: strides drawn exponentially, capped at stride_blocks)
 //! # none = true                 # no user load (growth experiments)
 //!
 //! [run]
@@ -199,6 +200,9 @@ pub struct StrideTable {
     pub span_blocks: Option<u64>,
     pub start: Option<IntOrText>,
     pub outstanding: Option<u32>,
+    /// Exponentially distributed strides of this mean; `stride_blocks`
+    /// then caps them.
+    pub mean_stride_blocks: Option<f64>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -408,7 +412,7 @@ overlay_fields!(EngineTable { bitmap_clean_delay_ms, scrub_window_stripes, resyn
 overlay_fields!(CacheTable {
     policy, size_bytes, allocation, high_mark_percent, low_mark_percent, s_r_max, s_w_max, destage_window_units
 } nested {});
-overlay_fields!(StrideTable { op, block, stride_blocks, span_blocks, start, outstanding } nested {});
+overlay_fields!(StrideTable { op, block, stride_blocks, span_blocks, start, outstanding, mean_stride_blocks } nested {});
 overlay_fields!(RunTable { max_requests, window_requests, window_ms, data_mode, until, max_time_s, final_flush } nested {});
 overlay_fields!(GrowthTable {
     enabled, add, strategy, start_s, load, aggregation, md_page, md_window, md_checkpoint,

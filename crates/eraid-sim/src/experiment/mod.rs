@@ -8,6 +8,7 @@ pub mod file;
 pub mod plan;
 pub mod rates;
 pub mod runner;
+pub mod stride_bench;
 
-pub use plan::{load, parse, Experiment, RunPlan};
+pub use plan::{load, parse, Experiment, RunPlan, StrideBenchNeed};
 pub use runner::{run_experiment, ExperimentResult, RunResult};

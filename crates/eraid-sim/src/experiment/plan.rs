@@ -37,6 +37,18 @@ pub struct RunPlan {
     pub sweep: Option<(String, toml::Value)>,
     pub config: SimConfig,
     pub feed: FeedSpec,
+    /// An `msc-ct` cache whose `[cache]` leaves S_r_max or S_w_max out:
+    /// the runner measures them on the drive model first.
+    pub stride_bench: Option<StrideBenchNeed>,
+}
+
+/// Which of a run's stride limits the stride benchmark is to set.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StrideBenchNeed {
+    pub read: bool,
+    pub write: bool,
+    /// The drive as the experiment names it, for the summary.
+    pub disk_label: String,
 }
 
 /// A parsed experiment, ready to run.
@@ -123,12 +135,14 @@ pub fn parse(file: &str, text: &str, base_dir: &Path) -> Result<Experiment, Stri
                     "{file}: two runs are named '{name}'; give the variants distinct names"
                 ));
             }
+            let stride_bench = stride_bench_need(&settings);
             runs.push(RunPlan {
                 name,
                 variant: variant.name.clone(),
                 sweep,
                 config,
                 feed,
+                stride_bench,
             });
         }
     }
@@ -633,6 +647,28 @@ fn size(value: &IntOrText) -> Result<u64, String> {
     }
 }
 
+/// Only the contiguity transform uses S_r_max and S_w_max, so only an
+/// `msc-ct` cache that leaves one out needs the benchmark.
+fn stride_bench_need(settings: &Settings) -> Option<StrideBenchNeed> {
+    let cache = settings.cache.as_ref()?;
+    let policy = cache.policy.as_deref().map(CachePolicy::parse)?.ok()?;
+    if policy != CachePolicy::MscCt || (cache.s_r_max.is_some() && cache.s_w_max.is_some()) {
+        return None;
+    }
+    let disk = settings.disk.clone().unwrap_or_default();
+    let shown = |v: &Option<String>| v.clone().unwrap_or_else(|| "default".into());
+    Some(StrideBenchNeed {
+        read: cache.s_r_max.is_none(),
+        write: cache.s_w_max.is_none(),
+        disk_label: format!(
+            "{} (write_cache {}, read_ahead {})",
+            disk.model.as_deref().unwrap_or("?"),
+            shown(&disk.write_cache),
+            shown(&disk.read_ahead)
+        ),
+    })
+}
+
 /// `[cache]` as the engine's cache settings (checked against the array's
 /// shape when it is built).
 fn resolve_cache(table: Option<&CacheTable>) -> Result<CacheConfig, String> {
@@ -896,6 +932,15 @@ fn resolve_feed(w: &WorkloadTable, seed: u64, base_dir: &Path) -> Result<FeedSpe
     if stride_blocks == 0 {
         return Err("[workload] stride.stride_blocks: must be at least 1".into());
     }
+    let exponential_mean_blocks = match stride.mean_stride_blocks {
+        None => None,
+        Some(mean) if mean.is_finite() && mean >= 1.0 => Some(mean),
+        Some(mean) => {
+            return Err(format!(
+                "[workload] stride.mean_stride_blocks: must be at least 1, got {mean}"
+            ))
+        }
+    };
     Ok(FeedSpec::Stride(StrideSpec {
         is_read,
         block_bytes,
@@ -903,6 +948,8 @@ fn resolve_feed(w: &WorkloadTable, seed: u64, base_dir: &Path) -> Result<FeedSpe
         span_blocks: stride.span_blocks.unwrap_or(8192),
         start_bytes,
         outstanding: stride.outstanding.unwrap_or(32),
+        exponential_mean_blocks,
+        seed,
     }))
 }
 

@@ -7,10 +7,12 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
+use eraid_core::cache::config::CachePolicy;
 use serde_json::{Map, Value};
 
 use super::plan::{Experiment, RunPlan};
-use crate::driver::{run, SimReport};
+use super::stride_bench::{measure, StrideBenchmark};
+use crate::driver::{run, SimReport, Target};
 
 /// One finished run.
 #[derive(Debug, Clone)]
@@ -29,6 +31,9 @@ pub struct ExperimentResult {
     pub name: String,
     pub seed: u64,
     pub runs: Vec<RunResult>,
+    /// Stride benchmarks run for `msc-ct` caches without S_r_max or
+    /// S_w_max set, one per drive configuration.
+    pub stride_benchmarks: Vec<StrideBenchmark>,
 }
 
 /// Runs every plan of `experiment` on up to `threads` threads (at least
@@ -38,13 +43,14 @@ pub fn run_experiment(
     threads: usize,
     progress: &(dyn Fn(usize, usize, &str) + Sync),
 ) -> Result<ExperimentResult, String> {
-    let total = experiment.runs.len();
+    let (plans, stride_benchmarks) = with_measured_stride_rules(experiment)?;
+    let total = plans.len();
     let next = AtomicUsize::new(0);
     let done = AtomicUsize::new(0);
     let slots: Mutex<Vec<Option<Result<SimReport, String>>>> = Mutex::new(vec![None; total]);
     let worker = || loop {
         let index = next.fetch_add(1, Ordering::SeqCst);
-        let Some(plan) = experiment.runs.get(index) else {
+        let Some(plan) = plans.get(index) else {
             break;
         };
         let result = run_one(plan);
@@ -63,7 +69,7 @@ pub fn run_experiment(
         .into_inner()
         .map_err(|_| "a simulation thread panicked".to_string())?;
     let mut runs = Vec::with_capacity(total);
-    for (plan, slot) in experiment.runs.iter().zip(slots) {
+    for (plan, slot) in plans.iter().zip(slots) {
         let report = match slot {
             Some(Ok(report)) => report,
             Some(Err(e)) => return Err(format!("run '{}': {e}", plan.name)),
@@ -74,11 +80,21 @@ pub fn run_experiment(
                 ))
             }
         };
+        let mut metrics = report.flat_metrics();
+        if let Target::Array { options, .. } = &plan.config.target {
+            if options.cache.policy == CachePolicy::MscCt {
+                metrics.insert("cache_s_r_max".into(), options.cache.read_rule.s_max.into());
+                metrics.insert(
+                    "cache_s_w_max".into(),
+                    options.cache.write_rule.s_max.into(),
+                );
+            }
+        }
         runs.push(RunResult {
             name: plan.name.clone(),
             variant: plan.variant.clone(),
             sweep: plan.sweep.clone(),
-            metrics: report.flat_metrics(),
+            metrics,
             report,
         });
     }
@@ -94,7 +110,42 @@ pub fn run_experiment(
         name: experiment.name.clone(),
         seed: experiment.seed,
         runs,
+        stride_benchmarks,
     })
+}
+
+/// The plans with S_r_max / S_w_max the file left out set from the stride
+/// benchmark on their drive model, measured once per drive configuration.
+fn with_measured_stride_rules(
+    experiment: &Experiment,
+) -> Result<(Vec<RunPlan>, Vec<StrideBenchmark>), String> {
+    let mut measured: Vec<(String, StrideBenchmark)> = Vec::new();
+    let mut plans = experiment.runs.clone();
+    for plan in &mut plans {
+        let Some(need) = &plan.stride_bench else {
+            continue;
+        };
+        let key = format!("{:?}", plan.config.disk);
+        let index = match measured.iter().position(|(k, _)| *k == key) {
+            Some(index) => index,
+            None => {
+                let bench = measure(&plan.config.disk, &need.disk_label, experiment.seed)
+                    .map_err(|e| format!("run '{}': {e}", plan.name))?;
+                measured.push((key, bench));
+                measured.len() - 1
+            }
+        };
+        let bench = &measured[index].1;
+        if let Target::Array { options, .. } = &mut plan.config.target {
+            if need.read {
+                options.cache.read_rule = bench.read.rule();
+            }
+            if need.write {
+                options.cache.write_rule = bench.write.rule();
+            }
+        }
+    }
+    Ok((plans, measured.into_iter().map(|(_, b)| b).collect()))
 }
 
 fn run_one(plan: &RunPlan) -> Result<SimReport, String> {

@@ -69,6 +69,13 @@ pub fn summary_md(experiment: &Experiment, result: &ExperimentResult) -> String 
             ratio(metric(run, "throughput_iops"), metric(base, "throughput_iops")),
         );
     }
+    for b in &result.stride_benchmarks {
+        let _ = writeln!(
+            out,
+            "\nStride benchmark on {} (normalised turnaround below 1.2 from these strides up): S_r_max = {} (exceptions {:?}), S_w_max = {} (exceptions {:?}).",
+            b.disk, b.read.s_max, b.read.except, b.write.s_max, b.write.except
+        );
+    }
     if let Some(n) = experiment.sweep.as_ref().and_then(|s| s.normalize.as_ref()) {
         out.push_str(&sweep_table(result, &n.output));
     }

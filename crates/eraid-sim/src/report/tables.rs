@@ -16,12 +16,36 @@ pub fn summary_json(result: &ExperimentResult) -> String {
         .iter()
         .map(|r| json!({ "name": r.name, "metrics": r.metrics }))
         .collect();
-    let summary = json!({
+    let mut summary = json!({
         "experiment": result.name,
         "seed": result.seed,
         "variants": variants,
     });
+    if !result.stride_benchmarks.is_empty() {
+        summary["stride_benchmark"] = stride_benchmark_json(result);
+    }
     pretty(&summary)
+}
+
+/// What the stride benchmark measured and chose, per drive configuration:
+/// normalised turnaround by stride (stride 1 = 1.0) for reads and writes.
+fn stride_benchmark_json(result: &ExperimentResult) -> Value {
+    let direction = |d: &crate::experiment::stride_bench::DirectionMeasurement| {
+        let contiguous_ms = d.turnaround_ms.first().map_or(0.0, |t| t.1);
+        let normalised: Vec<Value> = d
+            .turnaround_ms
+            .iter()
+            .map(|&(stride, ms)| json!({ "stride": stride, "turnaround_ms": ms, "normalized_turnaround": ms / contiguous_ms }))
+            .collect();
+        json!({ "s_max": d.s_max, "except": d.except, "turnarounds": normalised })
+    };
+    Value::Array(
+        result
+            .stride_benchmarks
+            .iter()
+            .map(|b| json!({ "disk": b.disk, "read": direction(&b.read), "write": direction(&b.write) }))
+            .collect(),
+    )
 }
 
 /// Every run's full report (disks, causes, windows, CDF).
