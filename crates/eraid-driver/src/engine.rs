@@ -33,13 +33,28 @@ use crate::reply::ReplySink;
 use crate::stats::{EngineStats, IoCounters, MemberStats};
 
 /// How to run an engine.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Default)]
 pub struct EngineConfig {
     /// I/O worker threads; `None` means [`default_io_threads`].
     pub io_threads: Option<usize>,
     /// Receives a copy of every [`ArrayEvent`]. Use an unbounded channel: the
     /// engine never blocks on it and drops events a full channel refuses.
     pub event_sink: Option<Sender<ArrayEvent>>,
+    /// The journal the machine's batches go to (`Machine::poll_journal`).
+    pub journal: Option<Arc<dyn MemberIo>>,
+}
+
+impl std::fmt::Debug for EngineConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EngineConfig")
+            .field("io_threads", &self.io_threads)
+            .field("event_sink", &self.event_sink.is_some())
+            .field(
+                "journal",
+                &self.journal.as_ref().map(|j| j.label().to_string()),
+            )
+            .finish()
+    }
 }
 
 /// A running engine: the owner of its thread. Dropping it closes the array
@@ -91,6 +106,7 @@ impl Engine {
             closed_event: false,
             close_waiters: Vec::new(),
             event_sink: config.event_sink,
+            journal: config.journal,
             shared: Arc::clone(&shared),
             io_threads_fixed: config.io_threads.is_some(),
         };
@@ -194,6 +210,7 @@ struct Runner {
     closed_event: bool,
     close_waiters: Vec<Sender<CloseOutcome>>,
     event_sink: Option<Sender<ArrayEvent>>,
+    journal: Option<Arc<dyn MemberIo>>,
     shared: Arc<Shared>,
     /// The caller chose the worker count; a growth does not add workers.
     io_threads_fixed: bool,
@@ -230,6 +247,21 @@ impl Runner {
                 None => None,
             };
             match self.wait(timeout) {
+                Input::Command(command) => self.command(command),
+                Input::CommandsClosed => {
+                    self.commands_open = false;
+                    self.begin_close();
+                }
+                Input::Finished((id, completion)) => self.complete(id, completion),
+                // The loop re-checks the deadline and ticks.
+                Input::DeadlineReached => {}
+            }
+        }
+    }
+
+    fn command(&mut self, command: Command) {
+        {
+            match Input::Command(command) {
                 Input::Command(Command::Submit { op, sink }) => self.submit(op, sink),
                 Input::Command(Command::Admin { command, done }) => {
                     let now = self.now();
@@ -262,13 +294,7 @@ impl Runner {
                     self.close_waiters.push(done);
                     self.begin_close();
                 }
-                Input::CommandsClosed => {
-                    self.commands_open = false;
-                    self.begin_close();
-                }
-                Input::Finished((id, completion)) => self.complete(id, completion),
-                // The loop re-checks the deadline and ticks.
-                Input::DeadlineReached => {}
+                _ => unreachable!("only commands come here"),
             }
         }
     }
@@ -559,8 +585,13 @@ impl Runner {
     fn drain_outputs(&mut self) {
         // Replies and events can enable nothing new in the machine, but I/O
         // dispatch is first so devices start working as early as possible.
-        while let Some(io) = self.machine.poll_io() {
-            self.dispatch(io);
+        loop {
+            while let Some(io) = self.machine.poll_io() {
+                self.dispatch(io);
+            }
+            if !self.journal_step() {
+                break;
+            }
         }
         while let Some(reply) = self.machine.poll_reply() {
             self.deliver(reply);
@@ -568,6 +599,36 @@ impl Runner {
         while let Some(event) = self.machine.poll_event() {
             self.publish(event);
         }
+    }
+
+    /// Writes the machine's next journal batch and syncs it, here on the
+    /// engine thread (journal writes are sequential; one batch is out at a
+    /// time). Requests already waiting are taken in first, so their
+    /// records join the batch: one sync covers them all. False when there
+    /// was no batch.
+    fn journal_step(&mut self) -> bool {
+        let Some(journal) = self.journal.clone() else {
+            return false;
+        };
+        for _ in 0..256 {
+            if !self.commands_open || self.closing {
+                break;
+            }
+            match self.commands.try_recv() {
+                Ok(command) => self.command(command),
+                Err(_) => break,
+            }
+        }
+        let Some(batch) = self.machine.poll_journal() else {
+            return false;
+        };
+        let result = crate::journal_file::write_batch(journal.as_ref(), &batch);
+        if let Err(reason) = &result {
+            tracing::error!("{reason}");
+        }
+        let now = self.now();
+        self.machine.handle_journal_done(now, batch.id, result);
+        true
     }
 
     fn dispatch(&mut self, io: DeviceIo) {
@@ -637,6 +698,9 @@ impl Runner {
             ArrayEvent::SpareFailed { path_hint, reason } => {
                 tracing::error!("spare {path_hint} failed: {reason}")
             }
+            ArrayEvent::JournalFailed { reason } => tracing::error!(
+                "the journal failed: {reason}; the cache destages everything and writes                  go through to the members from now on (the write hole is open again)"
+            ),
             ArrayEvent::Closed => {
                 tracing::info!("array closed cleanly");
                 self.closed_event = true;

@@ -84,7 +84,7 @@ impl CheckArgs {
             println!("{NOTHING_TO_CHECK}");
             return Ok(0);
         }
-        let running = crate::runtime::start_assembled(assembled, ArrayOptions::default())?;
+        let running = crate::runtime::start_assembled(assembled, ArrayOptions::default(), None)?;
         crate::runtime::wait_for_resync(&running, false)?;
         let handle = running.handle();
         let started = handle.admin(AdminCommand::StartCheck {

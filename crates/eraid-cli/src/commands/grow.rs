@@ -357,7 +357,7 @@ impl GrowArgs {
         for warning in crate::space::shortfall_warnings(&all, member_bytes_needed(&sb.geometry)) {
             eprintln!("{warning}");
         }
-        let running = crate::runtime::start_assembled(assembled, ArrayOptions::default())?;
+        let running = crate::runtime::start_assembled(assembled, ArrayOptions::default(), None)?;
         for line in &running.report {
             eprintln!("{line}");
         }

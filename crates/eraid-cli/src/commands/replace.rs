@@ -142,7 +142,7 @@ impl ReplaceArgs {
             &assembled.paths,
             member_bytes_needed(&geometry),
         )?;
-        let running = crate::runtime::start_assembled(assembled, ArrayOptions::default())?;
+        let running = crate::runtime::start_assembled(assembled, ArrayOptions::default(), None)?;
         for line in &running.report {
             eprintln!("{line}");
         }

@@ -123,6 +123,15 @@ impl Ring {
         Some(placed)
     }
 
+    /// The checkpoint that retiring the records below `seq` would leave:
+    /// the tail's offset and sequence number.
+    pub fn checkpoint_for(&self, seq: u64) -> (u64, u64) {
+        match self.live.iter().find(|p| p.seq >= seq) {
+            Some(first) => (first.offset_bytes, first.seq),
+            None => (self.head_offset_bytes, self.next_seq),
+        }
+    }
+
     /// Forgets the records numbered below `seq` (their writes are durable
     /// on the members); returns the checkpoint to record: the tail's offset
     /// and sequence number.
@@ -131,16 +140,7 @@ impl Ring {
         while self.live.front().is_some_and(|p| p.seq < seq) {
             self.live.pop_front();
         }
-        match self.live.front() {
-            Some(first) => {
-                self.tail_offset_bytes = first.offset_bytes;
-                self.tail_seq = first.seq;
-            }
-            None => {
-                self.tail_offset_bytes = self.head_offset_bytes;
-                self.tail_seq = self.next_seq;
-            }
-        }
+        (self.tail_offset_bytes, self.tail_seq) = self.checkpoint_for(seq);
         (self.tail_offset_bytes, self.tail_seq)
     }
 }
