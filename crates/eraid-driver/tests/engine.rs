@@ -250,6 +250,7 @@ fn failing_member_io_reports_path_offset_and_os_error() {
     let config = EngineConfig {
         io_threads: Some(2),
         event_sink: Some(events_tx),
+        journal: None,
     };
     let (machine, probe) = MirrorMachine::new(2);
     let engine = Engine::start(Box::new(machine), vec![good, read_only], config).unwrap();

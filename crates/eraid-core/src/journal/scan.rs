@@ -63,7 +63,7 @@ mod tests {
             offset_bytes: n as u64 * 4096,
             data: vec![n; 100],
         };
-        let mut put = |ring: &mut Ring, image: &mut Vec<u8>, n: u8| {
+        let put = |ring: &mut Ring, image: &mut Vec<u8>, n: u8| {
             let bytes = record(n).encode(ring.next_seq(), 3);
             let placed = ring.append(bytes.len() as u64).expect("fits");
             let at = placed.offset_bytes as usize;
