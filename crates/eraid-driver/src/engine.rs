@@ -259,42 +259,40 @@ impl Runner {
         }
     }
 
+    /// Handles one caller's command.
     fn command(&mut self, command: Command) {
-        {
-            match Input::Command(command) {
-                Input::Command(Command::Submit { op, sink }) => self.submit(op, sink),
-                Input::Command(Command::Admin { command, done }) => {
-                    let now = self.now();
-                    let answer = self.machine.handle_admin(now, command);
-                    // The asker may have given up; nothing to do then.
-                    let _ = done.send(answer);
-                }
-                Input::Command(Command::Grow {
-                    members,
-                    config,
-                    done,
-                }) => {
-                    let answer = self.grow(members, config);
-                    let _ = done.send(answer);
-                }
-                Input::Command(Command::AddMember {
-                    member,
-                    spare,
-                    replaces,
-                    done,
-                }) => {
-                    let answer = self.add_member(member, spare, replaces);
-                    let _ = done.send(answer);
-                }
-                Input::Command(Command::RemoveMember { slot, done }) => {
-                    let answer = self.remove_member(slot);
-                    let _ = done.send(answer);
-                }
-                Input::Command(Command::Close { done }) => {
-                    self.close_waiters.push(done);
-                    self.begin_close();
-                }
-                _ => unreachable!("only commands come here"),
+        match command {
+            Command::Submit { op, sink } => self.submit(op, sink),
+            Command::Admin { command, done } => {
+                let now = self.now();
+                let answer = self.machine.handle_admin(now, command);
+                // The asker may have given up; nothing to do then.
+                let _ = done.send(answer);
+            }
+            Command::Grow {
+                members,
+                config,
+                done,
+            } => {
+                let answer = self.grow(members, config);
+                let _ = done.send(answer);
+            }
+            Command::AddMember {
+                member,
+                spare,
+                replaces,
+                done,
+            } => {
+                let answer = self.add_member(member, spare, replaces);
+                let _ = done.send(answer);
+            }
+            Command::RemoveMember { slot, done } => {
+                let answer = self.remove_member(slot);
+                let _ = done.send(answer);
+            }
+            Command::Close { done } => {
+                self.close_waiters.push(done);
+                self.begin_close();
             }
         }
     }
