@@ -6,6 +6,7 @@ mod commands;
 mod control;
 mod export;
 mod growth_flags;
+mod journal;
 mod level_args;
 mod locks;
 mod member_name;

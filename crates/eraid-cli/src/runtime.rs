@@ -43,8 +43,15 @@ pub fn real_member_options() -> ArrayOptions {
 }
 
 /// Starts the engine on members already assembled (which wrote nothing):
-/// from here on the array marks its members dirty.
-pub fn start_assembled(assembled: Assembled, options: ArrayOptions) -> Result<Running> {
+/// from here on the array marks its members dirty. An array with a journal
+/// gets it opened and replayed first (at `journal_path`, else where the
+/// superblock last saw it).
+pub fn start_assembled(
+    assembled: Assembled,
+    mut options: ArrayOptions,
+    journal_path: Option<&std::path::Path>,
+) -> Result<Running> {
+    let journal = crate::journal::open_recorded(&assembled.assembly.superblock, journal_path)?;
     let Assembled {
         assembly,
         paths,
@@ -58,8 +65,19 @@ pub fn start_assembled(assembled: Assembled, options: ArrayOptions) -> Result<Ru
             if *direct { "O_DIRECT" } else { "buffered I/O" }
         );
     }
-    let report = assembly.report.clone();
     let member_timeout_ms = options.member_timeout_ms;
+    let mut report = assembly.report.clone();
+    let journal_file = journal.map(|opened| {
+        let records = opened.setup.found.len();
+        if records > 0 {
+            report.push(format!(
+                "journal {}: replaying {records} records before serving",
+                opened.file.path().display()
+            ));
+        }
+        options.journal = Some(opened.setup);
+        opened.file as std::sync::Arc<dyn eraid_driver::MemberIo>
+    });
     let array = Array::open(assembly, options, eraid_core::io::TimeNs(0));
     let (sender, events) = crossbeam_channel::unbounded();
     let engine = Engine::start_with_devices(
@@ -69,6 +87,7 @@ pub fn start_assembled(assembled: Assembled, options: ArrayOptions) -> Result<Ru
             io_threads: None,
             event_sink: Some(sender),
             member_timeout: member_timeout_ms.map(std::time::Duration::from_millis),
+            journal: journal_file,
         },
     )
     .context("cannot start the array engine")?;

@@ -234,8 +234,23 @@ pub enum ArrayEvent {
         path_hint: String,
         reason: String,
     },
+    /// The journal device failed: writes are no longer acknowledged from
+    /// the cache (it destages everything and writes go through), and the
+    /// write hole is open again.
+    JournalFailed {
+        reason: String,
+    },
     /// Every member is marked clean on disk; safe to stop the driver.
     Closed,
+}
+
+/// Journal writes for a driver: write each `(offset_bytes, bytes)` to the
+/// journal, make them durable (fdatasync), then call
+/// [`Machine::handle_journal_done`] with `id`. One batch is out at a time.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct JournalBatch {
+    pub id: u64,
+    pub writes: Vec<(u64, Vec<u8>)>,
 }
 
 /// Administrative commands a driver relays from its operator (CLI, control
@@ -333,4 +348,10 @@ pub trait Machine {
     fn poll_event(&mut self) -> Option<ArrayEvent>;
     /// The next instant at which `handle_tick` should be called, if any.
     fn poll_timeout(&self) -> Option<TimeNs>;
+    /// The next journal batch to write, if the machine keeps a journal.
+    fn poll_journal(&mut self) -> Option<JournalBatch> {
+        None
+    }
+    /// A journal batch was written and synced (or failed).
+    fn handle_journal_done(&mut self, _now: TimeNs, _batch: u64, _result: Result<(), String>) {}
 }

@@ -6,6 +6,7 @@ pub mod cache;
 pub mod geometry;
 pub mod growth;
 pub mod io;
+pub mod journal;
 pub mod layout;
 pub mod metadata;
 pub mod rebuild;

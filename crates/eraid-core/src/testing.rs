@@ -59,6 +59,38 @@ impl BadSectors {
     }
 }
 
+/// A journal in memory: batches are applied and synced when they
+/// complete; a crash applies, drops or tears each write of a batch in
+/// flight.
+pub struct MemJournal {
+    pub image: Vec<u8>,
+    /// Every batch fails from now on.
+    pub failed: bool,
+}
+
+impl MemJournal {
+    /// A fresh journal of `size_bytes` for `array_uuid`.
+    pub fn fresh(size_bytes: u64, journal_id: u64, array_uuid: &str) -> MemJournal {
+        let mut image = vec![0u8; size_bytes as usize];
+        let header =
+            crate::journal::format::JournalHeader::fresh(size_bytes, journal_id, array_uuid);
+        let at = header.slot_offset_bytes() as usize;
+        let bytes = header.encode();
+        image[at..at + bytes.len()].copy_from_slice(&bytes);
+        MemJournal {
+            image,
+            failed: false,
+        }
+    }
+
+    /// What a driver hands `ArrayOptions::journal` at start.
+    pub fn setup(&self) -> Result<crate::array::JournalSetup, String> {
+        let header = crate::journal::format::JournalHeader::decode_newest(&self.image)?;
+        let found = crate::journal::scan::scan(&header, &self.image);
+        Ok(crate::array::JournalSetup { header, found })
+    }
+}
+
 pub struct MemHarness {
     /// None: the member is absent (not given to assembly).
     pub members: Vec<Option<MemMember>>,
@@ -70,6 +102,8 @@ pub struct MemHarness {
     pub ios_by_cause: std::collections::HashMap<IoCause, u64>,
     /// Latent sector errors injected into the members.
     pub bad_sectors: Vec<BadSectors>,
+    pub journal: Option<MemJournal>,
+    journal_inflight: Vec<JournalBatch>,
 }
 
 impl MemHarness {
@@ -106,6 +140,8 @@ impl MemHarness {
             events: Vec::new(),
             ios_by_cause: Default::default(),
             bad_sectors: Vec::new(),
+            journal: None,
+            journal_inflight: Vec::new(),
         };
         let sb = new_superblock(
             geometry,
@@ -243,6 +279,14 @@ impl MemHarness {
         while let Some(event) = machine.poll_event() {
             self.events.push(event);
         }
+        while let Some(batch) = machine.poll_journal() {
+            self.journal_inflight.push(batch);
+        }
+    }
+
+    /// A journal batch is in flight.
+    pub fn journal_busy(&self) -> bool {
+        !self.journal_inflight.is_empty()
     }
 
     pub fn inflight(&self) -> usize {
@@ -252,12 +296,34 @@ impl MemHarness {
     /// Completes one in-flight I/O chosen at random; false if none.
     pub fn step(&mut self, machine: &mut dyn Machine) -> bool {
         self.collect(machine);
-        if self.inflight.is_empty() {
+        let total = self.inflight.len() + self.journal_inflight.len();
+        if total == 0 {
             return false;
         }
-        let index = self.rng.gen_range(0..self.inflight.len());
-        self.complete_at(machine, index);
+        let index = self.rng.gen_range(0..total);
+        if index >= self.inflight.len() {
+            self.complete_journal_batch(machine, index - self.inflight.len());
+        } else {
+            self.complete_at(machine, index);
+        }
         true
+    }
+
+    fn complete_journal_batch(&mut self, machine: &mut dyn Machine, index: usize) {
+        let batch = self.journal_inflight.swap_remove(index);
+        self.now = TimeNs(self.now.0 + self.rng.gen_range(10_000..500_000));
+        let journal = self.journal.as_mut().expect("a batch needs the journal");
+        let result = if journal.failed {
+            Err("journal failed (injected)".to_string())
+        } else {
+            for (offset, bytes) in &batch.writes {
+                let at = *offset as usize;
+                journal.image[at..at + bytes.len()].copy_from_slice(bytes);
+            }
+            Ok(())
+        };
+        machine.handle_journal_done(self.now, batch.id, result);
+        self.collect(machine);
     }
 
     /// The I/Os issued and not yet completed.
@@ -412,6 +478,20 @@ impl MemHarness {
     /// Power loss: every in-flight and unflushed write is dropped, applied
     /// whole, or torn at a random sector boundary, per write.
     pub fn crash(&mut self) {
+        for batch in std::mem::take(&mut self.journal_inflight) {
+            let journal = self.journal.as_mut().expect("a batch needs the journal");
+            for (offset, bytes) in batch.writes {
+                let at = offset as usize;
+                match self.rng.gen_range(0..3) {
+                    0 => {}
+                    1 => journal.image[at..at + bytes.len()].copy_from_slice(&bytes),
+                    _ => {
+                        let cut = self.rng.gen_range(0..bytes.len());
+                        journal.image[at..at + cut].copy_from_slice(&bytes[..cut]);
+                    }
+                }
+            }
+        }
         let inflight = std::mem::take(&mut self.inflight);
         for io in inflight {
             if let (DeviceOp::Write { offset_bytes, data }, Some(Some(m))) =

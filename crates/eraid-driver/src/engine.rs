@@ -32,7 +32,7 @@ use crate::reply::ReplySink;
 use crate::stats::{EngineStats, IoCounters, MemberStats};
 
 /// How to run an engine.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Default)]
 pub struct EngineConfig {
     /// I/O worker threads; `None` means [`default_io_threads`].
     pub io_threads: Option<usize>,
@@ -45,6 +45,22 @@ pub struct EngineConfig {
     /// queued I/Os fail at once), so a hung member never holds the others
     /// up. None: workers are never replaced.
     pub member_timeout: Option<Duration>,
+    /// The journal the machine's batches go to (`Machine::poll_journal`).
+    pub journal: Option<Arc<dyn MemberIo>>,
+}
+
+impl std::fmt::Debug for EngineConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EngineConfig")
+            .field("io_threads", &self.io_threads)
+            .field("event_sink", &self.event_sink.is_some())
+            .field("member_timeout", &self.member_timeout)
+            .field(
+                "journal",
+                &self.journal.as_ref().map(|j| j.label().to_string()),
+            )
+            .finish()
+    }
 }
 
 /// A running engine: the owner of its thread. Dropping it closes the array
@@ -96,6 +112,7 @@ impl Engine {
             closed_event: false,
             close_waiters: Vec::new(),
             event_sink: config.event_sink,
+            journal: config.journal,
             shared: Arc::clone(&shared),
             io_threads_fixed: config.io_threads.is_some(),
             member_timeout: config.member_timeout,
@@ -200,6 +217,7 @@ struct Runner {
     closed_event: bool,
     close_waiters: Vec<Sender<CloseOutcome>>,
     event_sink: Option<Sender<ArrayEvent>>,
+    journal: Option<Arc<dyn MemberIo>>,
     shared: Arc<Shared>,
     /// The caller chose the worker count; a growth does not add workers.
     io_threads_fixed: bool,
@@ -246,38 +264,7 @@ impl Runner {
                 _ => timeout,
             };
             match self.wait(timeout) {
-                Input::Command(Command::Submit { op, sink }) => self.submit(op, sink),
-                Input::Command(Command::Admin { command, done }) => {
-                    let now = self.now();
-                    let answer = self.machine.handle_admin(now, command);
-                    // The asker may have given up; nothing to do then.
-                    let _ = done.send(answer);
-                }
-                Input::Command(Command::Grow {
-                    members,
-                    config,
-                    done,
-                }) => {
-                    let answer = self.grow(members, config);
-                    let _ = done.send(answer);
-                }
-                Input::Command(Command::AddMember {
-                    member,
-                    spare,
-                    replaces,
-                    done,
-                }) => {
-                    let answer = self.add_member(member, spare, replaces);
-                    let _ = done.send(answer);
-                }
-                Input::Command(Command::RemoveMember { slot, done }) => {
-                    let answer = self.remove_member(slot);
-                    let _ = done.send(answer);
-                }
-                Input::Command(Command::Close { done }) => {
-                    self.close_waiters.push(done);
-                    self.begin_close();
-                }
+                Input::Command(command) => self.command(command),
                 Input::CommandsClosed => {
                     self.commands_open = false;
                     self.begin_close();
@@ -285,6 +272,44 @@ impl Runner {
                 Input::Finished((id, completion)) => self.complete(id, completion),
                 // The loop re-checks the deadline and ticks.
                 Input::DeadlineReached => {}
+            }
+        }
+    }
+
+    /// Handles one caller's command.
+    fn command(&mut self, command: Command) {
+        match command {
+            Command::Submit { op, sink } => self.submit(op, sink),
+            Command::Admin { command, done } => {
+                let now = self.now();
+                let answer = self.machine.handle_admin(now, command);
+                // The asker may have given up; nothing to do then.
+                let _ = done.send(answer);
+            }
+            Command::Grow {
+                members,
+                config,
+                done,
+            } => {
+                let answer = self.grow(members, config);
+                let _ = done.send(answer);
+            }
+            Command::AddMember {
+                member,
+                spare,
+                replaces,
+                done,
+            } => {
+                let answer = self.add_member(member, spare, replaces);
+                let _ = done.send(answer);
+            }
+            Command::RemoveMember { slot, done } => {
+                let answer = self.remove_member(slot);
+                let _ = done.send(answer);
+            }
+            Command::Close { done } => {
+                self.close_waiters.push(done);
+                self.begin_close();
             }
         }
     }
@@ -582,8 +607,13 @@ impl Runner {
     fn drain_outputs(&mut self) {
         // Replies and events can enable nothing new in the machine, but I/O
         // dispatch is first so devices start working as early as possible.
-        while let Some(io) = self.machine.poll_io() {
-            self.dispatch(io);
+        loop {
+            while let Some(io) = self.machine.poll_io() {
+                self.dispatch(io);
+            }
+            if !self.journal_step() {
+                break;
+            }
         }
         while let Some(reply) = self.machine.poll_reply() {
             self.deliver(reply);
@@ -591,6 +621,36 @@ impl Runner {
         while let Some(event) = self.machine.poll_event() {
             self.publish(event);
         }
+    }
+
+    /// Writes the machine's next journal batch and syncs it, here on the
+    /// engine thread (journal writes are sequential; one batch is out at a
+    /// time). Requests already waiting are taken in first, so their
+    /// records join the batch: one sync covers them all. False when there
+    /// was no batch.
+    fn journal_step(&mut self) -> bool {
+        let Some(journal) = self.journal.clone() else {
+            return false;
+        };
+        for _ in 0..256 {
+            if !self.commands_open || self.closing {
+                break;
+            }
+            match self.commands.try_recv() {
+                Ok(command) => self.command(command),
+                Err(_) => break,
+            }
+        }
+        let Some(batch) = self.machine.poll_journal() else {
+            return false;
+        };
+        let result = crate::journal_file::write_batch(journal.as_ref(), &batch);
+        if let Err(reason) = &result {
+            tracing::error!("{reason}");
+        }
+        let now = self.now();
+        self.machine.handle_journal_done(now, batch.id, result);
+        true
     }
 
     fn dispatch(&mut self, io: DeviceIo) {
@@ -660,6 +720,9 @@ impl Runner {
             ArrayEvent::SpareFailed { path_hint, reason } => {
                 tracing::error!("spare {path_hint} failed: {reason}")
             }
+            ArrayEvent::JournalFailed { reason } => tracing::error!(
+                "the journal failed: {reason}; the cache destages everything and writes                  go through to the members from now on (the write hole is open again)"
+            ),
             ArrayEvent::Closed => {
                 tracing::info!("array closed cleanly");
                 self.closed_event = true;

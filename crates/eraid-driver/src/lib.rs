@@ -11,12 +11,14 @@
 //!   accepts new members for an online growth ([`EngineHandle::grow`]) and
 //!   replacements or hot spares ([`EngineHandle::add_member`]).
 //! - [`superblock_io`]: synchronous metadata helpers for create/assemble.
+//! - [`journal_file`]: the write-back cache's journal on a file or device.
 
 mod aligned_buf;
 pub mod device_errors;
 pub mod engine;
 pub mod handle;
 pub mod io_pool;
+pub mod journal_file;
 pub mod member;
 pub mod member_device;
 pub mod member_io;

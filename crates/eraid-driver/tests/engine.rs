@@ -251,6 +251,7 @@ fn failing_member_io_reports_path_offset_and_os_error() {
         io_threads: Some(2),
         event_sink: Some(events_tx),
         member_timeout: None,
+        journal: None,
     };
     let (machine, probe) = MirrorMachine::new(2);
     let engine = Engine::start(Box::new(machine), vec![good, read_only], config).unwrap();

@@ -84,8 +84,11 @@ impl CheckArgs {
             println!("{NOTHING_TO_CHECK}");
             return Ok(0);
         }
-        let running =
-            crate::runtime::start_assembled(assembled, crate::runtime::real_member_options())?;
+        let running = crate::runtime::start_assembled(
+            assembled,
+            crate::runtime::real_member_options(),
+            None,
+        )?;
         crate::runtime::wait_for_resync(&running, false)?;
         let handle = running.handle();
         let started = handle.admin(AdminCommand::StartCheck {

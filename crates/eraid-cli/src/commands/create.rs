@@ -7,7 +7,7 @@ use clap::Args;
 use eraid_core::geometry::{Geometry, Level, ParityLayout, METADATA_BYTES};
 use eraid_core::metadata::create::{initial_writes, new_superblock, NewMember};
 use eraid_core::metadata::superblock::Superblock;
-use eraid_driver::{read_metadata_area, write_at_sync, MemberDevice, MemberOptions};
+use eraid_driver::{read_metadata_area, write_at_sync, MemberDevice, MemberFile, MemberOptions};
 use std::path::{Path, PathBuf};
 
 /// Create a new array on member files or block devices
@@ -70,6 +70,24 @@ pub struct CreateArgs {
     /// Put the members first, or end the --spare list with `--`.
     #[arg(long = "spare", value_name = "NEW", num_args = 1..)]
     spares: Vec<PathBuf>,
+    /// A journal for the write-back cache (RAID-5/6), on a file or block
+    /// device that is not a member: writes are acknowledged once durable
+    /// in it, and it is replayed after a crash (closing the write hole).
+    /// A missing file is created with --journal-size.
+    #[arg(long, value_name = "PATH")]
+    journal: Option<PathBuf>,
+    /// Size of a journal file created by --journal (default 256M).
+    #[arg(long, value_name = "SIZE")]
+    journal_size: Option<String>,
+    /// Write-back cache policy recorded for serve: none, pbgc, sc or msc-ct
+    /// (default msc-ct with --journal, else none; a write-back policy
+    /// needs --journal).
+    #[arg(long, value_name = "POLICY")]
+    cache: Option<String>,
+    /// Cache size recorded for serve (default an eighth of the memory, at
+    /// most 512M).
+    #[arg(long, value_name = "SIZE")]
+    cache_size: Option<String>,
     /// Member files, block devices or NBD exports (nbd://HOST:PORT/EXPORT,
     /// nbd+unix:///EXPORT?socket=PATH, nbds://...?tls-certificates=DIR),
     /// in slot order. Exports must exist: only files are created.
@@ -215,6 +233,13 @@ impl CreateArgs {
             }
         }
         let geometry = Geometry::new(level, layout, self.members.len(), chunk_bytes, member_bytes)?;
+        let journal_plan = self.plan_journal(&geometry, &all)?;
+        let cache_record = self.plan_cache(&geometry, journal_plan.is_some())?;
+        if let Some(plan) = &journal_plan {
+            if plan.existing_bytes.is_some() {
+                locks.extend(crate::locks::lock_member(&plan.path)?);
+            }
+        }
         let new_paths: Vec<&PathBuf> = all
             .iter()
             .zip(&existing_sizes)
@@ -225,6 +250,22 @@ impl CreateArgs {
         // All checks passed: create missing files, then write metadata. A
         // failure from here on removes the files this run created.
         let mut created = CreatedFiles::default();
+        if let Some(plan) = journal_plan.as_ref().filter(|p| p.existing_bytes.is_none()) {
+            let file = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&plan.path)
+                .with_context(|| format!("cannot create journal {}", plan.path.display()))?;
+            created.paths.push(plan.path.clone());
+            locks.extend(crate::locks::lock_member(&plan.path)?);
+            file.set_len(plan.size_bytes).with_context(|| {
+                format!(
+                    "cannot make journal {} {} bytes long",
+                    plan.path.display(),
+                    plan.size_bytes
+                )
+            })?;
+        }
         for path in new_paths {
             let file = std::fs::OpenOptions::new()
                 .write(true)
@@ -267,6 +308,26 @@ impl CreateArgs {
                 re_add_from_events: None,
             })
             .collect();
+        superblock.cache = cache_record;
+        if let Some(plan) = &journal_plan {
+            let journal_id = uuid::Uuid::new_v4().as_u64_pair().0;
+            eraid_driver::journal_file::create_journal(
+                &plan.path,
+                plan.size_bytes,
+                journal_id,
+                &array_uuid,
+            )
+            .map_err(anyhow::Error::msg)?;
+            superblock.journal = Some(eraid_core::metadata::superblock::JournalRecord {
+                journal_id,
+                size_bytes: plan.size_bytes,
+                path_hint: std::fs::canonicalize(&plan.path)
+                    .unwrap_or_else(|_| plan.path.clone())
+                    .display()
+                    .to_string(),
+                failed: None,
+            });
+        }
         let files: Vec<MemberDevice> = all
             .iter()
             .map(|p| MemberDevice::open(p).with_context(|| format!("cannot open {}", p.display())))
@@ -290,6 +351,21 @@ impl CreateArgs {
         if !self.spares.is_empty() {
             println!("hot spares: {}", self.spares.len());
         }
+        if let Some(plan) = &journal_plan {
+            println!(
+                "journal {} ({} MiB), cache {}",
+                plan.path.display(),
+                plan.size_bytes >> 20,
+                superblock
+                    .cache
+                    .as_ref()
+                    .map_or("none".to_string(), |c| format!(
+                        "{} of {} MiB",
+                        c.policy,
+                        c.size_bytes >> 20
+                    ))
+            );
+        }
         for warning in
             crate::space::shortfall_warnings(&all, crate::members::member_bytes_needed(&geometry))
         {
@@ -307,6 +383,131 @@ impl CreateArgs {
 /// it is there).
 fn member_exists(path: &Path) -> bool {
     eraid_driver::is_nbd_uri(path) || path.exists()
+}
+
+/// The journal `create` will make or take over.
+struct JournalPlan {
+    path: PathBuf,
+    size_bytes: u64,
+    /// The size of a file or device that exists already.
+    existing_bytes: Option<u64>,
+}
+
+impl CreateArgs {
+    /// Checks --journal and --journal-size against the array, before
+    /// anything is written; the error names the flag.
+    fn plan_journal(
+        &self,
+        geometry: &Geometry,
+        members: &[PathBuf],
+    ) -> Result<Option<JournalPlan>> {
+        let Some(path) = &self.journal else {
+            if self.journal_size.is_some() {
+                bail!("--journal-size needs --journal PATH");
+            }
+            return Ok(None);
+        };
+        if !matches!(geometry.level, Level::Raid5 | Level::Raid6) {
+            bail!(
+                "--journal: the write-back cache and its journal need RAID-5 or RAID-6 (not {})",
+                geometry.level.name()
+            );
+        }
+        let canonical = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+        if members.iter().any(|m| canonical(m) == canonical(path)) {
+            bail!("--journal {} is also a member or spare", path.display());
+        }
+        let min_bytes = eraid_core::journal::journal_bytes_min(
+            geometry.member_count as u64 * geometry.chunk_bytes,
+        );
+        let existing_bytes = if path.exists() {
+            let file = MemberFile::open_with(
+                path,
+                MemberOptions {
+                    writable: false,
+                    ..MemberOptions::default()
+                },
+            )
+            .with_context(|| format!("--journal: cannot open {}", path.display()))?;
+            if self.journal_size.is_some() {
+                bail!(
+                    "--journal-size is for a journal file create makes; {} exists ({} bytes)",
+                    path.display(),
+                    file.size_bytes()
+                );
+            }
+            Some(file.size_bytes())
+        } else {
+            None
+        };
+        let size_bytes = match (existing_bytes, &self.journal_size) {
+            (Some(bytes), _) => bytes,
+            (None, Some(text)) => parse_size_bytes(text)
+                .map_err(anyhow::Error::msg)
+                .context("--journal-size")?,
+            (None, None) => (256 << 20).max(min_bytes),
+        };
+        if size_bytes < min_bytes {
+            bail!(
+                "--journal {} is too small: {size_bytes} bytes, this array needs at least \
+                 {min_bytes} ({} MiB: 64 stripes, at least 8 MiB)",
+                path.display(),
+                min_bytes.div_ceil(1 << 20)
+            );
+        }
+        Ok(Some(JournalPlan {
+            path: path.clone(),
+            size_bytes,
+            existing_bytes,
+        }))
+    }
+
+    /// The cache settings to record; a write-back policy needs a journal.
+    fn plan_cache(
+        &self,
+        geometry: &Geometry,
+        journal: bool,
+    ) -> Result<Option<eraid_core::metadata::superblock::CacheRecord>> {
+        use eraid_core::cache::config::{CacheConfig, CachePolicy};
+        let policy = match (&self.cache, journal) {
+            (Some(name), _) => CachePolicy::parse(name)
+                .map_err(anyhow::Error::msg)
+                .context("--cache")?,
+            (None, true) => CachePolicy::MscCt,
+            (None, false) => CachePolicy::None,
+        };
+        if policy != CachePolicy::None && !journal {
+            bail!(
+                "--cache {}: a write-back cache needs --journal PATH (an acknowledged write \
+                 held only in memory would be lost in a crash)",
+                policy.name()
+            );
+        }
+        let size_bytes = match &self.cache_size {
+            Some(text) => parse_size_bytes(text)
+                .map_err(anyhow::Error::msg)
+                .context("--cache-size")?,
+            None => crate::journal::default_cache_bytes(),
+        };
+        if policy == CachePolicy::None {
+            if self.cache_size.is_some() {
+                bail!("--cache-size needs a write-back --cache (pbgc, sc or msc-ct)");
+            }
+            return Ok(None);
+        }
+        let config = CacheConfig {
+            policy,
+            size_bytes,
+            ..CacheConfig::default()
+        };
+        config
+            .validate(geometry)
+            .map_err(|e| anyhow::anyhow!("--cache: {e}"))?;
+        Ok(Some(eraid_core::metadata::superblock::CacheRecord {
+            policy: policy.name().to_string(),
+            size_bytes,
+        }))
+    }
 }
 
 /// Refuses a --size no array could use: file offsets are signed 64-bit, and

@@ -181,6 +181,9 @@ impl DetailArgs {
                 super::rebuild::rebuild_line(&status["rebuild"])
             );
         }
+        if !status["cache"].is_null() {
+            println!("  cache       {}", cache_line(&status["cache"]));
+        }
         print_members(status["members"].as_array().into_iter().flatten());
         Ok(0)
     }
@@ -358,6 +361,7 @@ impl DetailArgs {
             "activity": if dirty_regions > 0 { json!({"kind": "resync", "state": "pending", "regions": dirty_regions}) } else { serde_json::Value::Null },
             "reshape": reshape,
             "rebuild": rebuild,
+            "cache": recorded_cache_json(sb),
         });
         if let Level::Crs { parity_members, w } = g.level {
             detail["data_members"] = g.data_per_stripe().into();
@@ -402,9 +406,62 @@ impl DetailArgs {
             }
             println!("  rebuild     {line}");
         }
+        if !detail["cache"].is_null() {
+            println!("  cache       {}", cache_line(&detail["cache"]));
+        }
         print_members(&members);
         Ok(0)
     }
+}
+
+/// The cache and journal create recorded (offline: no counters; a served
+/// array's status has them).
+fn recorded_cache_json(sb: &Superblock) -> Value {
+    if sb.cache.is_none() && sb.journal.is_none() {
+        return Value::Null;
+    }
+    let journal = match &sb.journal {
+        None => json!({ "state": "none" }),
+        Some(record) => json!({
+            "state": if record.failed.is_some() { "failed" } else { "recorded" },
+            "failure": record.failed,
+            "path": record.path_hint,
+            "size_bytes": record.size_bytes,
+        }),
+    };
+    json!({
+        "policy": sb.cache.as_ref().map_or("none", |c| c.policy.as_str()),
+        "size_bytes": sb.cache.as_ref().map_or(0, |c| c.size_bytes),
+        "journal": journal,
+    })
+}
+
+/// One line for a `cache` object (live or recorded).
+fn cache_line(cache: &Value) -> String {
+    let mut line = format!(
+        "{}, {} MiB",
+        cache["policy"].as_str().unwrap_or("?"),
+        cache["size_bytes"].as_u64().unwrap_or(0) >> 20
+    );
+    if let Some(dirty) = cache["dirty_bytes"].as_u64() {
+        line.push_str(&format!(
+            ", {} KiB dirty, {} destages",
+            dirty >> 10,
+            cache["destages"]
+        ));
+    }
+    let journal = &cache["journal"];
+    line.push_str(&format!(
+        "; journal {}",
+        journal["state"].as_str().unwrap_or("?")
+    ));
+    if let Some(path) = journal["path"].as_str() {
+        line.push_str(&format!(" ({path})"));
+    }
+    if let Some(failure) = journal["failure"].as_str() {
+        line.push_str(&format!(": {failure}"));
+    }
+    line
 }
 
 /// The `rebuild` object of a superblock's rebuild record, named as in the

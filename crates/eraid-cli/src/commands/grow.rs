@@ -408,8 +408,11 @@ impl GrowArgs {
         for warning in crate::space::shortfall_warnings(&all, member_bytes_needed(&sb.geometry)) {
             eprintln!("{warning}");
         }
-        let running =
-            crate::runtime::start_assembled(assembled, crate::runtime::real_member_options())?;
+        let running = crate::runtime::start_assembled(
+            assembled,
+            crate::runtime::real_member_options(),
+            None,
+        )?;
         for line in &running.report {
             eprintln!("{line}");
         }

@@ -138,8 +138,11 @@ impl ReplaceArgs {
             &assembled.paths,
             member_bytes_needed(&geometry),
         )?;
-        let running =
-            crate::runtime::start_assembled(assembled, crate::runtime::real_member_options())?;
+        let running = crate::runtime::start_assembled(
+            assembled,
+            crate::runtime::real_member_options(),
+            None,
+        )?;
         for line in &running.report {
             eprintln!("{line}");
         }

@@ -153,6 +153,17 @@ pub struct ServeArgs {
     #[arg(long, value_name = "SECONDS", default_value_t = crate::runtime::DEFAULT_MEMBER_TIMEOUT_S,
           value_parser = clap::value_parser!(u64).range(1..=86_400))]
     member_timeout_s: u64,
+    /// Write-back cache: none, pbgc, sc or msc-ct (default: what create
+    /// recorded). A write-back cache needs the array's journal.
+    #[arg(long, value_name = "POLICY")]
+    cache: Option<String>,
+    /// Cache size (default: what create recorded, else an eighth of the
+    /// memory, at most 512M).
+    #[arg(long, value_name = "SIZE")]
+    cache_size: Option<String>,
+    /// Where the array's journal is now, if not where create made it.
+    #[arg(long, value_name = "PATH")]
+    journal: Option<PathBuf>,
     /// Member files, block devices or NBD exports (nbd://HOST:PORT/EXPORT,
     /// nbd+unix:///EXPORT?socket=PATH, nbds://...) of the array (any order).
     #[arg(required = true)]
@@ -222,6 +233,26 @@ impl ServeArgs {
         }
         let superblock = &assembled.assembly.superblock;
         let geometry = superblock.geometry;
+        let cache_size_bytes = match &self.cache_size {
+            Some(text) => Some(
+                crate::size::parse_size_bytes(text)
+                    .map_err(anyhow::Error::msg)
+                    .context("--cache-size")?,
+            ),
+            None => None,
+        };
+        let cache = crate::journal::cache_config(
+            superblock,
+            &geometry,
+            self.cache.as_deref(),
+            cache_size_bytes,
+        )?;
+        // A journal replayed before serving makes every stripe it touched
+        // consistent: no write hole to fear with a member missing.
+        let journal_closes_write_hole = superblock
+            .journal
+            .as_ref()
+            .is_some_and(|j| j.failed.is_none());
         let size_bytes = Arc::new(AtomicU64::new(crate::members::visible_capacity_bytes(
             superblock,
         )));
@@ -350,6 +381,7 @@ impl ServeArgs {
             && !marks_for_re_add
             && !absent_or_re_added.is_empty()
             && !allow_dirty_degraded
+            && !journal_closes_write_hole
         {
             anyhow::bail!(
                 "the array was not shut down cleanly ({dirty_regions} bitmap regions await a \
@@ -398,14 +430,13 @@ impl ServeArgs {
         };
         // The error names the address and why (no context: it would repeat).
         let server = Server::bind(listener, Arc::new(export), server_config)?;
-        let running = crate::runtime::start_assembled(
-            assembled,
-            ArrayOptions {
-                max_read_errors: self.max_read_errors,
-                member_timeout_ms: Some(self.member_timeout_s * 1000),
-                ..ArrayOptions::default()
-            },
-        )?;
+        let options = ArrayOptions {
+            cache,
+            max_read_errors: self.max_read_errors,
+            member_timeout_ms: Some(self.member_timeout_s * 1000),
+            ..ArrayOptions::default()
+        };
+        let running = crate::runtime::start_assembled(assembled, options, self.journal.as_deref())?;
         for line in &running.report {
             say!("{line}");
         }

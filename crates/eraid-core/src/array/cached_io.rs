@@ -1,7 +1,8 @@
 //! User requests served through the write-back cache: reads take cached
 //! blocks (hits) and read the rest from the members; whole-block writes go
-//! into the cache and are acknowledged at once (the cache is the paper's
-//! NVS: see the README on durability); the rest is written through under
+//! into the cache and are acknowledged at once (with a journal, once their
+//! record is durable; without one the cache is the paper's NVS, which only
+//! the simulator models); the rest is written through under
 //! the stripe lock, so it is ordered with destages of the same stripe.
 
 use super::op::{OpKind, OpTarget};
@@ -142,6 +143,10 @@ impl Array {
         let offset_bytes = *offset_bytes;
         let len_bytes = data.len() as u64;
         let pieces = self.block_pieces(offset_bytes, len_bytes);
+        let tag = self.journal_seq_of(request.id);
+        // Without a working journal, a real array's cache must not hold
+        // writes it acknowledged: they go through.
+        let journal_failed = self.journal.as_ref().is_some_and(|j| j.failed.is_some());
         let cache = self.cache.as_mut().expect("cache");
         let mut new_units: Vec<_> = pieces
             .iter()
@@ -152,7 +157,9 @@ impl Array {
         new_units.sort();
         new_units.dedup();
         let new_units = new_units.len() as u64;
-        if new_units * cache.store.unit_charge_blocks() > cache.store.capacity_blocks() / 4 {
+        if journal_failed
+            || new_units * cache.store.unit_charge_blocks() > cache.store.capacity_blocks() / 4
+        {
             // Too large to cache: write it through, updating cached copies.
             for piece in &pieces {
                 let bytes = &data[piece.user_offset..piece.user_offset + piece.within.len()];
@@ -172,7 +179,10 @@ impl Array {
         let mut through: Vec<(u64, Vec<u8>)> = Vec::new();
         for piece in &pieces {
             let bytes = &data[piece.user_offset..piece.user_offset + piece.within.len()];
-            if !cache.store.write(piece.key, piece.within.start, bytes) {
+            if !cache
+                .store
+                .write_tagged(piece.key, piece.within.start, bytes, tag)
+            {
                 through.push((offset_bytes + piece.user_offset as u64, bytes.to_vec()));
             }
         }

@@ -612,6 +612,7 @@ impl Array {
             return;
         }
         let cause = self.op_cause(op_id);
+        let mut ios = Vec::new();
         for ((shard, range, payload), devices) in writes.into_iter().zip(devices) {
             let place = places[shard];
             let offset_bytes = self.member_offset_bytes(place.member_chunk, range.start);
@@ -630,12 +631,23 @@ impl Array {
                 shard,
                 is_read: false,
             };
-            let (&last, others) = devices.split_last().expect("a write goes somewhere");
-            for &device in others {
-                self.issue_to_device(device, place.member, device_op.clone(), cause, owner);
+            for device in devices {
+                ios.push(super::ParkedIo {
+                    device,
+                    member: place.member,
+                    op: device_op.clone(),
+                    cause,
+                    owner,
+                });
             }
-            self.issue_to_device(last, place.member, device_op, cause, owner);
         }
+        // User writes and destages are recorded in the journal first.
+        let ios = if matches!(cause, IoCause::User | IoCause::Destage) {
+            self.journal_op_writes(op_id, ios, cause == IoCause::Destage)
+        } else {
+            ios
+        };
+        self.issue_parked(ios);
     }
 
     fn op_writes_done(&mut self, op_id: u64) {
@@ -684,6 +696,7 @@ impl Array {
     /// Releases the op's lock and intent and completes its parent's share.
     pub(super) fn op_finish(&mut self, op_id: u64, error: Option<UserError>) {
         let op = self.ops.remove(&op_id).expect("op");
+        self.journal_op_finished(op_id);
         let error = error.or_else(|| {
             (matches!(op.kind, OpKind::Write | OpKind::Destage) && !self.survivable())
                 .then(|| self.unavailable())

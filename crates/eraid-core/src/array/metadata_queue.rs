@@ -290,9 +290,13 @@ impl Array {
             Job::Superblock { generation } => {
                 self.metadata.superblock_durable = self.metadata.superblock_durable.max(generation);
                 if self.phase == Phase::Opening {
-                    self.finish_open();
+                    // Member writes from the journal go first.
+                    if !self.journal_replay_members() {
+                        self.finish_open();
+                    }
                 }
                 self.wake_record_waiters();
+                self.journal_recorded();
                 self.reshape_superblock_durable();
                 self.rebuild_superblock_durable();
             }
@@ -310,7 +314,7 @@ impl Array {
         self.advance_close();
     }
 
-    fn finish_open(&mut self) {
+    pub(super) fn finish_open(&mut self) {
         self.phase = Phase::Running;
         // Without a bitmap nothing says where writes were in flight: after an
         // unclean shutdown every region is suspect.
@@ -346,6 +350,7 @@ impl Array {
                 self.start_resync(dirty);
             }
         }
+        self.journal_replay_users();
         for request in std::mem::take(&mut self.held) {
             self.submit(request);
         }

@@ -8,6 +8,7 @@ mod destage_engine;
 mod execute;
 mod growth_engine;
 mod intent;
+mod journal_engine;
 mod locks;
 pub mod member_health;
 mod metadata_queue;
@@ -37,6 +38,8 @@ use ready::{Ready, ReadyQueue};
 use scrub::Scrub;
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
+
+pub use journal_engine::{JournalCounters, JournalSetup};
 
 /// Tunables with sensible defaults.
 #[derive(Clone, Debug)]
@@ -69,6 +72,9 @@ pub struct ArrayOptions {
     /// (proof that it can fail); never set outside tests.
     #[doc(hidden)]
     pub planted_bug: Option<PlantedBug>,
+    /// The journal (None: no journal; writes are acknowledged without one,
+    /// as before, or from the cache as the paper's NVS in the simulator).
+    pub journal: Option<JournalSetup>,
 }
 
 /// Bugs the simulation harness must be able to catch (test-only).
@@ -92,6 +98,7 @@ impl Default for ArrayOptions {
             planted_bug: None,
             max_read_errors: member_health::DEFAULT_MAX_READ_ERRORS,
             member_timeout_ms: None,
+            journal: None,
         }
     }
 }
@@ -131,6 +138,18 @@ enum Owner {
         op: u64,
         shard: usize,
     },
+    /// A member write replayed from the journal at start.
+    JournalReplay,
+}
+
+/// A device I/O ready to issue (a stripe op's write held until its
+/// journal record is durable).
+struct ParkedIo {
+    device: usize,
+    member: usize,
+    op: DeviceOp,
+    cause: IoCause,
+    owner: Owner,
 }
 
 /// Why a set of member flushes was issued.
@@ -153,6 +172,11 @@ enum FlushPurpose {
     RebuildCheckpoint {
         pass: u64,
         position: u64,
+    },
+    /// Writes of journal records below `below` must be durable on the
+    /// members before a checkpoint retires them.
+    JournalCheckpoint {
+        below: u64,
     },
 }
 
@@ -247,6 +271,8 @@ pub struct Array {
     cache: Option<destage_engine::DestageEngine>,
     /// Per device: read errors, latency; I/O deadlines.
     health: member_health::Health,
+    /// The journal that makes writes durable before they are acknowledged.
+    journal: Option<journal_engine::JournalEngine>,
 }
 
 impl Array {
@@ -310,6 +336,21 @@ impl Array {
         }
         let cache = (options.cache.policy != crate::cache::config::CachePolicy::None)
             .then(|| destage_engine::DestageEngine::new(options.cache.clone(), &geometry));
+        let mut journal = options
+            .journal
+            .clone()
+            .map(journal_engine::JournalEngine::new);
+        let mut cache = cache;
+        if let Some(journal) = &mut journal {
+            // Destages in flight at once are bounded by the room their
+            // records have in the journal.
+            let stripe_bytes = geometry.member_count as u64 * geometry.chunk_bytes;
+            let window = cache.as_ref().map_or(0, |c| c.config.destage_window_units);
+            let fit = journal.reserve_destage_band(stripe_bytes, window);
+            if let Some(cache) = &mut cache {
+                cache.config.destage_window_units = fit;
+            }
+        }
         let opened_unclean = superblock.state == ArrayState::Dirty;
         superblock.state = ArrayState::Dirty;
         let intent = Intent::new(
@@ -361,6 +402,7 @@ impl Array {
             last_user_request: None,
             cache,
             health: Default::default(),
+            journal,
         };
         array.resume_reshape();
         array.resume_rebuild(bitmap_whole);
@@ -396,6 +438,18 @@ impl Array {
     /// What the write-back cache did (None without a cache).
     pub fn cache_counters(&self) -> Option<destage_engine::CacheCounters> {
         self.cache.as_ref().map(|c| c.counters.clone())
+    }
+
+    /// What the journal did (None without a journal).
+    pub fn journal_counters(&self) -> Option<JournalCounters> {
+        self.journal.as_ref().map(|j| j.counters.clone())
+    }
+
+    /// Issues a held device I/O.
+    fn issue_parked(&mut self, ios: Vec<ParkedIo>) {
+        for io in ios {
+            self.issue_to_device(io.device, io.member, io.op, io.cause, io.owner);
+        }
     }
 
     /// True when a check or resync is running.
@@ -554,7 +608,8 @@ impl Array {
             FlushPurpose::Clean(_)
             | FlushPurpose::Close
             | FlushPurpose::ReshapeCheckpoint
-            | FlushPurpose::RebuildCheckpoint { .. } => IoCause::Metadata,
+            | FlushPurpose::RebuildCheckpoint { .. }
+            | FlushPurpose::JournalCheckpoint { .. } => IoCause::Metadata,
             FlushPurpose::ReshapeBackup => IoCause::Redistribution,
         };
         // A replace's new member holds what a checkpoint records, and user
@@ -618,7 +673,11 @@ impl Array {
                     self.request_bitmap_write(false);
                 }
             }
+            FlushPurpose::JournalCheckpoint { below } => {
+                self.journal_checkpoint_flushed(below, wait.member_failed);
+            }
             FlushPurpose::Close => {
+                self.journal_close_flushed();
                 // Everything is durable: only regions never resynced stay
                 // set, and the marks a member that may be re-added needs.
                 let keep_marks = self.keeps_bits_for_re_add();
@@ -730,8 +789,13 @@ impl Array {
                     .cache
                     .as_ref()
                     .is_none_or(|c| c.drained() || c.failed.is_some() && c.in_flight == 0);
+                let journal_idle = self
+                    .journal
+                    .as_ref()
+                    .is_none_or(|j| j.idle() || j.failed.is_some());
                 if self.ops.is_empty()
                     && cache_idle
+                    && journal_idle
                     && self.requests.is_empty()
                     && scrub_idle
                     && reshape_idle
@@ -741,7 +805,13 @@ impl Array {
                     self.flush_members(FlushPurpose::Close);
                 }
             }
-            Phase::Closing(CloseStage::WritingMetadata) if self.metadata.is_idle() => {
+            Phase::Closing(CloseStage::WritingMetadata)
+                if self.metadata.is_idle()
+                    && self
+                        .journal
+                        .as_ref()
+                        .is_none_or(|j| j.idle() || j.failed.is_some()) =>
+            {
                 self.phase = Phase::Closed;
                 self.outbox_event.push_back(ArrayEvent::Closed);
             }
@@ -844,6 +914,7 @@ impl Array {
             }
             Owner::Reshape(io) => self.reshape_io_done(io, completion),
             Owner::Repair { op, shard } => self.repair_io_done(op, shard, completion),
+            Owner::JournalReplay => self.journal_replay_io_done(),
         }
     }
 
@@ -1042,11 +1113,27 @@ impl Machine for Array {
     }
 
     fn poll_reply(&mut self) -> Option<UserReply> {
-        let reply = self.outbox_reply.pop_front()?;
+        let reply = loop {
+            let reply = self.outbox_reply.pop_front()?;
+            // A write is answered once its journal record is durable.
+            if !self.journal_hold_reply(&reply) {
+                break reply;
+            }
+        };
         if let Some(arrived) = self.arrivals.remove(&reply.id) {
             self.time_user_for_valve(arrived, reshape_config::ValveTimedAt::Reply);
         }
         Some(reply)
+    }
+
+    fn poll_journal(&mut self) -> Option<JournalBatch> {
+        self.journal_poll()
+    }
+
+    fn handle_journal_done(&mut self, now: TimeNs, batch: u64, result: Result<(), String>) {
+        self.now = now;
+        self.journal_batch_done(batch, result);
+        self.run_ready();
     }
 
     fn poll_event(&mut self) -> Option<ArrayEvent> {

@@ -96,6 +96,7 @@ impl Array {
                 self.run_ready_item(work);
             }
             self.pump_reshape();
+            self.pump_journal();
             self.advance_close();
             if self.ready.is_empty() {
                 break;

@@ -118,7 +118,7 @@ impl Array {
             "activity": activity,
             "reshape": self.reshape_status_json(),
             "rebuild": self.rebuild_status_json(),
-            "cache": self.cache.as_ref().map(|c| c.status_json()),
+            "cache": self.cache_status_json(),
         });
         if let crate::geometry::Level::Crs { parity_members, w } = self.geometry.level {
             status["data_members"] = self.geometry.data_per_stripe().into();
@@ -140,5 +140,30 @@ impl Array {
             "latency_ms_max": health.latency_ms_max(),
         });
         fields.as_object().cloned().expect("an object")
+    }
+}
+
+impl Array {
+    /// The cache's status with the journal's state in it (`journal`:
+    /// `{"state": "none"}` without one); None without a cache and journal.
+    fn cache_status_json(&self) -> Option<serde_json::Value> {
+        let journal = match &self.journal {
+            Some(journal) => journal.status_json(),
+            None => serde_json::json!({ "state": "none" }),
+        };
+        let mut cache = match &self.cache {
+            Some(cache) => cache.status_json(),
+            None if self.journal.is_some() => serde_json::json!({
+                "policy": "none",
+                "size_bytes": 0,
+                "dirty_bytes": 0,
+                "destages": 0,
+                "transform_reads": 0,
+                "transform_writes": 0,
+            }),
+            None => return None,
+        };
+        cache["journal"] = journal;
+        Some(cache)
     }
 }

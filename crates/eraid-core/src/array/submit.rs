@@ -10,6 +10,9 @@ impl Array {
     pub(super) fn submit(&mut self, request: UserRequest) {
         let id = request.id;
         let Some((offset_bytes, len_bytes)) = request.op.byte_range() else {
+            if self.journal_flush(id) {
+                return;
+            }
             if let Some(cache) = &mut self.cache {
                 // Everything cached goes to the members first.
                 cache.flush_waiters.push(id);
@@ -47,6 +50,9 @@ impl Array {
             return;
         };
         self.note_user_admitted(id);
+        let Some(request) = self.journal_user_request(request) else {
+            return;
+        };
         if self.cache.is_some() {
             self.submit_cached(request, offset_bytes, len_bytes);
         } else {

@@ -36,6 +36,9 @@ pub struct Entry {
     pub data: Vec<u8>,
     pub dirty: bool,
     pub version: u64,
+    /// For a dirty block: the journal record of the first write since it
+    /// was last clean (the journal keeps every record from there on).
+    pub dirty_since_tag: Option<u64>,
 }
 
 #[derive(Default)]
@@ -77,6 +80,8 @@ pub struct CacheStore {
     total_blocks: u64,
     pinned_blocks: u64,
     dirty_blocks: u64,
+    /// The dirty blocks carrying a `dirty_since_tag`, oldest tag first.
+    dirty_tags: std::collections::BTreeSet<(u64, BlockKey)>,
 }
 
 impl CacheStore {
@@ -99,6 +104,7 @@ impl CacheStore {
             total_blocks: 0,
             pinned_blocks: 0,
             dirty_blocks: 0,
+            dirty_tags: Default::default(),
         }
     }
 
@@ -134,6 +140,41 @@ impl CacheStore {
     }
     pub fn dirty_blocks(&self) -> u64 {
         self.dirty_blocks
+    }
+
+    /// The oldest journal record a dirty block still needs.
+    pub fn oldest_dirty_tag(&self) -> Option<u64> {
+        self.dirty_tags.first().map(|(tag, _)| *tag)
+    }
+
+    fn tag_add(&mut self, tag: Option<u64>, key: BlockKey) {
+        if let Some(tag) = tag {
+            assert!(self.dirty_tags.insert((tag, key)), "a block tagged twice");
+        }
+    }
+
+    fn tag_remove(&mut self, tag: Option<u64>, key: BlockKey) {
+        if let Some(tag) = tag {
+            assert!(self.dirty_tags.remove(&(tag, key)), "an untracked tag");
+        }
+    }
+
+    /// Takes the unit holding the block with the oldest journal tag for
+    /// destage (so the journal's tail moves), or the least recently
+    /// written one if that unit is being destaged already.
+    pub fn take_oldest_tagged(&mut self) -> Option<UnitKey> {
+        let Some(&(_, key)) = self.dirty_tags.first() else {
+            return self.take_lrw();
+        };
+        let unit = self.unit_of(key);
+        let info = self.units.get(&unit).expect("a dirty block's unit");
+        if info.busy {
+            return self.take_lrw();
+        }
+        self.unlist(unit);
+        self.units.get_mut(&unit).expect("unit").busy = true;
+        self.list(unit);
+        Some(unit)
     }
     /// Units waiting in the LRW list (dirty, not being destaged).
     pub fn waiting_units(&self) -> usize {
@@ -204,6 +245,18 @@ impl CacheStore {
     /// whole-block write: false means the block is absent and the write
     /// partial (the caller writes it through instead).
     pub fn write(&mut self, key: BlockKey, offset_bytes: usize, bytes: &[u8]) -> bool {
+        self.write_tagged(key, offset_bytes, bytes, None)
+    }
+
+    /// `write`, the block tagged with the journal record `tag` if it
+    /// becomes dirty now.
+    pub fn write_tagged(
+        &mut self,
+        key: BlockKey,
+        offset_bytes: usize,
+        bytes: &[u8],
+        tag: Option<u64>,
+    ) -> bool {
         assert!(offset_bytes + bytes.len() <= BLOCK_BYTES as usize);
         let whole = bytes.len() == BLOCK_BYTES as usize;
         if self.get(key).is_none() && !whole {
@@ -217,12 +270,15 @@ impl CacheStore {
         let blocks = self.stripes.entry(key.stripe).or_default();
         let info = self.units.entry(unit).or_default();
         info.order = order;
+        let mut newly_dirty = false;
         match blocks.get_mut(&(key.row, key.col)) {
             Some(entry) => {
                 entry.data[offset_bytes..offset_bytes + bytes.len()].copy_from_slice(bytes);
                 if !entry.dirty {
                     info.dirty += 1;
                     self.dirty_blocks += 1;
+                    entry.dirty_since_tag = tag;
+                    newly_dirty = true;
                 }
                 entry.dirty = true;
                 entry.version = version;
@@ -234,13 +290,18 @@ impl CacheStore {
                         data: bytes.to_vec(),
                         dirty: true,
                         version,
+                        dirty_since_tag: tag,
                     },
                 );
                 info.blocks += 1;
                 info.dirty += 1;
                 self.total_blocks += 1;
                 self.dirty_blocks += 1;
+                newly_dirty = true;
             }
+        }
+        if newly_dirty {
+            self.tag_add(tag, key);
         }
         self.list(unit);
         true
@@ -263,6 +324,7 @@ impl CacheStore {
                 data: data.to_vec(),
                 dirty: false,
                 version: 0,
+                dirty_since_tag: None,
             },
         );
         let info = self.units.entry(unit).or_default();
@@ -282,6 +344,7 @@ impl CacheStore {
             return;
         };
         let dirty = entry.dirty;
+        let tag = entry.dirty_since_tag;
         let unit = self.unit_of(key);
         self.unlist(unit);
         let blocks = self.stripes.get_mut(&key.stripe).expect("stripe cached");
@@ -295,6 +358,9 @@ impl CacheStore {
         if dirty {
             info.dirty -= 1;
             self.dirty_blocks -= 1;
+        }
+        if dirty {
+            self.tag_remove(tag, key);
         }
         self.list(unit);
     }
@@ -356,15 +422,22 @@ impl CacheStore {
         for (key, _) in written {
             assert_eq!(self.unit_of(*key), unit, "a destage wrote outside its unit");
         }
+        let mut cleaned_tags = Vec::new();
         if let Some(blocks) = self.stripes.get_mut(&unit.stripe) {
             for (key, version) in written {
                 if let Some(entry) = blocks.get_mut(&(key.row, key.col)) {
                     if entry.dirty && entry.version == *version {
                         entry.dirty = false;
+                        cleaned_tags.push((entry.dirty_since_tag.take(), *key));
                         cleaned += 1;
                     }
                 }
             }
+        }
+        // A block written again during its destage keeps its older tag:
+        // the journal then keeps a little more than it must, never less.
+        for (tag, key) in cleaned_tags {
+            self.tag_remove(tag, key);
         }
         self.dirty_blocks -= cleaned;
         let order = self.fresh_order();

@@ -67,6 +67,8 @@ pub fn new_superblock(
         spares: Vec::new(),
         rebuild: None,
         retired: None,
+        journal: None,
+        cache: None,
     }
 }
 

@@ -107,6 +107,33 @@ pub struct Superblock {
     /// replace and must never be assembled as a member again.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retired: Option<Retirement>,
+    /// The journal made at create (`create --journal`), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub journal: Option<JournalRecord>,
+    /// The write-back cache chosen at create (None: `none`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache: Option<CacheRecord>,
+}
+
+/// The array's journal: `serve` opens it by `path_hint` (or the path it is
+/// given) and checks its header's id, size and array UUID against this.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JournalRecord {
+    pub journal_id: u64,
+    pub size_bytes: u64,
+    pub path_hint: String,
+    /// The journal failed while serving (the reason): it holds nothing
+    /// newer than the members and is never replayed again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed: Option<String>,
+}
+
+/// The write-back cache's settings recorded at create; `serve` may
+/// override them.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CacheRecord {
+    pub policy: String,
+    pub size_bytes: u64,
 }
 
 /// Why a member's copy says it is retired.
@@ -145,6 +172,15 @@ impl Superblock {
         }
         if let Some(retired) = &mut self.retired {
             retired.replaced_by_path = bounded_path_hint(&retired.replaced_by_path);
+        }
+        if let Some(journal) = &mut self.journal {
+            journal.path_hint = bounded_path_hint(&journal.path_hint);
+            if let Some(failed) = &mut journal.failed {
+                *failed = bounded_failure_reason(failed);
+            }
+        }
+        if let Some(cache) = &mut self.cache {
+            cache.policy = bounded_text_head(&cache.policy, 16);
         }
         if let Some(reason) = self.reshape.as_mut().and_then(|r| r.pause_reason.as_mut()) {
             *reason = bounded_text_head(reason, PAUSE_REASON_BYTES_MAX);
@@ -236,6 +272,8 @@ mod tests {
             spares: Vec::new(),
             rebuild: None,
             retired: None,
+            journal: None,
+            cache: None,
         }
     }
 
@@ -385,6 +423,16 @@ mod tests {
             retired: Some(Retirement {
                 replaced_by_uuid: "n".repeat(UUID_BYTES_MAX),
                 replaced_by_path: format!("/{hostile}/new"),
+            }),
+            journal: Some(JournalRecord {
+                journal_id: u64::MAX,
+                size_bytes: u64::MAX,
+                path_hint: format!("/{hostile}/journal"),
+                failed: Some(hostile.clone()),
+            }),
+            cache: Some(CacheRecord {
+                policy: hostile.clone(),
+                size_bytes: u64::MAX,
             }),
         };
         for member in [

@@ -43,6 +43,8 @@ pub(super) struct DestageEngine {
     /// destaging; flushes fail.
     pub failed: Option<String>,
     pub counters: CacheCounters,
+    /// The journal is filling (or failed): destage until it says stop.
+    pub journal_pressure: bool,
 }
 
 impl DestageEngine {
@@ -69,6 +71,7 @@ impl DestageEngine {
             blocked: VecDeque::new(),
             failed: None,
             counters: CacheCounters::default(),
+            journal_pressure: false,
         }
     }
 
@@ -77,7 +80,11 @@ impl DestageEngine {
         let marks = self
             .marks
             .update(self.store.pinned_blocks(), self.store.capacity_blocks());
-        marks || closing || !self.blocked.is_empty() || !self.flush_waiters.is_empty()
+        marks
+            || closing
+            || self.journal_pressure
+            || !self.blocked.is_empty()
+            || !self.flush_waiters.is_empty()
     }
 
     /// Nothing dirty and nothing in flight.
@@ -102,8 +109,6 @@ impl DestageEngine {
             "read_miss_blocks": c.read_miss_blocks,
             "write_through_requests": c.write_through_requests,
             "failed": self.failed,
-            // The core keeps no journal yet: the cache is the paper's NVS.
-            "journal": "none",
         })
     }
 }

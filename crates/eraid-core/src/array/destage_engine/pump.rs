@@ -26,7 +26,13 @@ impl Array {
             {
                 break;
             }
-            let Some(unit) = cache.store.take_lrw() else {
+            // A filling journal needs its oldest records' blocks out first.
+            let unit = if cache.journal_pressure {
+                cache.store.take_oldest_tagged()
+            } else {
+                cache.store.take_lrw()
+            };
+            let Some(unit) = unit else {
                 break;
             };
             cache.in_flight += 1;

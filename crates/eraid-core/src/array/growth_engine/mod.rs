@@ -197,6 +197,11 @@ impl Array {
         if self.phase != Phase::Running {
             return Err("the array is not running (opening or closing)".into());
         }
+        if self.journal.is_some() {
+            // Replaying a stripe's recorded member writes after the growth
+            // moved data there would bring old bytes back.
+            return Err("a growth is not supported on an array with a journal".into());
+        }
         if self.cache.is_some() {
             return Err(
                 "a growth needs the cache policy none (restart without the cache first)".into(),

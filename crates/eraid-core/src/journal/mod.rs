@@ -1,0 +1,25 @@
+//! The write-back cache's journal (issue 17's durability): pure format and
+//! state only, the driver does the file I/O. A journal is a file or device
+//! laid out as two header slots (the checkpoint: where the oldest record
+//! still needed starts) and a circular log of checksummed records written
+//! sequentially. `format` encodes headers and records, `ring` places
+//! records in the log and retires them, `scan` finds the records to replay
+//! after a crash.
+
+pub mod format;
+pub mod ring;
+pub mod scan;
+
+/// Bytes of one header slot; two slots precede the log.
+pub const HEADER_SLOT_BYTES: u64 = 4096;
+/// Where the log starts.
+pub const LOG_START_BYTES: u64 = 2 * HEADER_SLOT_BYTES;
+/// The smallest journal `create` accepts: room for many stripes' records.
+pub const JOURNAL_BYTES_MIN: u64 = 8 << 20;
+
+/// The smallest journal for an array whose stripes hold `stripe_bytes`
+/// (data and parity): 64 stripes, at least `JOURNAL_BYTES_MIN`, so a full
+/// destage window's records and users' writes fit together.
+pub fn journal_bytes_min(stripe_bytes: u64) -> u64 {
+    JOURNAL_BYTES_MIN.max(LOG_START_BYTES + 64 * stripe_bytes)
+}
