@@ -579,10 +579,9 @@ impl Sim {
                     Err(e) => e,
                 };
                 // A growth whose new members got their superblocks only in
-                // part (the old members never recorded it): the operator
-                // starts the old members alone, as growth_crash.rs does. The
-                // newest superblock, a new member's, would otherwise name a
-                // member that is not there (reported: assembly trusts it).
+                // part (the old members never recorded it): assembly names
+                // the half-joined member (the growth never started) and the
+                // operator starts the old members alone, as growth_crash.rs does.
                 match self.members_before_growth.take() {
                     Some(old) if self.h.members.len() > old => {
                         self.h.members.truncate(old);

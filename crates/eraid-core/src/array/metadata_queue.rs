@@ -340,7 +340,10 @@ impl Array {
                 // what a member being re-added (or away) has to copy.
             } else if self.is_degraded() {
                 // Parity cannot be made consistent without all members; the
-                // regions stay marked until a rebuild resyncs them.
+                // regions stay marked (pinned: the clean cycle must not clear
+                // them, or a second crash forgets them) until a rebuild
+                // resyncs them.
+                self.intent.pinned.extend(dirty.iter().copied());
                 self.unresynced_regions = dirty;
             } else if self.reshape_backup_pending() {
                 // Rows under a backed-up window are rewritten from the backup

@@ -5,6 +5,7 @@
 use super::bitmap::IntentBitmap;
 use super::force::take_back_failed;
 pub use super::force::{AssembleOptions, ForcedMember};
+use super::joining::is_unconfirmed_partial_join;
 use super::superblock::{MemberState, Superblock};
 use super::validate::disagreement;
 use crate::geometry::Level;
@@ -305,7 +306,15 @@ fn examine(
     // The array is the one most members belong to (a stray member of another
     // array is the odd one out); within it, the newest copy is authoritative.
     let count = |uuid: &str| usable().filter(|(_, d)| d.array_uuid == uuid).count();
-    let Some(newest_index) = usable()
+    // A copy only some of a growth's joining members got, before any old
+    // member recorded the growth, does not decide: the growth never started.
+    let copies: Vec<&Superblock> = usable().map(|(_, d)| d).collect();
+    let deciding = |d: &Superblock| !is_unconfirmed_partial_join(d, &copies);
+    let candidates = || {
+        let any_deciding = usable().any(|(_, d)| deciding(d));
+        usable().filter(move |(_, d)| !any_deciding || deciding(d))
+    };
+    let Some(newest_index) = candidates()
         .max_by_key(|&(i, d)| (count(&d.array_uuid), d.events, std::cmp::Reverse(i)))
         .map(|(i, _)| i)
     else {

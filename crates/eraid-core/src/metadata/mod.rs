@@ -9,6 +9,7 @@ pub mod assemble;
 pub mod bitmap;
 pub mod create;
 pub mod force;
+mod joining;
 pub mod lifecycle;
 pub mod member_change;
 pub mod readd;

@@ -121,9 +121,24 @@ impl Array {
             unreachable!("the cache runs on RAID-5/6 only (its config is checked at open)")
         };
         let outcome = work.compute(code, k, m);
-        let cache = self.cache.as_mut().expect("cache");
         let (writes, error) = match outcome {
             Ok((fills, writes)) => {
+                // A write through this stripe still pending (it waits for
+                // this destage's lock) already changed the cache's view of
+                // its blocks: what was read is stale. Caching it clean would
+                // let a later partial write make it dirty, and its destage
+                // would put the old data back over the newer write. Clean
+                // fills are only an optimisation, so skip them then.
+                let write_through_pending = self
+                    .ops
+                    .values()
+                    .any(|other| other.kind == OpKind::Write && other.stripe == op.stripe);
+                let fills = if write_through_pending {
+                    Vec::new()
+                } else {
+                    fills
+                };
+                let cache = self.cache.as_mut().expect("cache");
                 for (key, bytes) in fills {
                     // A block written since the plan keeps its new data.
                     let fill = cache.store.fill(key, &bytes);
