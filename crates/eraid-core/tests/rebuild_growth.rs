@@ -823,6 +823,17 @@ fn an_operator_pause_during_the_rebuild_holds_the_growth_after_it() {
         &mut next_id,
         what,
     );
+    // The replacement takes over once the growth's position is recorded:
+    // a checkpoint may still be in flight when it is added.
+    let mut steps = 0;
+    while rebuild_of(&g.array).is_null() {
+        assert!(
+            g.h.step(&mut g.array) && steps < 10_000,
+            "{what}: no rebuild started: {}",
+            reshape_of(&g.array)
+        );
+        steps += 1;
+    }
     assert_eq!(rebuild_of(&g.array)["state"], "running", "{what}");
     admin_ok(&mut g.h, &mut g.array, AdminCommand::PauseGrow);
     g.h.run(&mut g.array);
