@@ -14,33 +14,6 @@ use support::*;
 
 const MEMBERS: [&str; 5] = ["d0", "d1", "d2", "d3", "d4"];
 
-/// fio's randwrite job over `uri`; `verify_only` reads back and checks
-/// what the saved state says the first run wrote.
-fn fio_args(uri: &str, verify_only: bool) -> Vec<String> {
-    let mut args: Vec<String> = [
-        "--name=journaled",
-        "--ioengine=nbd",
-        "--rw=randwrite",
-        "--bs=4k",
-        "--iodepth=32",
-        "--size=32M",
-        "--verify=crc32c",
-        "--randrepeat=1",
-        "--time_based=1",
-        "--runtime=30",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    args.push(format!("--uri={uri}"));
-    if verify_only {
-        args.extend(["--verify_only".into(), "--verify_state_load=1".into()]);
-    } else {
-        args.extend(["--do_verify=0".into(), "--verify_state_save=1".into()]);
-    }
-    args
-}
-
 #[test]
 fn sigkill_mid_fio_then_replay_keeps_every_acknowledged_write() {
     if !require_tools("journal_serve", &["fio"]) {
@@ -76,7 +49,7 @@ fn sigkill_mid_fio_then_replay_keeps_every_acknowledged_write() {
 
     let mut server = Server::start(dir, &MEMBERS);
     let mut fio = Command::new(tool("fio"))
-        .args(fio_args(&server.uri, false))
+        .args(fio_verify_job("journaled", &server.uri, 32, false))
         .current_dir(dir)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -116,7 +89,7 @@ fn sigkill_mid_fio_then_replay_keeps_every_acknowledged_write() {
     let verify = run_tool(
         dir,
         "fio",
-        &fio_args(&server.uri, true)
+        &fio_verify_job("journaled", &server.uri, 32, true)
             .iter()
             .map(|s| s.as_str())
             .collect::<Vec<_>>(),

@@ -720,3 +720,29 @@ pub fn metadata_areas(dir: &Path, members: &[&str]) -> Vec<Vec<u8>> {
         })
         .collect()
 }
+
+/// fio's randwrite job `name` over `uri` (4 KiB blocks with crc32c verify
+/// headers, 30 s at most over 32 MiB); `verify_only` reads back and checks
+/// what the saved state (`local-NAME-0-verify.state` in the working
+/// directory) says the first run wrote.
+pub fn fio_verify_job(name: &str, uri: &str, iodepth: u32, verify_only: bool) -> Vec<String> {
+    let mut args: Vec<String> = vec![
+        format!("--name={name}"),
+        "--ioengine=nbd".into(),
+        "--rw=randwrite".into(),
+        "--bs=4k".into(),
+        format!("--iodepth={iodepth}"),
+        "--size=32M".into(),
+        "--verify=crc32c".into(),
+        "--randrepeat=1".into(),
+        "--time_based=1".into(),
+        "--runtime=30".into(),
+        format!("--uri={uri}"),
+    ];
+    if verify_only {
+        args.extend(["--verify_only".into(), "--verify_state_load=1".into()]);
+    } else {
+        args.extend(["--do_verify=0".into(), "--verify_state_save=1".into()]);
+    }
+    args
+}
