@@ -90,7 +90,10 @@ fn assert_reads_back(test: &str, dir: &Path, server: &Server, what: &str) {
     std::fs::remove_file(dir.join("readback.bin")).unwrap();
 }
 
-fn assert_counters(test: &str, reshape: &Value, strategy: &str) {
+/// `killed`: the server was SIGKILLed mid-growth, so the window recorded
+/// at the kill is redone by reconstruct-write from its moved copies (the
+/// crash-safe redo), even under Scale-CRS.
+fn assert_counters(test: &str, reshape: &Value, strategy: &str, killed: bool) {
     assert_eq!(reshape["strategy"], strategy, "{test}: {reshape:#}");
     assert_eq!(reshape["state"], "done", "{test}: {reshape:#}");
     assert_eq!(reshape["old_member_count"], 6, "{test}: {reshape:#}");
@@ -112,10 +115,19 @@ fn assert_counters(test: &str, reshape: &Value, strategy: &str) {
     let units = reshape["rmw_units"].as_u64().unwrap() + reshape["rcw_units"].as_u64().unwrap();
     assert!(units > 0, "{test}: {reshape:#}");
     if strategy == "scale-crs" {
-        assert_eq!(
-            reshape["rcw_units"], 0,
-            "{test}: Scale-CRS is RMW only: {reshape:#}"
+        let (rmw, rcw) = (
+            reshape["rmw_units"].as_u64().unwrap(),
+            reshape["rcw_units"].as_u64().unwrap(),
         );
+        if killed {
+            // One redone window is a few units among a thousand.
+            assert!(
+                rcw * 20 <= rmw,
+                "{test}: Scale-CRS is RMW only but for the redone window: {reshape:#}"
+            );
+        } else {
+            assert_eq!(rcw, 0, "{test}: Scale-CRS is RMW only: {reshape:#}");
+        }
     }
 }
 
@@ -172,7 +184,7 @@ fn grow_while_writing(test: &str, strategy: &str, seed: u64) {
     assert_reads_back(test, dir, &server, "after the growth");
     let status = live(dir, "ctl.sock");
     assert_eq!(status["member_count"], 7, "{test}: {status:#}");
-    assert_counters(test, &status["reshape"], strategy);
+    assert_counters(test, &status["reshape"], strategy, false);
     assert_eq!(
         status["capacity_bytes"].as_u64().unwrap(),
         capacity_before / 4 * 5,
@@ -186,7 +198,7 @@ fn grow_while_writing(test: &str, strategy: &str, seed: u64) {
     server.stop();
     let detail = detail_json(dir, &ALL);
     assert_eq!(detail["state"], "clean", "{test}: {detail:#}");
-    assert_counters(test, &detail["reshape"], strategy);
+    assert_counters(test, &detail["reshape"], strategy, false);
     // Old data members, parity-holding members (rotated), the new member.
     any_two_missing_read_back(test, dir, &[[0, 1], [4, 5], [2, 6], [3, 6]]);
     eprintln!("{test}: {:.1} s", started.elapsed().as_secs_f64());
@@ -265,7 +277,7 @@ fn killed_mid_growth(test: &str, strategy: &str, seed: u64) {
     let mut server = Server::start_with(dir, &["--control", "ctl.sock"], &ALL);
     server.wait_for_log("resuming", Duration::from_secs(30));
     let status = wait_done(test, dir, "ctl.sock", &mut server);
-    assert_counters(test, &status["reshape"], strategy);
+    assert_counters(test, &status["reshape"], strategy, true);
     assert_reads_back(test, dir, &server, "after the resumed growth");
     let check = eraid(dir, &["check", "--control", "ctl.sock"]);
     assert!(

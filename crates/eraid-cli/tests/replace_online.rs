@@ -55,8 +55,21 @@ fn members_of(status: &Value) -> Vec<(String, String)> {
 /// The array's membership and metadata as the server reports it, to show a
 /// refused request changed nothing.
 fn membership(status: &Value) -> Value {
+    // Each member's identity and state; not its live I/O counters and
+    // latencies, which move with every request.
+    let members: Vec<Value> = status["members"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|m| {
+            serde_json::json!({
+                "index": m["index"], "device": m["device"], "path": m["path"],
+                "uuid": m["uuid"], "state": m["state"], "failure": m["failure"],
+            })
+        })
+        .collect();
     serde_json::json!({
-        "members": status["members"],
+        "members": members,
         "spare_count": status["spare_count"],
         "device_count": status["device_count"],
         "rebuild": status["rebuild"]["state"],
