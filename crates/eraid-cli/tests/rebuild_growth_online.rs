@@ -9,48 +9,12 @@
 
 mod support;
 
-use serde_json::Value;
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 use support::*;
 
 const MEMBER_BYTES: u64 = 64 * MIB;
 const DATA_BYTES: u64 = 96 * MIB;
-
-/// Writes data.bin to the array three times over (the same bytes each
-/// time), so users write during the growth and the rebuild.
-fn spawn_writer(dir: &Path, uri: &str) -> Child {
-    let nbdcopy = tool("nbdcopy");
-    Command::new("sh")
-        .arg("-c")
-        .arg(format!(
-            "for pass in 1 2 3; do '{}' --flush data.bin '{uri}' || exit 1; done",
-            nbdcopy.display()
-        ))
-        .current_dir(dir)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn nbdcopy")
-}
-
-fn member_names_of(status: &Value) -> Vec<(String, String)> {
-    status["members"]
-        .as_array()
-        .expect("members")
-        .iter()
-        .map(|m| {
-            let path = m["path"].as_str().unwrap_or("");
-            let name = Path::new(path)
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            (name, m["state"].as_str().unwrap_or("").to_string())
-        })
-        .collect()
-}
 
 #[test]
 fn a_member_failing_mid_growth_is_rebuilt_onto_the_spare_then_the_growth_finishes() {
@@ -113,7 +77,7 @@ fn a_member_failing_mid_growth_is_rebuilt_onto_the_spare_then_the_growth_finishe
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn eraid grow");
-    let mut writer = spawn_writer(dir, &server.uri);
+    let mut writer = spawn_repeated_writer(dir, &server.uri, 3);
     let waiting_since = Instant::now();
     loop {
         let status = live(dir, "ctl.sock");
@@ -194,7 +158,7 @@ fn a_member_failing_mid_growth_is_rebuilt_onto_the_spare_then_the_growth_finishe
     assert_eq!(after["rebuild"]["state"], "done", "{test}: {after:#}");
     assert_eq!(after["degraded"], false, "{test}: {after:#}");
     assert_eq!(after["spare_count"], 0, "{test}: {after:#}");
-    let members = member_names_of(&after);
+    let members = member_names_and_states(&after);
     assert_eq!(
         members,
         ["d0", "d4", "d2", "d3"]
@@ -223,7 +187,7 @@ fn a_member_failing_mid_growth_is_rebuilt_onto_the_spare_then_the_growth_finishe
     assert_eq!(detail["state"], "clean", "{test}: {detail:#}");
     assert_eq!(detail["reshape"]["state"], "done", "{test}: {detail:#}");
     assert!(
-        member_names_of(&detail)
+        member_names_and_states(&detail)
             .iter()
             .all(|(_, state)| state == "active"),
         "{test}: {detail:#}"

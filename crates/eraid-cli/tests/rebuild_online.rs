@@ -7,48 +7,12 @@
 
 mod support;
 
-use serde_json::Value;
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 use support::*;
 
 const MEMBER_BYTES: u64 = 64 * MIB;
 const DATA_BYTES: u64 = 120 * MIB;
-
-/// Writes data.bin to the array eight times over (the same bytes each
-/// time), so the writer is surely still running when the member fails.
-fn spawn_writer(dir: &Path, uri: &str) -> Child {
-    let nbdcopy = tool("nbdcopy");
-    Command::new("sh")
-        .arg("-c")
-        .arg(format!(
-            "for pass in 1 2 3 4 5 6 7 8; do '{}' --flush data.bin '{uri}' || exit 1; done",
-            nbdcopy.display()
-        ))
-        .current_dir(dir)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn nbdcopy")
-}
-
-fn members_of(status: &Value) -> Vec<(String, String)> {
-    status["members"]
-        .as_array()
-        .expect("members")
-        .iter()
-        .map(|m| {
-            let path = m["path"].as_str().unwrap_or("");
-            let name = Path::new(path)
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            (name, m["state"].as_str().unwrap_or("").to_string())
-        })
-        .collect()
-}
 
 #[test]
 fn a_spare_takes_over_a_failed_member_while_nbdcopy_writes() {
@@ -167,11 +131,11 @@ fn a_spare_takes_over_a_failed_member_while_nbdcopy_writes() {
     let status = live(dir, "ctl.sock");
     assert_eq!(status["spare_count"], 1, "{test}: {status:#}");
     assert_eq!(
-        members_of(&status).last().unwrap(),
+        member_names_and_states(&status).last().unwrap(),
         &("d4".to_string(), "spare".to_string())
     );
 
-    let mut writer = spawn_writer(dir, &server.uri);
+    let mut writer = spawn_repeated_writer(dir, &server.uri, 8);
     std::thread::sleep(Duration::from_millis(200));
     let out = eraid(dir, &["fail", "d1", "--control", "ctl.sock"]).expect_ok();
     assert!(out.stdout.contains("a spare took over"), "{test}: {out}");
@@ -187,7 +151,7 @@ fn a_spare_takes_over_a_failed_member_while_nbdcopy_writes() {
     assert_eq!(rebuild["strategy"], "pro", "{test}: {during:#}");
     assert_eq!(rebuild["target"]["slot"], 1, "{test}: {during:#}");
     assert_eq!(
-        members_of(&during)[1],
+        member_names_and_states(&during)[1],
         ("d4".to_string(), "rebuilding".to_string()),
         "{test}: {during:#}"
     );
@@ -218,7 +182,7 @@ fn a_spare_takes_over_a_failed_member_while_nbdcopy_writes() {
     assert_eq!(rebuild["rebuilt_bytes"], rebuild["total_bytes"], "{test}");
     assert_eq!(after["spare_count"], 0, "{test}: {after:#}");
     assert_eq!(after["degraded"], false, "{test}: {after:#}");
-    let members = members_of(&after);
+    let members = member_names_and_states(&after);
     assert_eq!(members.len(), 4, "{test}: {after:#}");
     assert!(
         members.iter().all(|(_, state)| state == "active"),
@@ -247,7 +211,7 @@ fn a_spare_takes_over_a_failed_member_while_nbdcopy_writes() {
     assert_eq!(detail["state"], "clean", "{test}: {detail:#}");
     assert_eq!(detail["rebuild"]["state"], "done", "{test}: {detail:#}");
     assert!(
-        members_of(&detail)
+        member_names_and_states(&detail)
             .iter()
             .all(|(_, state)| state == "active"),
         "{test}: {detail:#}"

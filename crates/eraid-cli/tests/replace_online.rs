@@ -11,46 +11,11 @@ mod support;
 
 use serde_json::Value;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 use support::*;
 
 const MEMBER_BYTES: u64 = 64 * MIB;
 const DATA_BYTES: u64 = 100 * MIB;
-
-/// Writes data.bin to the array `passes` times over (the same bytes), so
-/// the writer is surely still running when the copy starts.
-fn spawn_writer(dir: &Path, uri: &str, passes: u32) -> Child {
-    let nbdcopy = tool("nbdcopy");
-    Command::new("sh")
-        .arg("-c")
-        .arg(format!(
-            "for pass in $(seq {passes}); do '{}' --flush data.bin '{uri}' || exit 1; done",
-            nbdcopy.display()
-        ))
-        .current_dir(dir)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn nbdcopy")
-}
-
-fn members_of(status: &Value) -> Vec<(String, String)> {
-    status["members"]
-        .as_array()
-        .expect("members")
-        .iter()
-        .map(|m| {
-            let path = m["path"].as_str().unwrap_or("");
-            let name = Path::new(path)
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            (name, m["state"].as_str().unwrap_or("").to_string())
-        })
-        .collect()
-}
 
 /// The array's membership and metadata as the server reports it, to show a
 /// refused request changed nothing.
@@ -160,7 +125,7 @@ fn replace_copies_a_served_raid6_member_while_nbdcopy_writes() {
         ],
     )
     .expect_ok();
-    let mut writer = spawn_writer(dir, &server.uri, 4);
+    let mut writer = spawn_repeated_writer(dir, &server.uri, 4);
     std::thread::sleep(Duration::from_millis(200));
     let out = eraid(dir, &replace("d0", "d4")).expect_ok();
     assert!(out.stdout.contains("replace running"), "{test}: {out}");
@@ -180,7 +145,7 @@ fn replace_copies_a_served_raid6_member_while_nbdcopy_writes() {
         "{test}: {during:#}"
     );
     assert_eq!(during["degraded"], false, "{test}: {during:#}");
-    let members = members_of(&during);
+    let members = member_names_and_states(&during);
     assert!(
         members[..4].iter().all(|(_, s)| s == "active"),
         "{test}: {during:#}"
@@ -210,7 +175,7 @@ fn replace_copies_a_served_raid6_member_while_nbdcopy_writes() {
     let after = live(dir, "ctl.sock");
     assert_eq!(after["rebuild"]["state"], "done", "{test}: {after:#}");
     assert_eq!(after["spare_count"], 0, "{test}: {after:#}");
-    let members = members_of(&after);
+    let members = member_names_and_states(&after);
     assert_eq!(members.len(), 4, "{test}: {after:#}");
     assert_eq!(
         members[0],
@@ -255,7 +220,11 @@ fn replace_copies_a_served_raid6_member_while_nbdcopy_writes() {
     let detail = detail_json(dir, &["d4", "d1", "d2", "d3"]);
     assert_eq!(detail["state"], "clean", "{test}: {detail:#}");
     assert_eq!(detail["rebuild"]["kind"], "replace", "{test}: {detail:#}");
-    assert_eq!(members_of(&detail)[0].0, "d4", "{test}: {detail:#}");
+    assert_eq!(
+        member_names_and_states(&detail)[0].0,
+        "d4",
+        "{test}: {detail:#}"
+    );
     let check = eraid(dir, &["check", "d4", "d1", "d2", "d3"]);
     assert_eq!(check.code(), Some(0), "{test}: {check}");
     eprintln!("{test}: {:.1} s", started.elapsed().as_secs_f64());
@@ -338,7 +307,7 @@ fn raid6_with_two_members_failed_at_once_rebuilds_both() {
         server.log_text()
     );
     let after = live(dir, "ctl.sock");
-    let members = members_of(&after);
+    let members = member_names_and_states(&after);
     assert_eq!(members.len(), 5, "{test}: {after:#}");
     assert!(
         members.iter().all(|(_, s)| s == "active"),
@@ -405,7 +374,11 @@ fn offline_replace_copies_on_the_members() {
     assert!(out.stdout.contains("is retired"), "{test}: {out}");
     let detail = detail_json(dir, &["d0", "d3", "d2"]);
     assert_eq!(detail["state"], "clean", "{test}: {detail:#}");
-    assert_eq!(members_of(&detail)[1].0, "d3", "{test}: {detail:#}");
+    assert_eq!(
+        member_names_and_states(&detail)[1].0,
+        "d3",
+        "{test}: {detail:#}"
+    );
     let refused = eraid(dir, &["detail", "d0", "d1", "d2", "d3"]);
     assert!(
         !refused.ok() && refused.stderr.contains("retired"),

@@ -746,3 +746,39 @@ pub fn fio_verify_job(name: &str, uri: &str, iodepth: u32, verify_only: bool) ->
     }
     args
 }
+
+/// Writes `data.bin` (in `dir`) to the array at `uri` `passes` times over
+/// (the same bytes each time, flushed), so a writer is surely still
+/// running while a failure, copy or growth happens.
+pub fn spawn_repeated_writer(dir: &Path, uri: &str, passes: u32) -> Child {
+    let nbdcopy = tool("nbdcopy");
+    Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "for pass in $(seq {passes}); do '{}' --flush data.bin '{uri}' || exit 1; done",
+            nbdcopy.display()
+        ))
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn nbdcopy")
+}
+
+/// Each member's file name and state from a `detail --json` status.
+pub fn member_names_and_states(status: &serde_json::Value) -> Vec<(String, String)> {
+    status["members"]
+        .as_array()
+        .expect("members")
+        .iter()
+        .map(|m| {
+            let path = m["path"].as_str().unwrap_or("");
+            let name = Path::new(path)
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            (name, m["state"].as_str().unwrap_or("").to_string())
+        })
+        .collect()
+}
