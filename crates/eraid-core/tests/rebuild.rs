@@ -8,10 +8,11 @@
 //! the seed count.
 
 mod common;
+use common::lifecycle::*;
 use common::*;
 use eraid_core::geometry::{Level, ParityLayout, SECTOR_BYTES};
 use eraid_core::growth::config::NewMember;
-use eraid_core::io::{AdminCommand, ArrayEvent, Machine, UserOp};
+use eraid_core::io::{AdminCommand, ArrayEvent, UserOp};
 use eraid_core::metadata::assemble::SlotState;
 use eraid_core::metadata::superblock::MemberState;
 use eraid_core::rebuild::config::RebuildStrategy;
@@ -19,16 +20,8 @@ use eraid_core::testing::MemHarness;
 use eraid_core::{Array, ArrayOptions};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use serde_json::Value;
 
 const MEMBER_CHUNKS: u64 = 48;
-
-fn seeds() -> u64 {
-    std::env::var("ERAID_REBUILD_SEEDS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(8)
-}
 
 fn shapes() -> Vec<(Level, ParityLayout, usize)> {
     vec![
@@ -77,35 +70,6 @@ fn recorded_stripes(record: &eraid_core::rebuild::record::RebuildRecord) -> Vec<
     rebuilt
 }
 
-fn open_with(h: &mut MemHarness, options: ArrayOptions) -> Array {
-    let assembly = h.arrange_for_assembly().expect("assembles");
-    let mut array = Array::open(assembly, options, h.now);
-    h.run(&mut array);
-    array
-}
-
-fn admin(h: &mut MemHarness, array: &mut Array, command: AdminCommand) -> Value {
-    let answer = array.handle_admin(h.now, command);
-    h.collect(array);
-    answer
-}
-
-fn admin_ok(h: &mut MemHarness, array: &mut Array, command: AdminCommand) -> Value {
-    let answer = admin(h, array, command.clone());
-    assert!(answer.get("error").is_none(), "{command:?}: {answer}");
-    answer
-}
-
-/// A blank member for the harness, described as a driver would.
-fn blank_member(h: &mut MemHarness) -> NewMember {
-    let size = h.members[0].as_ref().expect("member 0").current.len() as u64;
-    h.add_blank_members(1, size).remove(0)
-}
-
-fn rebuild_status(array: &Array) -> Value {
-    array.status_json()["rebuild"].clone()
-}
-
 fn member_states(array: &Array) -> Vec<String> {
     array.status_json()["members"]
         .as_array()
@@ -113,86 +77,6 @@ fn member_states(array: &Array) -> Vec<String> {
         .iter()
         .map(|m| m["state"].as_str().unwrap().to_string())
         .collect()
-}
-
-/// One batch of concurrent requests that never overlap a write of the same
-/// batch, stepped (rebuild I/O completing among them) until all answered;
-/// reads are checked against the model, writes applied to it.
-fn user_batch(
-    h: &mut MemHarness,
-    array: &mut Array,
-    rng: &mut ChaCha8Rng,
-    model: &mut [u8],
-    next_id: &mut u64,
-    what: &str,
-) {
-    let capacity = array.capacity_bytes();
-    let mut batch: Vec<(u64, UserOp)> = Vec::new();
-    let mut taken: Vec<(u64, u64)> = Vec::new();
-    for _ in 0..rng.gen_range(1..6) {
-        let range = random_range(rng, capacity, 5 * CHUNK);
-        if taken.iter().any(|&t| overlaps(t, range)) {
-            continue;
-        }
-        taken.push(range);
-        let op = if rng.gen_bool(0.5) {
-            UserOp::Read {
-                offset_bytes: range.0,
-                len_bytes: range.1 as usize,
-            }
-        } else {
-            UserOp::Write {
-                offset_bytes: range.0,
-                data: (0..range.1).map(|_| rng.gen()).collect(),
-                fua: rng.gen_bool(0.1),
-            }
-        };
-        batch.push((*next_id, op));
-        *next_id += 1;
-    }
-    for (id, op) in &batch {
-        h.submit(array, *id, op.clone());
-    }
-    let mut answered = Vec::new();
-    while answered.len() < batch.len() {
-        for (id, _) in &batch {
-            if answered.contains(id) {
-                continue;
-            }
-            if let Some(reply) = h.take_reply(*id) {
-                answered.push(*id);
-                let (_, op) = batch.iter().find(|(i, _)| i == id).unwrap();
-                let result = reply
-                    .result
-                    .unwrap_or_else(|e| panic!("{what}: request {id} failed: {e}"));
-                match op {
-                    UserOp::Read {
-                        offset_bytes,
-                        len_bytes,
-                    } => {
-                        let at = *offset_bytes as usize;
-                        assert!(
-                            result.as_deref() == Some(&model[at..at + len_bytes]),
-                            "{what}: read {offset_bytes}+{len_bytes} differs from the model"
-                        );
-                    }
-                    UserOp::Write {
-                        offset_bytes, data, ..
-                    } => {
-                        let at = *offset_bytes as usize;
-                        model[at..at + data.len()].copy_from_slice(data);
-                    }
-                    _ => unreachable!(),
-                }
-            }
-        }
-        if answered.len() < batch.len() {
-            assert!(
-                h.step(array),
-                "{what}: requests unanswered with nothing in flight"
-            );
-        }
-    }
 }
 
 /// The slots to remove so that, with `replaced` in use, every stripe must
@@ -383,7 +267,7 @@ fn run_rebuild_under_load(
 
 #[test]
 fn random_io_during_a_rebuild_reads_the_model_and_the_replacement_is_right() {
-    for seed in 0..seeds() {
+    for seed in 0..rebuild_seeds(8) {
         for (level, layout, members) in shapes() {
             let scenario = if seed % 2 == 0 {
                 Scenario::FailThenAdd
@@ -401,7 +285,7 @@ fn random_io_during_a_rebuild_reads_the_model_and_the_replacement_is_right() {
 /// rebuilt in one pass.
 #[test]
 fn raid6_rebuilds_two_replacements_in_one_pass() {
-    for seed in 0..seeds() {
+    for seed in 0..rebuild_seeds(8) {
         let strategy = STRATEGIES[seed as usize % STRATEGIES.len()];
         let what = format!("seed {seed} {strategy:?}");
         let g = geometry(Level::Raid6, ParityLayout::LeftSymmetric, 5, MEMBER_CHUNKS);
@@ -690,7 +574,7 @@ fn a_crash_during_a_rebuild_resumes_from_its_checkpoint_and_loses_nothing_flushe
     let mut runs = 0;
     let mut exposed = 0;
     let mut with_units = 0;
-    for seed in 0..seeds() * 3 {
+    for seed in 0..rebuild_seeds(8) * 3 {
         for (level, layout, members) in shapes() {
             let strategy = STRATEGIES[seed as usize % STRATEGIES.len()];
             let outcome = crash_during_rebuild(seed, level, layout, members, strategy);
@@ -725,7 +609,7 @@ fn a_crash_during_a_rebuild_resumes_from_its_checkpoint_and_loses_nothing_flushe
 /// replacement's durable bytes.
 #[test]
 fn a_recorded_checkpoint_is_always_durable_on_the_replacement() {
-    for seed in 0..seeds() {
+    for seed in 0..rebuild_seeds(8) {
         for (level, layout, members) in shapes() {
             let strategy = STRATEGIES[seed as usize % STRATEGIES.len()];
             let what = format!("seed {seed} {level:?} x{members} {strategy:?}");
@@ -902,14 +786,6 @@ fn a_spare_survives_a_restart_and_takes_over_later() {
     assert_eq!(array.status_json()["spare_count"], 0);
     assert_eq!(check(&mut h, &mut array, false), (0, 0));
     verify_replacements(&mut h, array, Level::Raid10, 4, &[1], &model, "spare");
-}
-
-/// Every member's durable bytes, to show a refused command wrote nothing.
-fn durable_images(h: &MemHarness) -> Vec<Option<Vec<u8>>> {
-    h.members
-        .iter()
-        .map(|m| m.as_ref().map(|m| m.durable.clone()))
-        .collect()
 }
 
 fn refused(h: &mut MemHarness, array: &mut Array, command: AdminCommand, words: &str) {
@@ -1227,7 +1103,7 @@ fn hot_zones_first(order: &[u64]) -> bool {
 
 #[test]
 fn pro_rebuilds_the_hottest_zone_first_under_a_skewed_load() {
-    for seed in 0..seeds().min(4) {
+    for seed in 0..rebuild_seeds(8).min(4) {
         for strategy in [RebuildStrategy::Pro, RebuildStrategy::ProDor] {
             let order = rebuild_order_under_skewed_load(strategy, seed);
             assert!(

@@ -10,9 +10,10 @@
 //! ERAID_REBUILD_SEEDS sets the seed count.
 
 mod common;
+use common::lifecycle::*;
 use common::*;
 use eraid_core::geometry::{Level, ParityLayout, SECTOR_BYTES};
-use eraid_core::growth::config::{NewMember, ReshapeStrategy};
+use eraid_core::growth::config::ReshapeStrategy;
 use eraid_core::io::{AdminCommand, ArrayEvent, Machine, UserOp};
 use eraid_core::metadata::assemble::SlotState;
 use eraid_core::metadata::superblock::MemberState;
@@ -24,13 +25,6 @@ use rand_chacha::ChaCha8Rng;
 use serde_json::Value;
 
 const MEMBER_CHUNKS: u64 = 48;
-
-fn seeds() -> u64 {
-    std::env::var("ERAID_REBUILD_SEEDS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(8)
-}
 
 const STRATEGIES: [RebuildStrategy; 4] = [
     RebuildStrategy::Pr,
@@ -57,107 +51,8 @@ fn rebuild_options_for(strategy: RebuildStrategy) -> ArrayOptions {
     }
 }
 
-fn open_with(h: &mut MemHarness, options: ArrayOptions) -> Array {
-    let assembly = h.arrange_for_assembly().expect("assembles");
-    let mut array = Array::open(assembly, options, h.now);
-    h.run(&mut array);
-    array
-}
-
-fn admin_ok(h: &mut MemHarness, array: &mut Array, command: AdminCommand) -> Value {
-    let answer = array.handle_admin(h.now, command.clone());
-    h.collect(array);
-    assert!(answer.get("error").is_none(), "{command:?}: {answer}");
-    answer
-}
-
-fn blank_member(h: &mut MemHarness) -> NewMember {
-    let size = h.members[0].as_ref().expect("member 0").current.len() as u64;
-    h.add_blank_members(1, size).remove(0)
-}
-
 fn reshape_of(array: &Array) -> Value {
     array.status_json()["reshape"].clone()
-}
-
-fn rebuild_of(array: &Array) -> Value {
-    array.status_json()["rebuild"].clone()
-}
-
-/// One batch of concurrent non-overlapping requests, stepped until all are
-/// answered; reads checked against the model, writes applied to it.
-fn user_batch(
-    h: &mut MemHarness,
-    array: &mut Array,
-    rng: &mut ChaCha8Rng,
-    model: &mut [u8],
-    next_id: &mut u64,
-    what: &str,
-) {
-    let capacity = array.capacity_bytes();
-    let mut batch: Vec<(u64, UserOp)> = Vec::new();
-    let mut taken: Vec<(u64, u64)> = Vec::new();
-    for _ in 0..rng.gen_range(1..6) {
-        let range = random_range(rng, capacity, 5 * CHUNK);
-        if taken.iter().any(|&t| overlaps(t, range)) {
-            continue;
-        }
-        taken.push(range);
-        let op = if rng.gen_bool(0.5) {
-            UserOp::Read {
-                offset_bytes: range.0,
-                len_bytes: range.1 as usize,
-            }
-        } else {
-            UserOp::Write {
-                offset_bytes: range.0,
-                data: (0..range.1).map(|_| rng.gen()).collect(),
-                fua: rng.gen_bool(0.1),
-            }
-        };
-        batch.push((*next_id, op));
-        *next_id += 1;
-    }
-    for (id, op) in &batch {
-        h.submit(array, *id, op.clone());
-    }
-    let mut answered = 0;
-    while answered < batch.len() {
-        for (id, op) in &batch {
-            let Some(reply) = h.take_reply(*id) else {
-                continue;
-            };
-            answered += 1;
-            let result = reply
-                .result
-                .unwrap_or_else(|e| panic!("{what}: request {id} failed: {e}"));
-            match op {
-                UserOp::Read {
-                    offset_bytes,
-                    len_bytes,
-                } => {
-                    let at = *offset_bytes as usize;
-                    assert!(
-                        result.as_deref() == Some(&model[at..at + len_bytes]),
-                        "{what}: read {offset_bytes}+{len_bytes} differs from the model"
-                    );
-                }
-                UserOp::Write {
-                    offset_bytes, data, ..
-                } => {
-                    let at = *offset_bytes as usize;
-                    model[at..at + data.len()].copy_from_slice(data);
-                }
-                _ => unreachable!(),
-            }
-        }
-        if answered < batch.len() {
-            assert!(
-                h.step(array),
-                "{what}: requests unanswered with nothing in flight"
-            );
-        }
-    }
 }
 
 /// Both images equal, or the first chunk where they differ is named.
@@ -351,7 +246,7 @@ fn users_until_growth_done_seeing(
     let mut rebuilt_beside_paused_growth = false;
     let mut rounds = 0;
     loop {
-        let (reshape, rebuild) = (reshape_of(&g.array), rebuild_of(&g.array));
+        let (reshape, rebuild) = (reshape_of(&g.array), rebuild_status(&g.array));
         if rebuild["state"] == "running" {
             assert_eq!(reshape["state"], "paused", "{what}: {reshape}");
             let reason = reshape["pause_reason"].as_str().unwrap_or("");
@@ -492,7 +387,7 @@ fn failure_during_growth(
 
 #[test]
 fn failure_during_growth_then_rebuild_then_the_growth_finishes() {
-    for seed in 0..seeds() {
+    for seed in 0..rebuild_seeds(8) {
         let rebuild = STRATEGIES[seed as usize % STRATEGIES.len()];
         let layout = if seed % 2 == 0 {
             ParityLayout::LeftSymmetric
@@ -577,7 +472,7 @@ fn crash_during_rebuild_beside_growth(
     // until the spare has taken over; a read of every member's chunks
     // finds the failure if the growth has not.
     let mut rounds = 0;
-    while rebuild_of(&g.array)["state"] != "running" {
+    while rebuild_status(&g.array)["state"] != "running" {
         if !g.h.step(&mut g.array) {
             next_id += 1;
             let read = UserOp::Read {
@@ -675,7 +570,7 @@ fn crash_during_rebuild_beside_growth(
             }
             steps += 1;
         }
-        if rebuild_of(&g.array)["state"] != "running" {
+        if rebuild_status(&g.array)["state"] != "running" {
             break;
         }
     }
@@ -704,7 +599,7 @@ fn crash_during_rebuild_beside_growth(
         );
         assert_eq!(growth_record.checkpoint_chunk, cut_chunks, "{what}");
         let recorded = recorded_rows(record);
-        let status = rebuild_of(&array);
+        let status = rebuild_status(&array);
         resumed_rows = recorded.iter().filter(|&&r| r).count() as u64;
         assert_eq!(
             status["rebuilt_stripes"].as_u64().unwrap(),
@@ -760,7 +655,7 @@ fn crash_during_rebuild_beside_growth(
 fn a_crash_during_the_rebuild_beside_a_paused_growth_resumes_and_the_growth_finishes() {
     let mut runs = 0;
     let mut resumed_midway = 0;
-    for seed in 0..seeds() {
+    for seed in 0..rebuild_seeds(8) {
         let rebuild = STRATEGIES[seed as usize % STRATEGIES.len()];
         for growth in [ReshapeStrategy::Alv, ReshapeStrategy::MdReshape] {
             for victim in [Victim::Old, Victim::Added] {
@@ -826,7 +721,7 @@ fn an_operator_pause_during_the_rebuild_holds_the_growth_after_it() {
     // The replacement takes over once the growth's position is recorded:
     // a checkpoint may still be in flight when it is added.
     let mut steps = 0;
-    while rebuild_of(&g.array).is_null() {
+    while rebuild_status(&g.array).is_null() {
         assert!(
             g.h.step(&mut g.array) && steps < 10_000,
             "{what}: no rebuild started: {}",
@@ -834,11 +729,11 @@ fn an_operator_pause_during_the_rebuild_holds_the_growth_after_it() {
         );
         steps += 1;
     }
-    assert_eq!(rebuild_of(&g.array)["state"], "running", "{what}");
+    assert_eq!(rebuild_status(&g.array)["state"], "running", "{what}");
     admin_ok(&mut g.h, &mut g.array, AdminCommand::PauseGrow);
     g.h.run(&mut g.array);
     let reshape = reshape_of(&g.array);
-    assert_eq!(rebuild_of(&g.array)["state"], "done", "{what}");
+    assert_eq!(rebuild_status(&g.array)["state"], "done", "{what}");
     assert_eq!(reshape["state"], "paused", "{what}: {reshape}");
     assert_eq!(reshape["held"], true, "{what}: {reshape}");
     assert_eq!(

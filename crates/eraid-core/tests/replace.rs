@@ -10,10 +10,10 @@
 //! ERAID_REBUILD_SEEDS sets the seed count.
 
 mod common;
+use common::lifecycle::*;
 use common::*;
 use eraid_core::geometry::{Level, ParityLayout, SECTOR_BYTES};
-use eraid_core::growth::config::NewMember;
-use eraid_core::io::{AdminCommand, Machine, UserOp};
+use eraid_core::io::{AdminCommand, UserOp};
 use eraid_core::metadata::assemble::{AssemblyError, SlotState};
 use eraid_core::metadata::superblock::MemberState;
 use eraid_core::rebuild::config::RebuildConfig;
@@ -21,16 +21,8 @@ use eraid_core::testing::MemHarness;
 use eraid_core::{Array, ArrayOptions};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use serde_json::Value;
 
 const MEMBER_CHUNKS: u64 = 48;
-
-fn seeds() -> u64 {
-    std::env::var("ERAID_REBUILD_SEEDS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(6)
-}
 
 fn replace_shapes() -> Vec<(Level, ParityLayout, usize)> {
     vec![
@@ -53,108 +45,6 @@ fn replace_options() -> ArrayOptions {
             ..RebuildConfig::default()
         },
         ..options()
-    }
-}
-
-fn open_with(h: &mut MemHarness) -> Array {
-    let assembly = h.arrange_for_assembly().expect("assembles");
-    let mut array = Array::open(assembly, replace_options(), h.now);
-    h.run(&mut array);
-    array
-}
-
-fn admin(h: &mut MemHarness, array: &mut Array, command: AdminCommand) -> Value {
-    let answer = array.handle_admin(h.now, command);
-    h.collect(array);
-    answer
-}
-
-fn blank_member(h: &mut MemHarness, size_bytes: u64) -> NewMember {
-    h.add_blank_members(1, size_bytes).remove(0)
-}
-
-fn member_size(h: &MemHarness) -> u64 {
-    h.members[0].as_ref().expect("member 0").current.len() as u64
-}
-
-fn rebuild_status(array: &Array) -> Value {
-    array.status_json()["rebuild"].clone()
-}
-
-/// Concurrent reads and writes that never overlap a write of the same
-/// batch, stepped (copy I/O completing among them) until all answered;
-/// reads are checked against the model, writes applied to it.
-fn user_batch(
-    h: &mut MemHarness,
-    array: &mut Array,
-    rng: &mut ChaCha8Rng,
-    model: &mut [u8],
-    next_id: &mut u64,
-    what: &str,
-) {
-    let capacity = array.capacity_bytes();
-    let mut batch: Vec<(u64, UserOp)> = Vec::new();
-    let mut taken: Vec<(u64, u64)> = Vec::new();
-    for _ in 0..rng.gen_range(1..6) {
-        let range = random_range(rng, capacity, 5 * CHUNK);
-        if taken.iter().any(|&t| overlaps(t, range)) {
-            continue;
-        }
-        taken.push(range);
-        let op = if rng.gen_bool(0.5) {
-            UserOp::Read {
-                offset_bytes: range.0,
-                len_bytes: range.1 as usize,
-            }
-        } else {
-            UserOp::Write {
-                offset_bytes: range.0,
-                data: (0..range.1).map(|_| rng.gen()).collect(),
-                fua: rng.gen_bool(0.1),
-            }
-        };
-        batch.push((*next_id, op));
-        *next_id += 1;
-    }
-    for (id, op) in &batch {
-        h.submit(array, *id, op.clone());
-    }
-    let mut answered = 0;
-    while answered < batch.len() {
-        for (id, op) in &batch {
-            let Some(reply) = h.take_reply(*id) else {
-                continue;
-            };
-            answered += 1;
-            let result = reply
-                .result
-                .unwrap_or_else(|e| panic!("{what}: request {id} failed: {e}"));
-            match op {
-                UserOp::Read {
-                    offset_bytes,
-                    len_bytes,
-                } => {
-                    let at = *offset_bytes as usize;
-                    assert!(
-                        result.as_deref() == Some(&model[at..at + len_bytes]),
-                        "{what}: read {offset_bytes}+{len_bytes} differs from the model"
-                    );
-                }
-                UserOp::Write {
-                    offset_bytes, data, ..
-                } => {
-                    let at = *offset_bytes as usize;
-                    model[at..at + data.len()].copy_from_slice(data);
-                }
-                _ => unreachable!(),
-            }
-        }
-        if answered < batch.len() {
-            assert!(
-                h.step(array),
-                "{what}: requests unanswered, nothing in flight"
-            );
-        }
     }
 }
 
@@ -209,7 +99,7 @@ fn verify_new_member(
     for &m in &remove {
         h.members[m] = None;
     }
-    let mut array = open_with(h);
+    let mut array = open_with(h, replace_options());
     let back = read_all(h, &mut array, 7_777);
     assert!(
         back == expected,
@@ -237,12 +127,12 @@ fn run_replace_under_load(
     let g = geometry(level, layout, members, MEMBER_CHUNKS);
     let mut h = MemHarness::create(g, seed);
     let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x4e91);
-    let mut array = open_with(&mut h);
+    let mut array = open_with(&mut h, replace_options());
     let mut model = fill(&mut h, &mut array, &mut rng);
     let mut next_id = 10;
     let source = rng.gen_range(0..members);
     let size = member_size(&h);
-    let new = blank_member(&mut h, size);
+    let new = blank_member_of(&mut h, size);
     let new_device = h.members.len() - 1;
     let answer = admin(
         &mut h,
@@ -329,7 +219,7 @@ fn run_replace_under_load(
 
 #[test]
 fn random_io_during_a_replace_reads_the_model_and_the_new_member_is_right() {
-    for seed in 0..seeds() {
+    for seed in 0..rebuild_seeds(6) {
         for (level, layout, members) in replace_shapes() {
             run_replace_under_load(seed, level, layout, members, Trouble::None);
         }
@@ -338,7 +228,7 @@ fn random_io_during_a_replace_reads_the_model_and_the_new_member_is_right() {
 
 #[test]
 fn a_source_failing_mid_replace_is_rebuilt_onto_the_new_member_from_there() {
-    for seed in 0..seeds() {
+    for seed in 0..rebuild_seeds(6) {
         for (level, layout, members) in replace_shapes() {
             run_replace_under_load(seed, level, layout, members, Trouble::SourceFails);
         }
@@ -347,7 +237,7 @@ fn a_source_failing_mid_replace_is_rebuilt_onto_the_new_member_from_there() {
 
 #[test]
 fn a_new_member_failing_mid_replace_stops_it_and_the_source_serves_on() {
-    for seed in 0..seeds() / 2 + 1 {
+    for seed in 0..rebuild_seeds(6) / 2 + 1 {
         for (level, layout, members) in replace_shapes() {
             run_replace_under_load(seed, level, layout, members, Trouble::NewFails);
         }
@@ -377,7 +267,7 @@ fn crash_during_replace(
     // Several bitmap regions, so a resume need not start from stripe 0.
     let mut h = MemHarness::create_with_regions(g, seed, Some(4));
     let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0xc4a5);
-    let mut array = open_with(&mut h);
+    let mut array = open_with(&mut h, replace_options());
     let capacity = array.capacity_bytes();
     let mut acked = fill(&mut h, &mut array, &mut rng);
     let mut flushed = acked.clone();
@@ -385,7 +275,7 @@ fn crash_during_replace(
     let mut touched = vec![false; sectors];
     let source = rng.gen_range(0..members);
     let size = member_size(&h);
-    let new = blank_member(&mut h, size);
+    let new = blank_member_of(&mut h, size);
     let answer = admin(
         &mut h,
         &mut array,
@@ -566,7 +456,7 @@ fn resumed_copied_stripes(
 fn a_crash_during_a_replace_resumes_and_loses_nothing_flushed() {
     let mut midway = 0;
     let mut runs = 0;
-    for seed in 0..seeds() * 3 {
+    for seed in 0..rebuild_seeds(6) * 3 {
         for (level, layout, members) in replace_shapes() {
             let outcome = crash_during_replace(seed, level, layout, members);
             runs += 1;
@@ -579,14 +469,6 @@ fn a_crash_during_a_replace_resumes_and_loses_nothing_flushed() {
         "only {midway} of {runs} crashes resumed past stripe 0"
     );
     eprintln!("{midway} of {runs} crashes resumed a replace past stripe 0");
-}
-
-/// Every member's durable bytes, to show a refused command wrote nothing.
-fn durable_images(h: &MemHarness) -> Vec<Option<Vec<u8>>> {
-    h.members
-        .iter()
-        .map(|m| m.as_ref().map(|m| m.durable.clone()))
-        .collect()
 }
 
 /// The command is refused naming `words`, and no byte changes on any member
@@ -624,9 +506,9 @@ fn bad_replace_requests_are_refused_and_change_nothing() {
     // RAID-0: nothing covers the source if it fails mid-copy.
     let g = geometry(Level::Raid0, ParityLayout::None, 3, MEMBER_CHUNKS);
     let mut h = MemHarness::create(g, 1);
-    let mut array = open_with(&mut h);
+    let mut array = open_with(&mut h, replace_options());
     let size = member_size(&h);
-    let new = blank_member(&mut h, size);
+    let new = blank_member_of(&mut h, size);
     refused(
         &mut h,
         &mut array,
@@ -639,10 +521,10 @@ fn bad_replace_requests_are_refused_and_change_nothing() {
 
     let g = geometry(Level::Raid6, ParityLayout::LeftSymmetric, 5, MEMBER_CHUNKS);
     let mut h = MemHarness::create(g, 2);
-    let mut array = open_with(&mut h);
+    let mut array = open_with(&mut h, replace_options());
     let size = member_size(&h);
     // Not a member slot.
-    let new = blank_member(&mut h, size);
+    let new = blank_member_of(&mut h, size);
     refused(
         &mut h,
         &mut array,
@@ -690,7 +572,7 @@ fn bad_replace_requests_are_refused_and_change_nothing() {
         "failed or missing",
     );
     // While a rebuild of that slot runs.
-    let replacement = blank_member(&mut h, size);
+    let replacement = blank_member_of(&mut h, size);
     let answer = admin(
         &mut h,
         &mut array,
@@ -731,7 +613,7 @@ fn bad_replace_requests_are_refused_and_change_nothing() {
         },
     );
     assert!(answer.get("error").is_none(), "{answer}");
-    let other = blank_member(&mut h, size);
+    let other = blank_member_of(&mut h, size);
     refused(
         &mut h,
         &mut array,
@@ -752,10 +634,10 @@ fn removing_the_new_member_cancels_the_replace() {
     let g = geometry(Level::Raid5, ParityLayout::LeftSymmetric, 4, MEMBER_CHUNKS);
     let mut h = MemHarness::create(g, 3);
     let mut rng = ChaCha8Rng::seed_from_u64(3);
-    let mut array = open_with(&mut h);
+    let mut array = open_with(&mut h, replace_options());
     let model = fill(&mut h, &mut array, &mut rng);
     let size = member_size(&h);
-    let new = blank_member(&mut h, size);
+    let new = blank_member_of(&mut h, size);
     let answer = admin(
         &mut h,
         &mut array,
@@ -774,7 +656,7 @@ fn removing_the_new_member_cancels_the_replace() {
     close(&mut h, &mut array);
     drop(array);
     h.members[4] = None;
-    let mut array = open_with(&mut h);
+    let mut array = open_with(&mut h, replace_options());
     assert_eq!(rebuild_status(&array)["state"], "stopped");
     assert_eq!(read_all(&mut h, &mut array, 5), model);
 }
@@ -785,18 +667,18 @@ fn removing_the_new_member_cancels_the_replace() {
 /// (a planted bug reusing pass numbers makes this fail).
 #[test]
 fn a_rebuild_starting_as_a_replace_stops_ignores_the_replace_stripes() {
-    for seed in 0..seeds() {
+    for seed in 0..rebuild_seeds(6) {
         let what = format!("seed {seed}");
         let g = geometry(Level::Raid6, ParityLayout::LeftSymmetric, 5, MEMBER_CHUNKS);
         let mut h = MemHarness::create(g, seed);
         let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x5a5a);
-        let mut array = open_with(&mut h);
+        let mut array = open_with(&mut h, replace_options());
         let model = fill(&mut h, &mut array, &mut rng);
         let answer = admin(&mut h, &mut array, AdminCommand::FailMember { slot: 2 });
         assert!(answer.get("error").is_none(), "{what}: {answer}");
         h.run(&mut array);
         let size = member_size(&h);
-        let new = blank_member(&mut h, size);
+        let new = blank_member_of(&mut h, size);
         let new_device = h.members.len() - 1;
         let answer = admin(
             &mut h,
@@ -808,7 +690,7 @@ fn a_rebuild_starting_as_a_replace_stops_ignores_the_replace_stripes() {
         );
         assert!(answer.get("error").is_none(), "{what}: {answer}");
         // A replacement for slot 2 waits as a spare while the replace runs.
-        let spare = blank_member(&mut h, size);
+        let spare = blank_member_of(&mut h, size);
         let answer = admin(
             &mut h,
             &mut array,

@@ -8,6 +8,8 @@ use eraid_core::{Array, ArrayOptions};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
+pub mod lifecycle;
+
 pub const CHUNK: u64 = 4096;
 
 pub fn shapes() -> Vec<(Level, ParityLayout, usize)> {
