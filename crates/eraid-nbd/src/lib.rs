@@ -4,7 +4,9 @@
 //! [`Server`]; [`MemExport`] is an in-memory export and [`client::Client`] a
 //! small blocking client, both handy for tests and demos.
 //! [`SharedClient`] is the client an array member on another host uses:
-//! many threads, requests pipelined, every wait bounded, `nbds://` too.
+//! many threads, requests pipelined, every wait bounded, `nbds://` too,
+//! and a dropped connection replaced when no acknowledged write could have
+//! been lost with it.
 //!
 //! Protocol: fixed newstyle handshake (NBD_OPT_GO/INFO/EXPORT_NAME/LIST/
 //! ABORT/STRUCTURED_REPLY/LIST_META_CONTEXT/SET_META_CONTEXT, and STARTTLS
@@ -24,6 +26,7 @@
 //! protocol violations close only that connection.
 
 pub mod client;
+mod client_connection;
 mod config;
 mod connection;
 mod export;
@@ -44,11 +47,12 @@ mod tls_client;
 mod transmission;
 pub mod uri;
 
+pub use client_connection::{ConnectError, Death, DeathKind};
 pub use config::ServerConfig;
 pub use export::{Done, Export, ExportCommand, ExportError, ExportResult};
 pub use handshake::OPTION_DATA_BYTES_MAX;
 pub use mem_export::MemExport;
 pub use server::{Listener, RunningServer, Server, ServerError};
-pub use shared_client::{ConnectError, SharedClient};
+pub use shared_client::{SharedClient, DEFAULT_RECONNECT_WINDOW};
 pub use tls::{load_cert_dir, TlsPolicy, TlsSetupError};
 pub use uri::{looks_like_nbd_uri, NbdUri, UriError};

@@ -293,7 +293,9 @@ fn an_unanswered_request_fails_within_the_request_timeout_and_so_does_the_connec
 #[test]
 fn a_server_that_hangs_up_fails_the_request_in_flight_and_every_later_one() {
     let server = ScriptedServer::start("", true, Script::HangUp);
-    let client = SharedClient::connect(&server.uri("", "&request-timeout-s=20")).unwrap();
+    // No reconnect (tests/reconnect.rs covers that): the drop is final.
+    let client =
+        SharedClient::connect(&server.uri("", "&request-timeout-s=20&reconnect-s=0")).unwrap();
     let started = Instant::now();
     let error = client.flush().unwrap_err();
     assert!(started.elapsed() < Duration::from_secs(5));
