@@ -227,11 +227,17 @@ impl SharedClient {
         if self.generation.load(Ordering::Acquire) != generation {
             return Ok(()); // replaced meanwhile
         }
+        // Short enough for the superblock's failure text: the label once.
+        let cause = drop_reason
+            .strip_prefix(&format!("{}: ", self.label))
+            .unwrap_or(drop_reason);
         let unflushed = dead.writes_acked_unflushed();
         if unflushed > 0 {
+            // The server may have lost them (it may have crashed).
             return Err(self.give_up(format!(
-                "{drop_reason}; not reconnected: {unflushed} writes were acknowledged since \
-                 the last completed flush, and the server may have lost them"
+                "{}: dropped with {unflushed} acknowledged writes unflushed, not reconnected \
+                 ({cause})",
+                self.label
             )));
         }
         let mut pause = RETRY_PAUSE_FIRST;
@@ -240,7 +246,9 @@ impl SharedClient {
             let left = window_end.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 return Err(self.give_up(format!(
-                    "{drop_reason}; not reconnected within {} s (reconnect-s): {last_error}",
+                    "{}: dropped, not reconnected within {} s (reconnect-s) ({cause}; last \
+                     try: {last_error})",
+                    self.label,
                     self.reconnect_window.as_secs()
                 )));
             }
@@ -250,7 +258,9 @@ impl SharedClient {
                 Ok(connection) => {
                     if let Some(difference) = self.differs(connection.export()) {
                         return Err(self.give_up(format!(
-                            "{drop_reason}; reconnected, but {difference}: not the same export"
+                            "{}: dropped and reconnected, but {difference}: not the same \
+                             export ({cause})",
+                            self.label
                         )));
                     }
                     *self

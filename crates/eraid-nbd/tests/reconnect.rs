@@ -221,7 +221,7 @@ fn a_drop_after_an_acknowledged_unflushed_write_gives_the_client_up_for_good() {
     let message = error.to_string();
     assert!(message.contains("closed the connection"), "{message}");
     assert!(
-        message.contains("1 writes were acknowledged since the last completed flush"),
+        message.contains("dropped with 1 acknowledged writes unflushed, not reconnected"),
         "{message}"
     );
     assert!(
@@ -251,7 +251,7 @@ fn a_server_down_longer_than_the_window_gives_the_client_up_within_it() {
     assert!(waited < Duration::from_secs(10), "{waited:?}");
     let message = error.to_string();
     assert!(
-        message.contains("not reconnected within 1 s (reconnect-s)"),
+        message.contains("dropped, not reconnected within 1 s (reconnect-s)"),
         "{message}"
     );
     // Back up now, but too late: given up stays given up.

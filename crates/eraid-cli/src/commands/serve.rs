@@ -153,6 +153,14 @@ pub struct ServeArgs {
     #[arg(long, value_name = "SECONDS", default_value_t = crate::runtime::DEFAULT_MEMBER_TIMEOUT_S,
           value_parser = clap::value_parser!(u64).range(1..=86_400))]
     member_timeout_s: u64,
+    /// An NBD member whose server drops the connection is reconnected for
+    /// up to this many seconds (0: never), then failed. It is reconnected
+    /// only when no write it acknowledged since its last completed flush
+    /// could have been lost; otherwise it is failed at once. A member URI's
+    /// own reconnect-s=N wins. Must be less than --member-timeout-s.
+    #[arg(long, value_name = "SECONDS", default_value_t = eraid_nbd::DEFAULT_RECONNECT_WINDOW.as_secs(),
+          value_parser = clap::value_parser!(u64).range(0..=86_400))]
+    member_reconnect_s: u64,
     /// Write-back cache: none, pbgc, sc or msc-ct (default: what create
     /// recorded). A write-back cache needs the array's journal.
     #[arg(long, value_name = "POLICY")]
@@ -191,6 +199,19 @@ impl ServeArgs {
         // TLS files are read first: a bad one stops serve before any member
         // is opened.
         let server_config = self.server_config()?;
+        if self.member_reconnect_s >= self.member_timeout_s {
+            anyhow::bail!(
+                "--member-reconnect-s {} must be less than --member-timeout-s {}: a member I/O \
+                 waiting for a reconnect would be failed by the member timeout first",
+                self.member_reconnect_s,
+                self.member_timeout_s
+            );
+        }
+        // Before any member is opened: NBD members connected from here on
+        // take it.
+        eraid_nbd::SharedClient::set_default_reconnect_window(std::time::Duration::from_secs(
+            self.member_reconnect_s,
+        ));
         let stop = Arc::new(AtomicBool::new(false));
         // SIGHUP too (a closed terminal or ssh session): a daemon that dies
         // on it leaves its array dirty.
