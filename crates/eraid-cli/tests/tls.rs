@@ -258,9 +258,23 @@ fn bad_tls_flags_and_files_are_refused_naming_them() {
     };
 
     std::fs::write(dir.join("keys.psk"), "alice:0123456789abcdef\n").unwrap();
-    refuse(&["--tls-psk", "keys.psk"], &["--tls-psk", "not supported"]);
-    refuse(&["--tls", "require"], &["--tls require", "--tls-cert"]);
-    refuse(&["--tls", "allow"], &["--tls allow", "--tls-cert"]);
+    refuse(
+        &["--tls-psk", "keys.psk", "--tls-cert", &pki],
+        &["--tls-cert", "--tls-psk", "give one"],
+    );
+    refuse(&["--tls-psk", "no-such.psk"], &["--tls-psk", "no-such.psk"]);
+    std::fs::write(dir.join("bad.psk"), "alice:0123\nbob=00ff\n").unwrap();
+    refuse(
+        &["--tls-psk", "bad.psk"],
+        &["bad.psk", "line 2", "username:hexkey"],
+    );
+    std::fs::write(dir.join("badhex.psk"), "alice:01zz\n").unwrap();
+    refuse(
+        &["--tls-psk", "badhex.psk"],
+        &["badhex.psk", "line 1", "not hexadecimal"],
+    );
+    refuse(&["--tls", "require"], &["--tls require", "--tls-cert", "--tls-psk"]);
+    refuse(&["--tls", "allow"], &["--tls allow", "--tls-cert", "--tls-psk"]);
     refuse(&["--tls", "maybe"], &["--tls", "maybe"]);
     refuse(
         &["--tls-cert", "no-such-dir"],

@@ -10,7 +10,8 @@
 //!
 //! Protocol: fixed newstyle handshake (NBD_OPT_GO/INFO/EXPORT_NAME/LIST/
 //! ABORT/STRUCTURED_REPLY/LIST_META_CONTEXT/SET_META_CONTEXT, and STARTTLS
-//! when `ServerConfig::tls` is set (rustls; when TLS is required, other
+//! when `ServerConfig::tls` is set (rustls for X.509, OpenSSL for
+//! pre-shared keys, which rustls lacks; when TLS is required, other
 //! options before it get NBD_REP_ERR_TLS_REQD); everything else gets
 //! NBD_REP_ERR_UNSUP), simple or structured replies,
 //! READ/WRITE/FLUSH/TRIM/WRITE_ZEROES/BLOCK_STATUS (`base:allocation`)/DISC
@@ -44,6 +45,7 @@ mod slots;
 mod stream;
 pub mod tls;
 mod tls_client;
+pub mod tls_psk;
 mod transmission;
 pub mod uri;
 
@@ -54,5 +56,6 @@ pub use handshake::OPTION_DATA_BYTES_MAX;
 pub use mem_export::MemExport;
 pub use server::{Listener, RunningServer, Server, ServerError};
 pub use shared_client::{SharedClient, DEFAULT_RECONNECT_WINDOW};
-pub use tls::{load_cert_dir, TlsPolicy, TlsSetupError};
+pub use tls::{load_cert_dir, TlsCredentials, TlsPolicy, TlsSetupError};
+pub use tls_psk::{load_psk_file, PskServer};
 pub use uri::{looks_like_nbd_uri, NbdUri, UriError};

@@ -73,7 +73,7 @@ pub(crate) fn start_tls(
         })?;
     }
     socket.flush()?;
-    *stream = Stream::Tls(TlsStream::over(Connection::Client(conn), &socket)?);
+    *stream = Stream::Tls(TlsStream::over(crate::tls::Session::Rustls(Connection::Client(conn)), &socket)?);
     Ok(())
 }
 

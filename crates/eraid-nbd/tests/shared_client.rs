@@ -366,7 +366,9 @@ fn an_unreachable_server_is_named() {
 fn tls_served(pki: &std::path::Path, export: &Arc<MemExport>) -> Served {
     let config = eraid_nbd::ServerConfig {
         tls: Some(eraid_nbd::TlsPolicy {
-            server_config: eraid_nbd::load_cert_dir(pki).expect("load the test certificates"),
+            credentials: eraid_nbd::TlsCredentials::X509(
+                eraid_nbd::load_cert_dir(pki).expect("load the test certificates"),
+            ),
             required: true,
         }),
         ..eraid_nbd::ServerConfig::default()

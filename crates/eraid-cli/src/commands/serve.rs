@@ -133,11 +133,14 @@ pub struct ServeArgs {
     tls_cert: Option<PathBuf>,
     /// require: plaintext clients are refused (NBD_REP_ERR_TLS_REQD);
     /// allow: TLS and plaintext clients are both served; off: no TLS.
-    /// Default: require with --tls-cert, else off.
+    /// Default: require with --tls-cert or --tls-psk, else off.
     #[arg(long, value_name = "MODE")]
     tls: Option<TlsMode>,
-    /// TLS with pre-shared keys (nbdkit's PSK file): not supported yet
-    /// (rustls has no TLS-PSK); refused with an error.
+    /// Serve NBD over TLS with pre-shared keys: FILE holds
+    /// username:hexkey lines (nbdkit's and qemu's format, as psktool
+    /// writes). Clients connect with e.g.
+    /// nbds://USER@HOST/?tls-psk-file=FILE. Implies --tls require; not
+    /// with --tls-cert.
     #[arg(long, value_name = "FILE")]
     tls_psk: Option<PathBuf>,
     /// A read error on a member is repaired (rebuilt from the others,
