@@ -273,8 +273,14 @@ fn bad_tls_flags_and_files_are_refused_naming_them() {
         &["--tls-psk", "badhex.psk"],
         &["badhex.psk", "line 1", "not hexadecimal"],
     );
-    refuse(&["--tls", "require"], &["--tls require", "--tls-cert", "--tls-psk"]);
-    refuse(&["--tls", "allow"], &["--tls allow", "--tls-cert", "--tls-psk"]);
+    refuse(
+        &["--tls", "require"],
+        &["--tls require", "--tls-cert", "--tls-psk"],
+    );
+    refuse(
+        &["--tls", "allow"],
+        &["--tls allow", "--tls-cert", "--tls-psk"],
+    );
     refuse(&["--tls", "maybe"], &["--tls", "maybe"]);
     refuse(
         &["--tls-cert", "no-such-dir"],

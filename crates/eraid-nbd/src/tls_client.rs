@@ -73,7 +73,10 @@ pub(crate) fn start_tls(
         })?;
     }
     socket.flush()?;
-    *stream = Stream::Tls(TlsStream::over(crate::tls::Session::Rustls(Connection::Client(conn)), &socket)?);
+    *stream = Stream::Tls(TlsStream::over(
+        crate::tls::Session::Rustls(Connection::Client(conn)),
+        &socket,
+    )?);
     Ok(())
 }
 

@@ -318,7 +318,10 @@ mod tests {
     #[test]
     fn psk_files_are_read_as_psktool_writes_them_and_bad_ones_refused_by_line() {
         let keys = parse_psk_lines("alice:0123456789abcdef\n\nbob:FF00\r\n").unwrap();
-        assert_eq!(keys["alice"], vec![0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef]);
+        assert_eq!(
+            keys["alice"],
+            vec![0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef]
+        );
         assert_eq!(keys["bob"], vec![0xff, 0x00]);
         for (text, reason) in [
             ("", "holds no username:hexkey line"),
