@@ -56,6 +56,6 @@ pub use handshake::OPTION_DATA_BYTES_MAX;
 pub use mem_export::MemExport;
 pub use server::{Listener, RunningServer, Server, ServerError};
 pub use shared_client::{SharedClient, DEFAULT_RECONNECT_WINDOW};
-pub use tls::{load_cert_dir, TlsCredentials, TlsPolicy, TlsSetupError};
+pub use tls::{load_cert_dir, load_cert_dir_with, TlsCredentials, TlsPolicy, TlsSetupError};
 pub use tls_psk::{load_psk_file, PskServer};
 pub use uri::{looks_like_nbd_uri, NbdUri, UriError};

@@ -53,9 +53,22 @@ pub enum TlsSetupError {
     },
 }
 
+/// The CA that signs the clients' certificates, with `--tls-verify-peer`.
+pub const CA_CERT_FILE: &str = "ca-cert.pem";
+
 /// Loads `server-cert.pem` (the chain, leaf first) and `server-key.pem`
 /// from `dir` and checks that the key belongs to the certificate.
 pub fn load_cert_dir(dir: &Path) -> Result<Arc<rustls::ServerConfig>, TlsSetupError> {
+    load_cert_dir_with(dir, false)
+}
+
+/// `load_cert_dir`, and when `verify_peer`, every client must present a
+/// certificate that `ca-cert.pem` of `dir` signed (qemu-nbd's
+/// `verify-peer=on`); the handshake of a client without one fails.
+pub fn load_cert_dir_with(
+    dir: &Path,
+    verify_peer: bool,
+) -> Result<Arc<rustls::ServerConfig>, TlsSetupError> {
     let cert_path = dir.join(SERVER_CERT_FILE);
     let key_path = dir.join(SERVER_KEY_FILE);
     let file_error = |path: &Path, reason: String| TlsSetupError::File {
@@ -74,10 +87,32 @@ pub fn load_cert_dir(dir: &Path) -> Result<Arc<rustls::ServerConfig>, TlsSetupEr
     let key = PrivateKeyDer::from_pem_slice(&key_pem)
         .map_err(|e| file_error(&key_path, format!("no usable private key: {e}")))?;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
-    rustls::ServerConfig::builder_with_provider(provider)
+    let builder = rustls::ServerConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
-        .map_err(|e| file_error(&cert_path, e.to_string()))?
-        .with_no_client_auth()
+        .map_err(|e| file_error(&cert_path, e.to_string()))?;
+    let builder = if verify_peer {
+        let ca_path = dir.join(CA_CERT_FILE);
+        let ca_pem = std::fs::read(&ca_path).map_err(|e| file_error(&ca_path, e.to_string()))?;
+        let mut roots = rustls::RootCertStore::empty();
+        for cert in CertificateDer::pem_slice_iter(&ca_pem) {
+            let cert =
+                cert.map_err(|e| file_error(&ca_path, format!("not a PEM certificate file: {e}")))?;
+            roots
+                .add(cert)
+                .map_err(|e| file_error(&ca_path, format!("not a usable CA certificate: {e}")))?;
+        }
+        if roots.is_empty() {
+            return Err(file_error(&ca_path, "holds no CERTIFICATE block".into()));
+        }
+        let verifier =
+            rustls::server::WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider)
+                .build()
+                .map_err(|e| file_error(&ca_path, e.to_string()))?;
+        builder.with_client_cert_verifier(verifier)
+    } else {
+        builder.with_no_client_auth()
+    };
+    builder
         .with_single_cert(chain, key)
         .map(Arc::new)
         .map_err(|e| TlsSetupError::Pair {

@@ -143,6 +143,12 @@ pub struct ServeArgs {
     /// with --tls-cert.
     #[arg(long, value_name = "FILE")]
     tls_psk: Option<PathBuf>,
+    /// With --tls-cert: every client must present a certificate signed by
+    /// DIR/ca-cert.pem (qemu-nbd's verify-peer); others fail the TLS
+    /// handshake. libnbd clients present client-cert.pem and
+    /// client-key.pem from their tls-certificates directory.
+    #[arg(long)]
+    tls_verify_peer: bool,
     /// A read error on a member is repaired (rebuilt from the others,
     /// rewritten, read back) and the member stays, until it has had more
     /// than this many (the count halves every hour without one): then it is
@@ -193,7 +199,12 @@ impl ServeArgs {
             max_in_flight_bytes: self.max_in_flight_mib << 20,
             send_timeout: Duration::from_secs(self.send_timeout_s),
             shutdown_timeout: Duration::from_secs(self.shutdown_timeout_s),
-            tls: tls_policy(self.tls, self.tls_cert.as_deref(), self.tls_psk.as_deref())?,
+            tls: tls_policy(
+                self.tls,
+                self.tls_cert.as_deref(),
+                self.tls_psk.as_deref(),
+                self.tls_verify_peer,
+            )?,
             ..ServerConfig::default()
         })
     }

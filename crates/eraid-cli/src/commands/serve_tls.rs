@@ -25,7 +25,11 @@ pub fn tls_policy(
     mode: Option<TlsMode>,
     cert_dir: Option<&Path>,
     psk_file: Option<&Path>,
+    verify_peer: bool,
 ) -> Result<Option<TlsPolicy>> {
+    if verify_peer && cert_dir.is_none() {
+        bail!("--tls-verify-peer needs --tls-cert DIR (its ca-cert.pem signs the clients)");
+    }
     if let (Some(cert_dir), Some(psk_file)) = (cert_dir, psk_file) {
         bail!(
             "--tls-cert {} and --tls-psk {}: give one (X.509 certificates or pre-shared keys)",
@@ -50,7 +54,7 @@ pub fn tls_policy(
                 bail!("--tls-cert {}: not a directory", cert_dir.display());
             }
             TlsCredentials::X509(
-                eraid_nbd::load_cert_dir(cert_dir)
+                eraid_nbd::load_cert_dir_with(cert_dir, verify_peer)
                     .map_err(|e| anyhow::anyhow!("--tls-cert: {e}"))?,
             )
         }
