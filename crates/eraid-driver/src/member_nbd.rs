@@ -29,7 +29,8 @@ const SERVER_BLOCK_BYTES_MIN_MAX: u32 = crate::DIRECT_ALIGN_BYTES as u32;
 pub struct NbdMember {
     /// The URI as given, which the superblock records and messages name.
     uri_text: String,
-    client: SharedClient,
+    /// Boxed: the client is large beside a file member.
+    client: Box<SharedClient>,
 }
 
 impl NbdMember {
@@ -67,7 +68,7 @@ impl NbdMember {
         }
         Ok(NbdMember {
             uri_text: uri_text.to_string(),
-            client,
+            client: Box::new(client),
         })
     }
 

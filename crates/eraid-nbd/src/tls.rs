@@ -135,7 +135,7 @@ pub fn accept(
         TlsCredentials::X509(config) => accept_x509(plain, config, watch, deadline),
         TlsCredentials::Psk(server) => {
             let session = crate::tls_psk::accept(plain, server, watch, deadline)?;
-            TlsStream::over(Session::Psk(Box::new(session)), plain)
+            TlsStream::over(Session::Psk(session), plain)
         }
     }
 }
@@ -180,15 +180,15 @@ fn accept_x509(
             }
         }
     }
-    TlsStream::over(Session::Rustls(Connection::Server(conn)), plain)
+    TlsStream::over(Session::Rustls(Box::new(Connection::Server(conn))), plain)
 }
 
 /// A session of either library, with the few operations the stream needs.
 #[derive(Debug)]
 pub(crate) enum Session {
     /// A server's session, or a client's (`crate::tls_client`).
-    Rustls(Connection),
-    Psk(Box<PskSession>),
+    Rustls(Box<Connection>),
+    Psk(PskSession),
 }
 
 impl Session {

@@ -80,7 +80,7 @@ pub(crate) fn start_tls(
     }
     socket.flush()?;
     *stream = Stream::Tls(TlsStream::over(
-        crate::tls::Session::Rustls(Connection::Client(conn)),
+        crate::tls::Session::Rustls(Box::new(Connection::Client(conn))),
         &socket,
     )?);
     Ok(())
