@@ -703,11 +703,29 @@ fn read_one_reply(
     }
     let error = be_u32(&header[4..8]);
     let handle = be_u64(&header[8..16]);
-    let Some(waiter) = state.lock().by_handle.remove(&handle) else {
-        return Err((
-            DeathKind::Protocol,
-            format!("{label}: a reply to handle {handle}, which no request in flight has"),
-        ));
+    // Taken and counted under one lock: a connection that dies meanwhile
+    // either failed this request (the caller never hears of success) or
+    // sees its write counted when someone asks whether to reconnect.
+    let waiter = {
+        let mut waiting = state.lock();
+        let Some(waiter) = waiting.by_handle.remove(&handle) else {
+            return Err((
+                DeathKind::Protocol,
+                format!("{label}: a reply to handle {handle}, which no request in flight has"),
+            ));
+        };
+        if error == 0 {
+            match waiter.answering {
+                Answering::Write { fua: false } => waiting.writes_acked += 1,
+                Answering::Flush {
+                    covers_writes_acked,
+                } => {
+                    waiting.writes_flushed = waiting.writes_flushed.max(covers_writes_acked);
+                }
+                _ => {}
+            }
+        }
+        waiter
     };
     let result = match (error, waiter.answering) {
         (0, Answering::Read { len_bytes }) => {
@@ -719,21 +737,7 @@ fn read_one_reply(
             }
             Ok(Some(data))
         }
-        (0, answering) => {
-            // Counted before the caller hears of it, so a drop right after
-            // never misses an acknowledged write.
-            let mut waiting = state.lock();
-            match answering {
-                Answering::Write { fua: false } => waiting.writes_acked += 1,
-                Answering::Flush {
-                    covers_writes_acked,
-                } => {
-                    waiting.writes_flushed = waiting.writes_flushed.max(covers_writes_acked);
-                }
-                _ => {}
-            }
-            Ok(None)
-        }
+        (0, _) => Ok(None),
         (error, _) => Err(format!(
             "{label}: the server answered error {error} ({})",
             p::error_message(error)
