@@ -3,7 +3,7 @@
 # Reed-Solomon), Jerasure (Cauchy Reed-Solomon matrices), NBD clients and
 # tools used by the demo and the tests (openssl makes the TLS tests' certificates).
 set -euo pipefail
-packages=(libisal-dev libjerasure-dev libnbd-bin nbdfuse nbdkit fio fuse3 qemu-utils e2fsprogs util-linux jq openssl)
+packages=(libisal-dev libjerasure-dev libnbd-bin nbdfuse nbdkit fio fuse3 qemu-utils e2fsprogs util-linux jq openssl libssl-dev pkg-config)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -258,9 +258,29 @@ fn bad_tls_flags_and_files_are_refused_naming_them() {
     };
 
     std::fs::write(dir.join("keys.psk"), "alice:0123456789abcdef\n").unwrap();
-    refuse(&["--tls-psk", "keys.psk"], &["--tls-psk", "not supported"]);
-    refuse(&["--tls", "require"], &["--tls require", "--tls-cert"]);
-    refuse(&["--tls", "allow"], &["--tls allow", "--tls-cert"]);
+    refuse(
+        &["--tls-psk", "keys.psk", "--tls-cert", &pki],
+        &["--tls-cert", "--tls-psk", "give one"],
+    );
+    refuse(&["--tls-psk", "no-such.psk"], &["--tls-psk", "no-such.psk"]);
+    std::fs::write(dir.join("bad.psk"), "alice:0123\nbob=00ff\n").unwrap();
+    refuse(
+        &["--tls-psk", "bad.psk"],
+        &["bad.psk", "line 2", "username:hexkey"],
+    );
+    std::fs::write(dir.join("badhex.psk"), "alice:01zz\n").unwrap();
+    refuse(
+        &["--tls-psk", "badhex.psk"],
+        &["badhex.psk", "line 1", "not hexadecimal"],
+    );
+    refuse(
+        &["--tls", "require"],
+        &["--tls require", "--tls-cert", "--tls-psk"],
+    );
+    refuse(
+        &["--tls", "allow"],
+        &["--tls allow", "--tls-cert", "--tls-psk"],
+    );
     refuse(&["--tls", "maybe"], &["--tls", "maybe"]);
     refuse(
         &["--tls-cert", "no-such-dir"],
@@ -331,4 +351,151 @@ fn bad_tls_flags_and_files_are_refused_naming_them() {
             &["server-key.pem", "permission denied"],
         );
     }
+}
+
+/// Signs a client certificate with `pki`'s CA into `dir` as libnbd looks
+/// for it there: `client-cert.pem` and `client-key.pem`.
+fn make_client_cert(pki: &Path, dir: &Path) {
+    let ext = dir.join("client.ext");
+    std::fs::write(
+        &ext,
+        "basicConstraints=CA:FALSE\nkeyUsage=digitalSignature\nextendedKeyUsage=clientAuth\n",
+    )
+    .unwrap();
+    let key = dir.join("client-key.pem").display().to_string();
+    let csr = dir.join("client.csr").display().to_string();
+    let cert = dir.join("client-cert.pem").display().to_string();
+    run_tool(
+        pki,
+        "openssl",
+        &[
+            "req",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:P-256",
+            "-nodes",
+            "-keyout",
+            &key,
+            "-out",
+            &csr,
+            "-subj",
+            "/CN=eraid test client",
+        ],
+    )
+    .expect_ok();
+    run_tool(
+        pki,
+        "openssl",
+        &[
+            "x509",
+            "-req",
+            "-in",
+            &csr,
+            "-CA",
+            "ca-cert.pem",
+            "-CAkey",
+            "ca-key.pem",
+            "-CAcreateserial",
+            "-out",
+            &cert,
+            "-days",
+            "2",
+            "-extfile",
+            &ext.display().to_string(),
+        ],
+    )
+    .expect_ok();
+}
+
+/// `--tls-verify-peer`: a client presenting a certificate the CA signed
+/// gets in; one with no certificate, or one another CA signed, does not.
+#[test]
+fn tls_verify_peer_serves_only_clients_with_a_certificate_of_the_ca() {
+    let test = "tls_verify_peer_serves_only_clients_with_a_certificate_of_the_ca";
+    if !require_tools(test, &["openssl", "nbdinfo", "nbdcopy"]) {
+        return;
+    }
+    let scratch = scratch();
+    let dir = scratch.path();
+    let pki = make_pki(dir);
+    create_raid5(dir);
+    // The client's directory: the CA to trust the server by, and its own
+    // certificate.
+    let client_dir = dir.join("client");
+    std::fs::create_dir(&client_dir).unwrap();
+    std::fs::copy(
+        Path::new(&pki).join("ca-cert.pem"),
+        client_dir.join("ca-cert.pem"),
+    )
+    .unwrap();
+    make_client_cert(Path::new(&pki), &client_dir);
+    // A client with no certificate: only the CA.
+    let bare_dir = dir.join("bare");
+    std::fs::create_dir(&bare_dir).unwrap();
+    std::fs::copy(
+        Path::new(&pki).join("ca-cert.pem"),
+        bare_dir.join("ca-cert.pem"),
+    )
+    .unwrap();
+    let server = Server::start_tcp(dir, &["--tls-cert", &pki, "--tls-verify-peer"], &MEMBERS);
+    let uri = with_ca(&server.uri, &client_dir.display().to_string());
+
+    let info = run_tool(dir, "nbdinfo", &[&uri]).expect_ok();
+    assert!(info.stdout.contains("with TLS"), "{info}");
+    write_random(&dir.join("in.bin"), MIB, 53);
+    run_tool(dir, "nbdcopy", &["--flush", "in.bin", &uri]).expect_ok();
+    run_tool(dir, "nbdcopy", &[&uri, "out.bin"]).expect_ok();
+    assert_same_prefix(
+        &dir.join("in.bin"),
+        &dir.join("out.bin"),
+        MIB,
+        "with a client certificate",
+    );
+    let refused = run_tool(
+        dir,
+        "nbdinfo",
+        &[&with_ca(&server.uri, &bare_dir.display().to_string())],
+    );
+    assert!(
+        !refused.ok(),
+        "a client without a certificate must be refused: {refused}"
+    );
+    assert!(refused.stderr.contains("TLS"), "{refused}");
+    // A certificate another CA signed.
+    let other_pki = dir.join("other");
+    std::fs::create_dir(&other_pki).unwrap();
+    let other = make_pki(&other_pki);
+    let forged_dir = dir.join("forged");
+    std::fs::create_dir(&forged_dir).unwrap();
+    std::fs::copy(
+        Path::new(&pki).join("ca-cert.pem"),
+        forged_dir.join("ca-cert.pem"),
+    )
+    .unwrap();
+    make_client_cert(Path::new(&other), &forged_dir);
+    let refused = run_tool(
+        dir,
+        "nbdinfo",
+        &[&with_ca(&server.uri, &forged_dir.display().to_string())],
+    );
+    assert!(
+        !refused.ok(),
+        "a client certificate of another CA must be refused: {refused}"
+    );
+    assert!(refused.stderr.contains("TLS"), "{refused}");
+    run_tool(dir, "nbdinfo", &[&uri]).expect_ok();
+    server.stop();
+
+    // Without certificates to check clients against, the flag is refused.
+    let args = [
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+        "--tls-verify-peer",
+        "d0",
+        "d1",
+        "d2",
+    ];
+    rejected(dir, &args, &["--tls-verify-peer", "--tls-cert"]);
 }

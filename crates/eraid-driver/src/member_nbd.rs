@@ -5,8 +5,13 @@
 //! The protocol, the pipelining and the bounds on every wait are
 //! [`eraid_nbd::SharedClient`]'s; this adapts it to [`MemberIo`]: the I/O
 //! pool's threads each send their request on the one connection, several
-//! in flight at once. A connection that dies fails every I/O from then on,
-//! so the array fails the member and serves degraded.
+//! in flight at once. A connection the server drops is replaced within
+//! the reconnect window (`reconnect-s`, else `serve --member-reconnect-s`)
+//! when no write it acknowledged since its last completed flush could
+//! have been lost with it, and the I/O in flight is sent again: the member
+//! stays active. Otherwise (unflushed acknowledged writes, the window
+//! passed, a request timeout, a protocol violation) every I/O fails from
+//! then on, so the array fails the member and serves degraded.
 
 use std::io;
 
@@ -24,7 +29,8 @@ const SERVER_BLOCK_BYTES_MIN_MAX: u32 = crate::DIRECT_ALIGN_BYTES as u32;
 pub struct NbdMember {
     /// The URI as given, which the superblock records and messages name.
     uri_text: String,
-    client: SharedClient,
+    /// Boxed: the client is large beside a file member.
+    client: Box<SharedClient>,
 }
 
 impl NbdMember {
@@ -62,7 +68,7 @@ impl NbdMember {
         }
         Ok(NbdMember {
             uri_text: uri_text.to_string(),
-            client,
+            client: Box::new(client),
         })
     }
 

@@ -159,7 +159,7 @@ pub fn negotiate(
                 // MUST: nothing can be said in plaintext after the ACK).
                 let tls_stream = tls::accept(
                     reader.get_mut(),
-                    &policy.server_config,
+                    &policy.credentials,
                     upgrade.watch,
                     upgrade.deadline,
                 )?;

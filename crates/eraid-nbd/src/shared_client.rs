@@ -1,71 +1,65 @@
-//! An NBD client many threads use at once, every wait bounded: for an
-//! array member that is another host's export.
+//! An NBD client many threads use at once, every wait bounded, that
+//! reconnects when the server drops the connection and it is safe to: for
+//! an array member that is another host's export.
 //!
-//! Requests are pipelined: each caller sends its request under the writer
-//! lock and waits for its own reply, while one reader thread takes the
-//! replies in whatever order the server sends them and hands each to its
-//! caller. Connecting and the handshake are bounded by the connect timeout,
-//! each request by the request timeout. A connection that fails in any way
-//! (closed by the server, a socket error, a reply that breaks the protocol,
-//! a request unanswered in time) is dead for good: every request in flight
-//! and every later one fails with the reason, so the array fails the member
-//! instead of hanging on it. It does not reconnect on its own: a new
-//! connection could not tell whether writes the old server acknowledged
-//! but never flushed survived, and a member that silently lost writes is
-//! worse than a failed one.
+//! The I/O itself is [`ClientConnection`]'s (pipelined, each request bounded
+//! by the request timeout). When a connection is closed by the server or
+//! its socket fails, the request is retried on a new connection for at most
+//! the reconnect window (`reconnect-s`), and every caller waits on the same
+//! reconnect. Two rules keep this from ever hiding lost data:
+//! - A server may lose writes it acknowledged but had not flushed when it
+//!   went away (it may have crashed). So a connection is replaced only when
+//!   no write was acknowledged on it since its last completed flush;
+//!   otherwise the client is given up at once, and the array fails the
+//!   member (and rebuilds it) as it would a local disk whose I/O failed.
+//!   Requests that were in flight, not acknowledged, are sent again on the
+//!   new connection: reads, and writes (their data was never promised).
+//! - Only a connection whose server end is gone is replaced. A request left
+//!   unanswered (the request timeout) may still be carried out by a live
+//!   server later, after newer writes on a new connection would have landed,
+//!   so a timeout gives the client up, as does a protocol violation.
+//!
+//! Once given up, a client stays given up: every request fails with the
+//! reason, naming the export.
 
-use std::collections::HashMap;
-use std::io::{self, Read, Write};
-use std::net::{Shutdown, TcpStream, ToSocketAddrs};
-use std::os::unix::net::UnixStream;
+use std::io;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{self, RecvTimeoutError};
-use std::sync::{Arc, Mutex, MutexGuard};
-use std::thread::JoinHandle;
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use std::time::{Duration, Instant};
 
-use crate::client::{self, ClientError, ExportInfo};
-use crate::protocol::{self as p, be_u32, be_u64, RequestHeader};
-use crate::stream::Stream;
-use crate::uri::{Endpoint, NbdUri};
+use crate::client::ExportInfo;
+use crate::client_connection::{ClientConnection, ConnectError, DeathKind};
+use crate::uri::NbdUri;
 
-/// Largest payload of one request when the server states no maximum (the
-/// spec's default).
-pub const PAYLOAD_BYTES_DEFAULT_MAX: u32 = 32 << 20;
-/// Largest zeroing range asked in one NBD_CMD_WRITE_ZEROES (a u32 length,
-/// kept well inside it and aligned).
-const ZEROES_BYTES_PER_REQUEST_MAX: u64 = 1 << 30;
+/// How long a dropped connection is retried when neither the URI
+/// (`reconnect-s`) nor the process (`set_default_reconnect_window`) says.
+pub const DEFAULT_RECONNECT_WINDOW: Duration = Duration::from_secs(10);
 
-/// What went wrong connecting; always says to what.
-#[derive(Debug, thiserror::Error)]
-pub enum ConnectError {
-    #[error("cannot reach {uri}: {reason}")]
-    Unreachable { uri: String, reason: String },
-    #[error("{uri}: the server has no export named {export:?}{detail}")]
-    NoSuchExport {
-        uri: String,
-        export: String,
-        detail: String,
-    },
-    #[error("{uri}: the server refused the export {export:?}: {reason}")]
-    Refused {
-        uri: String,
-        export: String,
-        reason: String,
-    },
-    #[error("{uri}: handshake failed: {reason}")]
-    Handshake { uri: String, reason: String },
-}
+/// The process's default reconnect window, in milliseconds.
+static DEFAULT_RECONNECT_WINDOW_MS: AtomicU64 =
+    AtomicU64::new(DEFAULT_RECONNECT_WINDOW.as_millis() as u64);
+
+/// First pause between reconnect attempts; doubled up to the largest.
+const RETRY_PAUSE_FIRST: Duration = Duration::from_millis(50);
+const RETRY_PAUSE_MAX: Duration = Duration::from_secs(1);
+/// Shortest connect timeout of one attempt near the end of the window.
+const ATTEMPT_TIMEOUT_MIN: Duration = Duration::from_millis(200);
 
 /// A connected export, shared by every thread that does I/O on it.
 pub struct SharedClient {
+    uri: NbdUri,
     label: String,
+    /// The export as first connected; a reconnect must find the same.
     export: ExportInfo,
-    request_timeout: Duration,
-    writer: Mutex<Stream>,
-    state: Arc<ConnectionState>,
-    next_handle: AtomicU64,
-    reader: Option<JoinHandle<()>>,
+    reconnect_window: Duration,
+    connection: RwLock<Arc<ClientConnection>>,
+    /// Replacements made; each connection knows its number.
+    generation: AtomicU64,
+    /// Held while reconnecting, so one thread does it for all.
+    reconnecting: Mutex<()>,
+    /// Why the client was given up, for good.
+    given_up: Mutex<Option<String>>,
+    reconnects: AtomicU64,
 }
 
 impl std::fmt::Debug for SharedClient {
@@ -73,128 +67,38 @@ impl std::fmt::Debug for SharedClient {
         f.debug_struct("SharedClient")
             .field("label", &self.label)
             .field("export", &self.export)
+            .field("reconnect_window", &self.reconnect_window)
             .finish()
     }
 }
 
-/// The requests awaiting replies, and why the connection died if it did.
-struct ConnectionState {
-    inner: Mutex<Waiting>,
-    /// A handle on the socket to shut it down, waking the reader.
-    socket: Stream,
-}
-
-#[derive(Default)]
-struct Waiting {
-    by_handle: HashMap<u64, Waiter>,
-    dead: Option<String>,
-}
-
-struct Waiter {
-    /// A read's length: simple replies do not say how much data follows.
-    read_len_bytes: Option<u32>,
-    reply: mpsc::SyncSender<Result<Option<Vec<u8>>, String>>,
-}
-
-/// A request sent, its reply not yet taken.
-struct Sent {
-    handle: u64,
-    started: Instant,
-    what: String,
-    reply: mpsc::Receiver<Result<Option<Vec<u8>>, String>>,
-}
-
-impl ConnectionState {
-    fn lock(&self) -> MutexGuard<'_, Waiting> {
-        self.inner
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-
-    /// Marks the connection dead (the first reason stays), fails every
-    /// request waiting, and shuts the socket so the reader stops.
-    fn die(&self, reason: String) {
-        self.end(reason, true);
-    }
-
-    /// `die`, logging the reason only when `failure` (not a close).
-    fn end(&self, reason: String, failure: bool) {
-        let waiters = {
-            let mut waiting = self.lock();
-            if waiting.dead.is_none() {
-                if failure {
-                    tracing::warn!(%reason, "NBD member connection failed");
-                }
-                waiting.dead = Some(reason);
-            }
-            std::mem::take(&mut waiting.by_handle)
-        };
-        let reason = self.lock().dead.clone().unwrap_or_default();
-        for (_, waiter) in waiters {
-            let _ = waiter.reply.try_send(Err(reason.clone()));
-        }
-        let _ = self.socket.shutdown(Shutdown::Both);
-    }
-
-    fn dead_reason(&self) -> Option<String> {
-        self.lock().dead.clone()
-    }
-}
-
 impl SharedClient {
+    /// Sets the reconnect window of clients connected from now on whose
+    /// URI does not give `reconnect-s` (`eraid serve --member-reconnect-s`).
+    pub fn set_default_reconnect_window(window: Duration) {
+        DEFAULT_RECONNECT_WINDOW_MS.store(window.as_millis() as u64, Ordering::Relaxed);
+    }
+
+    fn default_reconnect_window() -> Duration {
+        Duration::from_millis(DEFAULT_RECONNECT_WINDOW_MS.load(Ordering::Relaxed))
+    }
+
     /// Connects to `uri` and negotiates its export, within the URI's
     /// connect timeout.
     pub fn connect(uri: &NbdUri) -> Result<SharedClient, ConnectError> {
-        let label = uri.to_string();
-        let unreachable = |reason: String| ConnectError::Unreachable {
-            uri: label.clone(),
-            reason,
-        };
-        let timeout = uri.connect_timeout;
-        let stream = match &uri.endpoint {
-            Endpoint::Tcp { host, port } => {
-                Stream::Tcp(connect_tcp(host, *port, timeout).map_err(unreachable)?)
-            }
-            Endpoint::Unix { socket } => Stream::Unix(
-                UnixStream::connect(socket)
-                    .map_err(|e| unreachable(format!("{}: {e}", socket.display())))?,
-            ),
-        };
-        let deadline = Instant::now() + timeout;
-        stream
-            .set_read_timeout(Some(timeout))
-            .and_then(|()| stream.set_write_timeout(Some(timeout)))
-            .map_err(|e| unreachable(e.to_string()))?;
-        let mut stream = stream;
-        let export = handshake(&mut stream, uri, deadline)
-            .map_err(|error| describe_handshake_error(&label, &uri.export_name, timeout, error))?;
-        // Replies are read without a socket timeout (a request's own
-        // deadline ends a wait); a send that stalls fails the connection.
-        stream
-            .set_read_timeout(None)
-            .and_then(|()| stream.set_write_timeout(Some(uri.request_timeout)))
-            .and_then(|()| stream.set_nodelay())
-            .map_err(|e| unreachable(e.to_string()))?;
-        let socket = stream.try_clone().map_err(|e| unreachable(e.to_string()))?;
-        let reader_stream = stream.try_clone().map_err(|e| unreachable(e.to_string()))?;
-        let state = Arc::new(ConnectionState {
-            inner: Mutex::new(Waiting::default()),
-            socket,
-        });
-        let reader_state = Arc::clone(&state);
-        let reader_label = label.clone();
-        let reader = std::thread::Builder::new()
-            .name("eraid-nbd-member".into())
-            .spawn(move || read_replies(reader_stream, &reader_state, &reader_label))
-            .map_err(|e| unreachable(format!("cannot start its reader thread: {e}")))?;
+        let connection = ClientConnection::connect(uri)?;
         Ok(SharedClient {
-            label,
-            export,
-            request_timeout: uri.request_timeout,
-            writer: Mutex::new(stream),
-            state,
-            next_handle: AtomicU64::new(1),
-            reader: Some(reader),
+            uri: uri.clone(),
+            label: uri.to_string(),
+            export: connection.export().clone(),
+            reconnect_window: uri
+                .reconnect_window
+                .unwrap_or_else(SharedClient::default_reconnect_window),
+            connection: RwLock::new(Arc::new(connection)),
+            generation: AtomicU64::new(0),
+            reconnecting: Mutex::new(()),
+            given_up: Mutex::new(None),
+            reconnects: AtomicU64::new(0),
         })
     }
 
@@ -211,467 +115,203 @@ impl SharedClient {
     }
 
     pub fn read_only(&self) -> bool {
-        self.export.transmission_flags & p::FLAG_READ_ONLY != 0
-    }
-
-    fn has_flag(&self, flag: u16) -> bool {
-        self.export.transmission_flags & flag != 0
+        self.export.transmission_flags & crate::protocol::FLAG_READ_ONLY != 0
     }
 
     /// The most one read or write may carry.
     pub fn payload_bytes_max(&self) -> u32 {
-        match self.export.block_size {
-            Some(size) if size.max_bytes > 0 => size.max_bytes.min(PAYLOAD_BYTES_DEFAULT_MAX),
-            _ => PAYLOAD_BYTES_DEFAULT_MAX,
-        }
+        self.current().1.payload_bytes_max()
     }
 
-    /// Why the connection is dead, if it is.
+    /// How long a dropped connection is retried.
+    pub fn reconnect_window(&self) -> Duration {
+        self.reconnect_window
+    }
+
+    /// Connections replaced after a drop so far.
+    pub fn reconnects(&self) -> u64 {
+        self.reconnects.load(Ordering::Relaxed)
+    }
+
+    /// Why the client is unusable, if it is: given up, or its connection
+    /// is dead and not yet replaced.
     pub fn failure(&self) -> Option<String> {
-        self.state.dead_reason()
+        lock(&self.given_up)
+            .clone()
+            .or_else(|| self.current().1.failure())
     }
 
     /// Reads `len_bytes` at `offset_bytes`: pieces of at most the largest
     /// payload, all in flight at once.
     pub fn read(&self, offset_bytes: u64, len_bytes: usize) -> io::Result<Vec<u8>> {
-        self.check_range(offset_bytes, len_bytes as u64, "read")?;
-        let mut sent = Vec::new();
-        for (at, piece) in pieces(offset_bytes, len_bytes as u64, self.payload_bytes_max()) {
-            sent.push(self.send(p::CMD_READ, 0, at, piece, &[])?);
-        }
-        let mut out = Vec::with_capacity(len_bytes);
-        for request in sent {
-            out.extend(self.wait(request)?.unwrap_or_default());
-        }
-        if out.len() != len_bytes {
-            return Err(self.protocol_error(format!(
-                "a read of {len_bytes} bytes brought {} bytes",
-                out.len()
-            )));
-        }
-        Ok(out)
+        self.with_retry(|connection| connection.read(offset_bytes, len_bytes))
     }
 
     /// Writes `data` at `offset_bytes`; with `fua`, each piece is durable
     /// when acknowledged (NBD_CMD_FLAG_FUA, or a flush after when the
     /// server offers no FUA).
     pub fn write(&self, offset_bytes: u64, data: &[u8], fua: bool) -> io::Result<()> {
-        self.check_range(offset_bytes, data.len() as u64, "write")?;
-        let fua_flag = if fua && self.has_flag(p::FLAG_SEND_FUA) {
-            p::CMD_FLAG_FUA
-        } else {
-            0
-        };
-        let mut sent = Vec::new();
-        let mut done_bytes = 0usize;
-        for (at, piece) in pieces(offset_bytes, data.len() as u64, self.payload_bytes_max()) {
-            let payload = &data[done_bytes..done_bytes + piece as usize];
-            sent.push(self.send(p::CMD_WRITE, fua_flag, at, piece, payload)?);
-            done_bytes += piece as usize;
-        }
-        for request in sent {
-            self.wait(request)?;
-        }
-        if fua && fua_flag == 0 {
-            self.flush()?;
-        }
-        Ok(())
+        self.with_retry(|connection| connection.write(offset_bytes, data, fua))
     }
 
     /// Makes every write acknowledged before this call durable. A server
     /// that offers no flush (no NBD_FLAG_SEND_FLUSH) writes through: its
     /// acknowledged writes are as durable as it can make them.
     pub fn flush(&self) -> io::Result<()> {
-        if !self.has_flag(p::FLAG_SEND_FLUSH) {
-            return self.check_alive();
-        }
-        let sent = self.send(p::CMD_FLUSH, 0, 0, 0, &[])?;
-        self.wait(sent).map(drop)
+        self.with_retry(ClientConnection::flush)
     }
 
     /// True when the server zeroes ranges itself (NBD_CMD_WRITE_ZEROES).
     pub fn can_write_zeroes(&self) -> bool {
-        self.has_flag(p::FLAG_SEND_WRITE_ZEROES)
+        self.current().1.can_write_zeroes()
     }
 
     /// Makes the range read as zeroes with NBD_CMD_WRITE_ZEROES (which the
     /// caller checked is offered), in bounded pieces, all in flight.
     pub fn write_zeroes(&self, offset_bytes: u64, len_bytes: u64) -> io::Result<()> {
-        self.check_range(offset_bytes, len_bytes, "zeroing")?;
-        let mut sent = Vec::new();
-        for (at, piece) in pieces(offset_bytes, len_bytes, ZEROES_BYTES_PER_REQUEST_MAX as u32) {
-            sent.push(self.send(p::CMD_WRITE_ZEROES, 0, at, piece, &[])?);
-        }
-        for request in sent {
-            self.wait(request)?;
-        }
-        Ok(())
+        self.with_retry(|connection| connection.write_zeroes(offset_bytes, len_bytes))
     }
 
-    fn check_alive(&self) -> io::Result<()> {
-        match self.state.dead_reason() {
-            Some(reason) => Err(dead_error(&reason)),
-            None => Ok(()),
-        }
-    }
-
-    /// Refuses a range past the export's end before asking the server:
-    /// the member's size is fixed when it is opened.
-    fn check_range(&self, offset_bytes: u64, len_bytes: u64, what: &str) -> io::Result<()> {
-        let size_bytes = self.export.size_bytes;
-        match offset_bytes.checked_add(len_bytes) {
-            Some(end_bytes) if end_bytes <= size_bytes => Ok(()),
-            _ => Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!(
-                    "{}: {what} of {len_bytes} bytes at {offset_bytes} is past the export's \
-                     {size_bytes} bytes",
-                    self.label
-                ),
-            )),
-        }
-    }
-
-    fn protocol_error(&self, reason: String) -> io::Error {
-        let reason = format!("{}: {reason}", self.label);
-        self.state.die(reason.clone());
-        io::Error::new(io::ErrorKind::InvalidData, reason)
-    }
-
-    /// Registers a request and sends it; its reply is taken by `wait`.
-    fn send(
-        &self,
-        command: u16,
-        flags: u16,
-        offset_bytes: u64,
-        len_bytes: u32,
-        payload: &[u8],
-    ) -> io::Result<Sent> {
-        let started = Instant::now();
-        let handle = self.next_handle.fetch_add(1, Ordering::Relaxed);
-        let (reply_tx, reply_rx) = mpsc::sync_channel(1);
-        {
-            let mut waiting = self.state.lock();
-            if let Some(reason) = &waiting.dead {
-                return Err(dead_error(reason));
-            }
-            waiting.by_handle.insert(
-                handle,
-                Waiter {
-                    read_len_bytes: (command == p::CMD_READ).then_some(len_bytes),
-                    reply: reply_tx,
-                },
-            );
-        }
-        let what = format!(
-            "{} of {len_bytes} bytes at {offset_bytes}",
-            command_name(command)
-        );
-        let header = RequestHeader {
-            flags,
-            command,
-            handle,
-            offset_bytes,
-            len_bytes,
-        };
-        let sent = {
-            let mut writer = self
-                .writer
-                .lock()
-                .unwrap_or_else(|poisoned| poisoned.into_inner());
-            // A connection that died while this waited for the lock takes
-            // no more requests (the reader already failed this one).
-            self.check_alive()
-                .and_then(|()| writer.write_all(&header.encode()))
-                .and_then(|()| writer.write_all(payload))
-                .and_then(|()| writer.flush())
-        };
-        if let Err(error) = sent {
-            let reason = self
-                .state
-                .dead_reason()
-                .unwrap_or_else(|| format!("{}: sending the {what} failed: {error}", self.label));
-            self.state.die(reason.clone());
-            return Err(dead_error(&reason));
-        }
-        Ok(Sent {
-            handle,
-            started,
-            what,
-            reply: reply_rx,
-        })
-    }
-
-    /// Waits for the reply to `sent`, at most the request timeout from
-    /// when it was sent; an unanswered request kills the connection.
-    fn wait(&self, sent: Sent) -> io::Result<Option<Vec<u8>>> {
-        let left = self.request_timeout.saturating_sub(sent.started.elapsed());
-        match sent.reply.recv_timeout(left) {
-            Ok(Ok(data)) => Ok(data),
-            Ok(Err(reason)) => Err(request_error(&reason)),
-            Err(RecvTimeoutError::Timeout) => {
-                let reason = format!(
-                    "{}: no reply to the {} within {} s (request-timeout-s); the connection \
-                     is given up",
-                    self.label,
-                    sent.what,
-                    self.request_timeout.as_secs()
-                );
-                self.state.lock().by_handle.remove(&sent.handle);
-                self.state.die(reason.clone());
-                Err(io::Error::new(io::ErrorKind::TimedOut, reason))
-            }
-            Err(RecvTimeoutError::Disconnected) => {
-                Err(dead_error(&self.state.dead_reason().unwrap_or_else(|| {
-                    format!("{}: the reader stopped", self.label)
-                })))
-            }
-        }
-    }
-}
-
-impl Drop for SharedClient {
-    /// Says goodbye (NBD_CMD_DISC) when the connection still works, then
-    /// closes it and joins the reader.
-    fn drop(&mut self) {
-        let was_alive = self.state.dead_reason().is_none();
-        // Marked closed first, so the server closing its end after the
-        // goodbye is not taken for a failure.
-        let mut writer = self
-            .writer
-            .lock()
+    fn current(&self) -> (u64, Arc<ClientConnection>) {
+        let connection = self
+            .connection
+            .read()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        self.state
-            .lock()
-            .dead
-            .get_or_insert_with(|| format!("{}: closed", self.label));
-        if was_alive {
-            let header = RequestHeader {
-                flags: 0,
-                command: p::CMD_DISC,
-                handle: 0,
-                offset_bytes: 0,
-                len_bytes: 0,
+        (
+            self.generation.load(Ordering::Acquire),
+            Arc::clone(&connection),
+        )
+    }
+
+    /// Runs `op` on the current connection; when the server dropped it,
+    /// reconnects (if safe, within the window counted from the first drop
+    /// this call saw) and runs `op` again from the start.
+    fn with_retry<T>(&self, op: impl Fn(&ClientConnection) -> io::Result<T>) -> io::Result<T> {
+        let mut window_end: Option<Instant> = None;
+        loop {
+            if let Some(reason) = lock(&self.given_up).clone() {
+                return Err(io::Error::new(io::ErrorKind::BrokenPipe, reason));
+            }
+            let (generation, connection) = self.current();
+            let error = match op(&connection) {
+                Ok(value) => return Ok(value),
+                Err(error) => error,
             };
-            let _ = writer.write_all(&header.encode());
-            let _ = writer.flush();
-        }
-        drop(writer);
-        self.state.end(format!("{}: closed", self.label), false);
-        if let Some(reader) = self.reader.take() {
-            let _ = reader.join();
-        }
-    }
-}
-
-/// A failed request's error: the reason a request failed or the
-/// connection died, as text that names the member.
-fn request_error(reason: &str) -> io::Error {
-    io::Error::other(reason.to_string())
-}
-
-fn dead_error(reason: &str) -> io::Error {
-    io::Error::new(io::ErrorKind::BrokenPipe, reason.to_string())
-}
-
-fn command_name(command: u16) -> &'static str {
-    match command {
-        p::CMD_READ => "read",
-        p::CMD_WRITE => "write",
-        p::CMD_FLUSH => "flush",
-        p::CMD_WRITE_ZEROES => "write-zeroes",
-        _ => "request",
-    }
-}
-
-/// Splits a range into pieces of at most `max_bytes`, aligned to 4 KiB
-/// when `max_bytes` is larger than that.
-fn pieces(offset_bytes: u64, len_bytes: u64, max_bytes: u32) -> Vec<(u64, u32)> {
-    let max_bytes = u64::from(max_bytes.max(1));
-    let step_bytes = if max_bytes >= 4096 {
-        max_bytes / 4096 * 4096
-    } else {
-        max_bytes
-    };
-    let mut out = Vec::new();
-    let mut at = offset_bytes;
-    let end = offset_bytes + len_bytes;
-    while at < end {
-        let piece = (end - at).min(step_bytes);
-        out.push((at, piece as u32));
-        at += piece;
-    }
-    out
-}
-
-/// Connects to the first address of `host` that answers within `timeout`.
-/// The name lookup itself is the system resolver's, bounded by its own
-/// timeouts (resolv.conf), not by `timeout`.
-fn connect_tcp(host: &str, port: u16, timeout: Duration) -> Result<TcpStream, String> {
-    let addresses: Vec<_> = (host, port)
-        .to_socket_addrs()
-        .map_err(|e| format!("cannot resolve {host}: {e}"))?
-        .collect();
-    let mut last_error = format!("{host} has no address");
-    for address in addresses {
-        match TcpStream::connect_timeout(&address, timeout) {
-            Ok(stream) => return Ok(stream),
-            Err(e) => last_error = format!("{address}: {e}"),
-        }
-    }
-    Err(last_error)
-}
-
-fn handshake(
-    stream: &mut Stream,
-    uri: &NbdUri,
-    deadline: Instant,
-) -> Result<ExportInfo, ClientError> {
-    client::greet(stream)?;
-    if uri.tls {
-        crate::tls_client::start_tls(stream, uri, deadline)?;
-    }
-    client::go(stream, &uri.export_name)
-}
-
-fn describe_handshake_error(
-    label: &str,
-    export: &str,
-    timeout: Duration,
-    error: ClientError,
-) -> ConnectError {
-    let uri = label.to_string();
-    let export = export.to_string();
-    match error {
-        ClientError::OptionRejected {
-            reply_type,
-            message,
-            ..
-        } => {
-            let detail = if message.is_empty() {
-                String::new()
-            } else {
-                format!(" ({message})")
+            let Some(death) = connection.death() else {
+                return Err(error); // the server answered an error
             };
-            match reply_type {
-                p::REP_ERR_UNKNOWN => ConnectError::NoSuchExport {
-                    uri,
-                    export,
-                    detail,
-                },
-                p::REP_ERR_TLS_REQD => ConnectError::Refused {
-                    uri,
-                    export,
-                    reason: format!("the server requires TLS: use nbds://{detail}"),
-                },
-                p::REP_ERR_POLICY => ConnectError::Refused {
-                    uri,
-                    export,
-                    reason: format!("refused by the server's policy{detail}"),
-                },
-                other => ConnectError::Refused {
-                    uri,
-                    export,
-                    reason: format!("option reply {other:#x}{detail}"),
-                },
+            if death.kind != DeathKind::Closed {
+                self.give_up(death.reason.clone());
+                return Err(error);
             }
+            let end = *window_end.get_or_insert_with(|| Instant::now() + self.reconnect_window);
+            self.replace(generation, &connection, &death.reason, end)?;
         }
-        ClientError::Io(error)
-            if matches!(
-                error.kind(),
-                io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
-            ) =>
-        {
-            ConnectError::Handshake {
-                uri,
-                reason: format!(
-                    "the server did not finish the handshake within {} s (connect-timeout-s)",
-                    timeout.as_secs()
-                ),
+    }
+
+    /// Replaces the dropped connection `dead` (number `generation`), unless
+    /// another caller already did, or gives the client up: when the server
+    /// may have lost acknowledged writes, or no new connection to the same
+    /// export is made by `window_end`.
+    fn replace(
+        &self,
+        generation: u64,
+        dead: &ClientConnection,
+        drop_reason: &str,
+        window_end: Instant,
+    ) -> io::Result<()> {
+        let _one_at_a_time = lock(&self.reconnecting);
+        if let Some(reason) = lock(&self.given_up).clone() {
+            return Err(io::Error::new(io::ErrorKind::BrokenPipe, reason));
+        }
+        if self.generation.load(Ordering::Acquire) != generation {
+            return Ok(()); // replaced meanwhile
+        }
+        // Short enough for the superblock's failure text: the label once.
+        let cause = drop_reason
+            .strip_prefix(&format!("{}: ", self.label))
+            .unwrap_or(drop_reason);
+        let unflushed = dead.writes_acked_unflushed();
+        if unflushed > 0 {
+            // The server may have lost them (it may have crashed).
+            return Err(self.give_up(format!(
+                "{}: dropped with {unflushed} acknowledged writes unflushed, not reconnected \
+                 ({cause})",
+                self.label
+            )));
+        }
+        let mut pause = RETRY_PAUSE_FIRST;
+        let mut last_error = String::from("no attempt fit in the window");
+        loop {
+            let left = window_end.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(self.give_up(format!(
+                    "{}: dropped, not reconnected within {} s (reconnect-s) ({cause}; last \
+                     try: {last_error})",
+                    self.label,
+                    self.reconnect_window.as_secs()
+                )));
             }
-        }
-        ClientError::Io(error) if error.kind() == io::ErrorKind::UnexpectedEof => {
-            ConnectError::Handshake {
-                uri,
-                reason: "the server closed the connection (is it an NBD server that takes \
-                         this export, with or without TLS as the URI says?)"
-                    .into(),
+            let mut attempt = self.uri.clone();
+            attempt.connect_timeout = attempt.connect_timeout.min(left.max(ATTEMPT_TIMEOUT_MIN));
+            match ClientConnection::connect(&attempt) {
+                Ok(connection) => {
+                    if let Some(difference) = self.differs(connection.export()) {
+                        return Err(self.give_up(format!(
+                            "{}: dropped and reconnected, but {difference}: not the same \
+                             export ({cause})",
+                            self.label
+                        )));
+                    }
+                    *self
+                        .connection
+                        .write()
+                        .unwrap_or_else(|poisoned| poisoned.into_inner()) = Arc::new(connection);
+                    self.generation.fetch_add(1, Ordering::AcqRel);
+                    self.reconnects.fetch_add(1, Ordering::Relaxed);
+                    tracing::warn!(member = %self.label, %drop_reason, "NBD member reconnected");
+                    return Ok(());
+                }
+                Err(error) => last_error = error.to_string(),
             }
+            let left = window_end.saturating_duration_since(Instant::now());
+            std::thread::sleep(pause.min(left));
+            pause = (pause * 2).min(RETRY_PAUSE_MAX);
         }
-        other => ConnectError::Handshake {
-            uri,
-            reason: other.to_string(),
-        },
+    }
+
+    /// How a reconnected export differs from the first one, if it does.
+    fn differs(&self, export: &ExportInfo) -> Option<String> {
+        if export.size_bytes != self.export.size_bytes {
+            return Some(format!(
+                "its size is {} bytes, was {}",
+                export.size_bytes, self.export.size_bytes
+            ));
+        }
+        let read_only = crate::protocol::FLAG_READ_ONLY;
+        if export.transmission_flags & read_only != self.export.transmission_flags & read_only {
+            return Some("it is read-only now".into());
+        }
+        None
+    }
+
+    /// Gives the client up for good (the first reason stays); returns the
+    /// error every request gets from now on.
+    fn give_up(&self, reason: String) -> io::Error {
+        let mut given_up = lock(&self.given_up);
+        if given_up.is_none() {
+            tracing::warn!(member = %self.label, %reason, "NBD member given up");
+            *given_up = Some(reason);
+        }
+        io::Error::new(
+            io::ErrorKind::BrokenPipe,
+            given_up.clone().unwrap_or_default(),
+        )
     }
 }
 
-/// The reader thread: hands each reply to its request until the
-/// connection ends, then fails whatever is still waiting.
-fn read_replies(mut stream: Stream, state: &ConnectionState, label: &str) {
-    let reason = loop {
-        match read_one_reply(&mut stream, state, label) {
-            Ok(()) => {}
-            Err(reason) => break reason,
-        }
-    };
-    state.die(reason);
-}
-
-fn read_one_reply(stream: &mut Stream, state: &ConnectionState, label: &str) -> Result<(), String> {
-    let mut header = [0u8; p::SIMPLE_REPLY_HEADER_BYTES];
-    if let Err(error) = stream.read_exact(&mut header) {
-        if let Some(reason) = state.dead_reason() {
-            return Err(reason);
-        }
-        return Err(match error.kind() {
-            io::ErrorKind::UnexpectedEof => format!("{label}: the server closed the connection"),
-            _ => format!("{label}: reading a reply failed: {error}"),
-        });
-    }
-    let magic = be_u32(&header[0..4]);
-    if magic != p::SIMPLE_REPLY_MAGIC {
-        // Structured replies were not negotiated; anything else is garbage.
-        return Err(format!("{label}: a reply with bad magic {magic:#x}"));
-    }
-    let error = be_u32(&header[4..8]);
-    let handle = be_u64(&header[8..16]);
-    let Some(waiter) = state.lock().by_handle.remove(&handle) else {
-        return Err(format!(
-            "{label}: a reply to handle {handle}, which no request in flight has"
-        ));
-    };
-    let result = match (error, waiter.read_len_bytes) {
-        (0, Some(len_bytes)) => {
-            let mut data = vec![0u8; len_bytes as usize];
-            if let Err(e) = stream.read_exact(&mut data) {
-                let reason = format!("{label}: reading {len_bytes} bytes of read data failed: {e}");
-                let _ = waiter.reply.try_send(Err(reason.clone()));
-                return Err(reason);
-            }
-            Ok(Some(data))
-        }
-        (0, None) => Ok(None),
-        (error, _) => Err(format!(
-            "{label}: the server answered error {error} ({})",
-            p::error_message(error)
-        )),
-    };
-    let _ = waiter.reply.try_send(result);
-    Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn pieces_cover_the_range_in_aligned_bounded_parts() {
-        assert_eq!(pieces(0, 0, 4096), vec![]);
-        assert_eq!(pieces(4096, 100, 1 << 20), vec![(4096, 100)]);
-        assert_eq!(
-            pieces(0, 10 << 20, (4 << 20) + 100),
-            vec![(0, 4 << 20), (4 << 20, 4 << 20), (8 << 20, 2 << 20)]
-        );
-        assert_eq!(pieces(0, 1000, 512), vec![(0, 512), (512, 488)]);
-    }
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }

@@ -1,7 +1,8 @@
 //! TLS for NBD_OPT_STARTTLS, through rustls: loading a certificate
 //! directory in qemu's layout, the server-side TLS handshake within the
 //! handshake deadline, and a stream whose reader and writer threads share
-//! one TLS session without holding its lock across socket waits.
+//! one TLS session without holding its lock across socket waits. A
+//! pre-shared-key session (`crate::tls_psk`, OpenSSL) is shared the same way.
 
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
@@ -13,16 +14,26 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::{Connection, ServerConnection};
 
 use crate::stream::{is_timeout, Stream, Watch};
+use crate::tls_psk::{PskServer, PskSession};
 
 /// The server's certificate chain, in qemu's `--tls-creds` directory layout.
 pub const SERVER_CERT_FILE: &str = "server-cert.pem";
 /// The private key of `server-cert.pem`.
 pub const SERVER_KEY_FILE: &str = "server-key.pem";
 
+/// How the server proves itself and whom it lets in.
+#[derive(Debug, Clone)]
+pub enum TlsCredentials {
+    /// X.509 (`--tls-cert DIR`), through rustls.
+    X509(Arc<rustls::ServerConfig>),
+    /// Pre-shared keys (`--tls-psk FILE`), through OpenSSL.
+    Psk(Arc<PskServer>),
+}
+
 /// Whether clients must, may or cannot use TLS.
 #[derive(Debug, Clone)]
 pub struct TlsPolicy {
-    pub server_config: Arc<rustls::ServerConfig>,
+    pub credentials: TlsCredentials,
     /// Options other than STARTTLS and ABORT get NBD_REP_ERR_TLS_REQD
     /// until TLS is up (the spec's FORCEDTLS); otherwise plaintext clients
     /// are served too.
@@ -42,9 +53,22 @@ pub enum TlsSetupError {
     },
 }
 
+/// The CA that signs the clients' certificates, with `--tls-verify-peer`.
+pub const CA_CERT_FILE: &str = "ca-cert.pem";
+
 /// Loads `server-cert.pem` (the chain, leaf first) and `server-key.pem`
 /// from `dir` and checks that the key belongs to the certificate.
 pub fn load_cert_dir(dir: &Path) -> Result<Arc<rustls::ServerConfig>, TlsSetupError> {
+    load_cert_dir_with(dir, false)
+}
+
+/// `load_cert_dir`, and when `verify_peer`, every client must present a
+/// certificate that `ca-cert.pem` of `dir` signed (qemu-nbd's
+/// `verify-peer=on`); the handshake of a client without one fails.
+pub fn load_cert_dir_with(
+    dir: &Path,
+    verify_peer: bool,
+) -> Result<Arc<rustls::ServerConfig>, TlsSetupError> {
     let cert_path = dir.join(SERVER_CERT_FILE);
     let key_path = dir.join(SERVER_KEY_FILE);
     let file_error = |path: &Path, reason: String| TlsSetupError::File {
@@ -63,10 +87,32 @@ pub fn load_cert_dir(dir: &Path) -> Result<Arc<rustls::ServerConfig>, TlsSetupEr
     let key = PrivateKeyDer::from_pem_slice(&key_pem)
         .map_err(|e| file_error(&key_path, format!("no usable private key: {e}")))?;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
-    rustls::ServerConfig::builder_with_provider(provider)
+    let builder = rustls::ServerConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
-        .map_err(|e| file_error(&cert_path, e.to_string()))?
-        .with_no_client_auth()
+        .map_err(|e| file_error(&cert_path, e.to_string()))?;
+    let builder = if verify_peer {
+        let ca_path = dir.join(CA_CERT_FILE);
+        let ca_pem = std::fs::read(&ca_path).map_err(|e| file_error(&ca_path, e.to_string()))?;
+        let mut roots = rustls::RootCertStore::empty();
+        for cert in CertificateDer::pem_slice_iter(&ca_pem) {
+            let cert =
+                cert.map_err(|e| file_error(&ca_path, format!("not a PEM certificate file: {e}")))?;
+            roots
+                .add(cert)
+                .map_err(|e| file_error(&ca_path, format!("not a usable CA certificate: {e}")))?;
+        }
+        if roots.is_empty() {
+            return Err(file_error(&ca_path, "holds no CERTIFICATE block".into()));
+        }
+        let verifier =
+            rustls::server::WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider)
+                .build()
+                .map_err(|e| file_error(&ca_path, e.to_string()))?;
+        builder.with_client_cert_verifier(verifier)
+    } else {
+        builder.with_no_client_auth()
+    };
+    builder
         .with_single_cert(chain, key)
         .map(Arc::new)
         .map_err(|e| TlsSetupError::Pair {
@@ -77,8 +123,24 @@ pub fn load_cert_dir(dir: &Path) -> Result<Arc<rustls::ServerConfig>, TlsSetupEr
 }
 
 /// Runs the server side of a TLS handshake on `plain` (whose socket has a
-/// short timeout), giving up at `deadline` or when `watch` says so.
+/// short timeout) with `credentials`, giving up at `deadline` or when
+/// `watch` says so.
 pub fn accept(
+    plain: &Stream,
+    credentials: &TlsCredentials,
+    watch: &Watch,
+    deadline: Instant,
+) -> io::Result<TlsStream> {
+    match credentials {
+        TlsCredentials::X509(config) => accept_x509(plain, config, watch, deadline),
+        TlsCredentials::Psk(server) => {
+            let session = crate::tls_psk::accept(plain, server, watch, deadline)?;
+            TlsStream::over(Session::Psk(session), plain)
+        }
+    }
+}
+
+fn accept_x509(
     plain: &Stream,
     config: &Arc<rustls::ServerConfig>,
     watch: &Watch,
@@ -118,15 +180,65 @@ pub fn accept(
             }
         }
     }
-    TlsStream::over(Connection::Server(conn), plain)
+    TlsStream::over(Session::Rustls(Box::new(Connection::Server(conn))), plain)
+}
+
+/// A session of either library, with the few operations the stream needs.
+#[derive(Debug)]
+pub(crate) enum Session {
+    /// A server's session, or a client's (`crate::tls_client`).
+    Rustls(Box<Connection>),
+    Psk(PskSession),
+}
+
+impl Session {
+    /// Plaintext ready, WouldBlock when more ciphertext is needed.
+    fn read_plain(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Session::Rustls(conn) => {
+                conn.process_new_packets()
+                    .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+                conn.reader().read(buf)
+            }
+            Session::Psk(session) => session.read_plain(buf),
+        }
+    }
+
+    fn read_tls(&mut self, data: &[u8]) -> io::Result<usize> {
+        match self {
+            Session::Rustls(conn) => conn.read_tls(&mut &data[..]),
+            Session::Psk(session) => Ok(session.read_tls(data)),
+        }
+    }
+
+    fn wants_write(&self) -> bool {
+        match self {
+            Session::Rustls(conn) => conn.wants_write(),
+            Session::Psk(session) => session.wants_write(),
+        }
+    }
+
+    fn write_tls(&mut self, out: &mut Vec<u8>) -> io::Result<usize> {
+        match self {
+            Session::Rustls(conn) => conn.write_tls(out),
+            Session::Psk(session) => session.write_tls(out),
+        }
+    }
+
+    fn write_plain(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Session::Rustls(conn) => conn.writer().write(buf),
+            Session::Psk(session) => session.write_plain(buf),
+        }
+    }
 }
 
 /// The TLS session both halves of a connection use.
 #[derive(Debug)]
 struct Shared {
-    /// Held only while rustls works on buffers, never across a socket wait.
-    /// A server's session, or a client's (`crate::tls_client`).
-    conn: Mutex<Connection>,
+    /// Held only while the library works on buffers, never across a
+    /// socket wait.
+    conn: Mutex<Session>,
 }
 
 /// One half of a TLS connection (clones share the session). Reads and
@@ -146,7 +258,7 @@ pub struct TlsStream {
 
 impl TlsStream {
     /// A stream over `plain` for a session whose handshake is done.
-    pub(crate) fn over(conn: Connection, plain: &Stream) -> io::Result<TlsStream> {
+    pub(crate) fn over(conn: Session, plain: &Stream) -> io::Result<TlsStream> {
         Ok(TlsStream {
             shared: Arc::new(Shared {
                 conn: Mutex::new(conn),
@@ -170,7 +282,7 @@ impl TlsStream {
         &self.socket
     }
 
-    fn lock(shared: &Shared) -> io::Result<MutexGuard<'_, Connection>> {
+    fn lock(shared: &Shared) -> io::Result<MutexGuard<'_, Session>> {
         shared
             .conn
             .lock()
@@ -205,15 +317,13 @@ impl Read for TlsStream {
         loop {
             {
                 let mut conn = Self::lock(&self.shared)?;
-                conn.process_new_packets()
-                    .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
-                match conn.reader().read(buf) {
+                match conn.read_plain(buf) {
                     Ok(n) => return Ok(n),
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
                     Err(e) => return Err(e),
                 }
                 if !self.received_bytes.is_empty() {
-                    let taken_bytes = conn.read_tls(&mut &self.received_bytes[..])?;
+                    let taken_bytes = conn.read_tls(&self.received_bytes)?;
                     self.received_bytes.drain(..taken_bytes);
                     continue;
                 }
@@ -233,7 +343,7 @@ impl Write for TlsStream {
         // Records left from an earlier call go first; rustls then takes
         // at most what its send buffer allows.
         self.send_pending()?;
-        let taken_bytes = Self::lock(&self.shared)?.writer().write(buf)?;
+        let taken_bytes = Self::lock(&self.shared)?.write_plain(buf)?;
         Ok(taken_bytes)
     }
 

@@ -1,7 +1,9 @@
 //! The client side of NBD_OPT_STARTTLS (`nbds://`): after the greeting,
 //! ask for TLS, then run a rustls client handshake verifying the server
 //! against the CA in `tls-certificates=DIR/ca-cert.pem` (qemu's layout, as
-//! `nbdinfo` and `nbdcopy` take it). No fallback to plaintext.
+//! `nbdinfo` and `nbdcopy` take it), presenting `client-cert.pem` with
+//! `client-key.pem` from DIR when both are there (libnbd's layout, for
+//! servers that verify their clients). No fallback to plaintext.
 
 use std::io::{self, Write};
 use std::path::Path;
@@ -9,7 +11,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, ServerName};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use rustls::{ClientConnection, Connection};
 
 use crate::client::{receive_option_reply, send_option, ClientError};
@@ -20,6 +22,10 @@ use crate::uri::{Endpoint, NbdUri};
 
 /// The CA certificate file in a `tls-certificates` directory.
 pub const CA_CERT_FILE: &str = "ca-cert.pem";
+/// This client's certificate chain (leaf first), if it has one.
+pub const CLIENT_CERT_FILE: &str = "client-cert.pem";
+/// The private key of `client-cert.pem`.
+pub const CLIENT_KEY_FILE: &str = "client-key.pem";
 
 /// Turns `stream` (greeted, in option haggling) into a TLS stream.
 pub(crate) fn start_tls(
@@ -73,7 +79,10 @@ pub(crate) fn start_tls(
         })?;
     }
     socket.flush()?;
-    *stream = Stream::Tls(TlsStream::over(Connection::Client(conn), &socket)?);
+    *stream = Stream::Tls(TlsStream::over(
+        crate::tls::Session::Rustls(Box::new(Connection::Client(conn))),
+        &socket,
+    )?);
     Ok(())
 }
 
@@ -100,11 +109,59 @@ fn client_config(dir: &Path) -> Result<Arc<rustls::ClientConfig>, ClientError> {
         )));
     }
     let provider = Arc::new(rustls::crypto::ring::default_provider());
-    Ok(Arc::new(
-        rustls::ClientConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-            .map_err(|e| ClientError::Protocol(format!("TLS: {e}")))?
-            .with_root_certificates(roots)
-            .with_no_client_auth(),
-    ))
+    let builder = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| ClientError::Protocol(format!("TLS: {e}")))?
+        .with_root_certificates(roots);
+    let config = match client_identity(dir)? {
+        Some((chain, key)) => builder.with_client_auth_cert(chain, key).map_err(|e| {
+            ClientError::Uri(format!(
+                "{} and {}: cannot be used together: {e}",
+                dir.join(CLIENT_CERT_FILE).display(),
+                dir.join(CLIENT_KEY_FILE).display()
+            ))
+        })?,
+        None => builder.with_no_client_auth(),
+    };
+    Ok(Arc::new(config))
+}
+
+/// `client-cert.pem` and `client-key.pem` of `dir` when it has both; one
+/// without the other is an error naming the missing file.
+fn client_identity(
+    dir: &Path,
+) -> Result<Option<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>)>, ClientError> {
+    let cert_path = dir.join(CLIENT_CERT_FILE);
+    let key_path = dir.join(CLIENT_KEY_FILE);
+    match (cert_path.exists(), key_path.exists()) {
+        (false, false) => return Ok(None),
+        (true, false) => {
+            return Err(ClientError::Uri(format!(
+                "{}: missing beside {}",
+                key_path.display(),
+                cert_path.display()
+            )))
+        }
+        (false, true) => {
+            return Err(ClientError::Uri(format!(
+                "{}: missing beside {}",
+                cert_path.display(),
+                key_path.display()
+            )))
+        }
+        (true, true) => {}
+    }
+    let file_error =
+        |path: &Path, reason: String| ClientError::Uri(format!("{}: {reason}", path.display()));
+    let cert_pem = std::fs::read(&cert_path).map_err(|e| file_error(&cert_path, e.to_string()))?;
+    let key_pem = std::fs::read(&key_path).map_err(|e| file_error(&key_path, e.to_string()))?;
+    let chain = CertificateDer::pem_slice_iter(&cert_pem)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| file_error(&cert_path, format!("not a PEM certificate file: {e}")))?;
+    if chain.is_empty() {
+        return Err(file_error(&cert_path, "holds no CERTIFICATE block".into()));
+    }
+    let key = PrivateKeyDer::from_pem_slice(&key_pem)
+        .map_err(|e| file_error(&key_path, format!("no usable private key: {e}")))?;
+    Ok(Some((chain, key)))
 }

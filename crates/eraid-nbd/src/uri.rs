@@ -4,9 +4,10 @@
 //!
 //! Query parameters understood: `socket` (Unix forms, required there),
 //! `tls-certificates` (a directory with qemu's `ca-cert.pem`, TLS forms),
-//! and two of eraid's own bounds, `connect-timeout-s` and
-//! `request-timeout-s`. Any other parameter is refused rather than ignored,
-//! so a misspelt bound cannot silently fall back to its default.
+//! and three of eraid's own bounds, `connect-timeout-s`, `request-timeout-s`
+//! and `reconnect-s` (how long a dropped connection is retried; 0: never).
+//! Any other parameter is refused rather than ignored, so a misspelt bound
+//! cannot silently fall back to its default.
 
 use std::fmt;
 use std::path::PathBuf;
@@ -39,6 +40,9 @@ pub struct NbdUri {
     pub tls_certificates: Option<PathBuf>,
     pub connect_timeout: Duration,
     pub request_timeout: Duration,
+    /// How long a dropped connection is retried (`reconnect-s`); None:
+    /// the process's default (`SharedClient::set_default_reconnect_window`).
+    pub reconnect_window: Option<Duration>,
 }
 
 /// Why a text is not a usable NBD URI.
@@ -92,6 +96,7 @@ impl NbdUri {
         let mut tls_certificates = None;
         let mut connect_timeout = DEFAULT_CONNECT_TIMEOUT;
         let mut request_timeout = DEFAULT_REQUEST_TIMEOUT;
+        let mut reconnect_window = None;
         for pair in query.split('&').filter(|pair| !pair.is_empty()) {
             let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
             let value = percent_decode(value).map_err(fail)?;
@@ -104,6 +109,7 @@ impl NbdUri {
                 "request-timeout-s" => {
                     request_timeout = parse_timeout(key, &value).map_err(fail)?
                 }
+                "reconnect-s" => reconnect_window = Some(parse_window(key, &value).map_err(fail)?),
                 _ => {
                     return Err(fail(format!(
                         "unknown query parameter {key:?} for {scheme}:// (known: {})",
@@ -133,6 +139,7 @@ impl NbdUri {
             tls_certificates,
             connect_timeout,
             request_timeout,
+            reconnect_window,
         })
     }
 }
@@ -166,8 +173,18 @@ fn known_parameters(tls: bool, unix: bool) -> String {
     if tls {
         known.push("tls-certificates");
     }
-    known.extend(["connect-timeout-s", "request-timeout-s"]);
+    known.extend(["connect-timeout-s", "request-timeout-s", "reconnect-s"]);
     known.join(", ")
+}
+
+/// A retry window: like a timeout, but 0 (never retry) is allowed.
+fn parse_window(key: &str, value: &str) -> Result<Duration, String> {
+    match value.parse::<u64>() {
+        Ok(seconds) if seconds <= TIMEOUT_S_MAX => Ok(Duration::from_secs(seconds)),
+        _ => Err(format!(
+            "{key}={value:?}: expected whole seconds from 0 to {TIMEOUT_S_MAX}"
+        )),
+    }
 }
 
 fn parse_timeout(key: &str, value: &str) -> Result<Duration, String> {
@@ -281,6 +298,11 @@ mod tests {
         assert!(uri.tls);
         assert_eq!(uri.tls_certificates, Some(PathBuf::from("/pki")));
         assert_eq!(uri.connect_timeout, Duration::from_secs(2));
+        assert_eq!(uri.reconnect_window, None);
+        let uri = NbdUri::parse("nbd://h/?reconnect-s=0").unwrap();
+        assert_eq!(uri.reconnect_window, Some(Duration::ZERO));
+        let uri = NbdUri::parse("nbd://h/?reconnect-s=45").unwrap();
+        assert_eq!(uri.reconnect_window, Some(Duration::from_secs(45)));
     }
 
     #[test]
@@ -307,6 +329,7 @@ mod tests {
                 "request-timeout-s=\"0\"",
             ),
             ("nbd://host/x?request-timeout-s=soon", "whole seconds"),
+            ("nbd://host/x?reconnect-s=-1", "from 0 to"),
             ("nbd://host/%zz", "bad %-escape"),
             ("nbd://[::1/x", "unclosed ["),
             ("nbd://u@host/x", "user names"),

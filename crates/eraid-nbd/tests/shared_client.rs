@@ -293,7 +293,9 @@ fn an_unanswered_request_fails_within_the_request_timeout_and_so_does_the_connec
 #[test]
 fn a_server_that_hangs_up_fails_the_request_in_flight_and_every_later_one() {
     let server = ScriptedServer::start("", true, Script::HangUp);
-    let client = SharedClient::connect(&server.uri("", "&request-timeout-s=20")).unwrap();
+    // No reconnect (tests/reconnect.rs covers that): the drop is final.
+    let client =
+        SharedClient::connect(&server.uri("", "&request-timeout-s=20&reconnect-s=0")).unwrap();
     let started = Instant::now();
     let error = client.flush().unwrap_err();
     assert!(started.elapsed() < Duration::from_secs(5));
@@ -364,7 +366,9 @@ fn an_unreachable_server_is_named() {
 fn tls_served(pki: &std::path::Path, export: &Arc<MemExport>) -> Served {
     let config = eraid_nbd::ServerConfig {
         tls: Some(eraid_nbd::TlsPolicy {
-            server_config: eraid_nbd::load_cert_dir(pki).expect("load the test certificates"),
+            credentials: eraid_nbd::TlsCredentials::X509(
+                eraid_nbd::load_cert_dir(pki).expect("load the test certificates"),
+            ),
             required: true,
         }),
         ..eraid_nbd::ServerConfig::default()
@@ -439,4 +443,106 @@ fn nbds_to_a_server_without_tls_is_refused_not_downgraded() {
     )))
     .unwrap_err();
     assert!(error.to_string().contains("offers no TLS"), "{error}");
+}
+
+/// Signs a client certificate with `pki`'s CA into `dir` (libnbd's names:
+/// `client-cert.pem`, `client-key.pem`), beside a copy of the CA.
+fn make_client_identity(pki: &std::path::Path, dir: &std::path::Path) {
+    std::fs::copy(pki.join("ca-cert.pem"), dir.join("ca-cert.pem")).unwrap();
+    std::fs::write(
+        dir.join("client.ext"),
+        "basicConstraints=CA:FALSE\nextendedKeyUsage=clientAuth\n",
+    )
+    .unwrap();
+    let openssl = |args: &[&str]| {
+        run(std::process::Command::new("openssl")
+            .args(args)
+            .current_dir(dir));
+    };
+    openssl(&[
+        "req",
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:P-256",
+        "-nodes",
+        "-keyout",
+        "client-key.pem",
+        "-out",
+        "client.csr",
+        "-subj",
+        "/CN=member client",
+    ]);
+    let ca_cert = pki.join("ca-cert.pem").display().to_string();
+    let ca_key = pki.join("ca-key.pem").display().to_string();
+    openssl(&[
+        "x509",
+        "-req",
+        "-in",
+        "client.csr",
+        "-CA",
+        &ca_cert,
+        "-CAkey",
+        &ca_key,
+        "-CAcreateserial",
+        "-out",
+        "client-cert.pem",
+        "-days",
+        "2",
+        "-extfile",
+        "client.ext",
+    ]);
+}
+
+#[test]
+fn nbds_presents_the_client_certificate_of_its_directory_to_a_server_that_verifies_clients() {
+    if !have_tool("openssl") {
+        panic!("openssl is needed to make the test certificates (scripts/setup.sh installs it)");
+    }
+    let pki = tempfile::tempdir().unwrap();
+    make_pki(pki.path());
+    let export = Arc::new(MemExport::new("", 1 << 20));
+    let config = eraid_nbd::ServerConfig {
+        tls: Some(eraid_nbd::TlsPolicy {
+            credentials: eraid_nbd::TlsCredentials::X509(
+                eraid_nbd::load_cert_dir_with(pki.path(), true).expect("load the certificates"),
+            ),
+            required: true,
+        }),
+        ..eraid_nbd::ServerConfig::default()
+    };
+    let served = serve(Arc::clone(&export) as Arc<dyn eraid_nbd::Export>, config);
+    let socket = served.socket_path.display().to_string();
+    let with_dir = |dir: &std::path::Path| {
+        uri(&format!(
+            "nbds+unix:///?socket={socket}&tls-certificates={}&reconnect-s=0",
+            dir.display()
+        ))
+    };
+    let identity = tempfile::tempdir().unwrap();
+    make_client_identity(pki.path(), identity.path());
+    let client = SharedClient::connect(&with_dir(identity.path())).expect("a verified client");
+    client.write(0, &[4; 4096], false).unwrap();
+    assert_eq!(client.read(0, 4096).unwrap(), vec![4; 4096]);
+    drop(client);
+    // Only the CA: no certificate to present, so the server refuses (in
+    // TLS 1.3 the client hears of it at its first request at the latest).
+    let bare = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        pki.path().join("ca-cert.pem"),
+        bare.path().join("ca-cert.pem"),
+    )
+    .unwrap();
+    let refused = SharedClient::connect(&with_dir(bare.path()))
+        .map_err(|e| e.to_string())
+        .and_then(|client| client.read(0, 4096).map_err(|e| e.to_string()));
+    assert!(refused.is_err(), "a client without a certificate got in");
+    // A key without its certificate is an error naming the missing file.
+    let half = tempfile::tempdir().unwrap();
+    make_client_identity(pki.path(), half.path());
+    std::fs::remove_file(half.path().join("client-cert.pem")).unwrap();
+    let error = SharedClient::connect(&with_dir(half.path()))
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("client-cert.pem: missing"), "{error}");
 }

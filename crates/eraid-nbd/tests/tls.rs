@@ -20,7 +20,9 @@ use rustls::pki_types::{CertificateDer, ServerName};
 fn tls_config(pki: &Path, required: bool) -> ServerConfig {
     ServerConfig {
         tls: Some(TlsPolicy {
-            server_config: load_cert_dir(pki).expect("load the test certificates"),
+            credentials: eraid_nbd::TlsCredentials::X509(
+                load_cert_dir(pki).expect("load the test certificates"),
+            ),
             required,
         }),
         ..ServerConfig::default()

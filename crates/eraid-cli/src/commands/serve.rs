@@ -133,13 +133,22 @@ pub struct ServeArgs {
     tls_cert: Option<PathBuf>,
     /// require: plaintext clients are refused (NBD_REP_ERR_TLS_REQD);
     /// allow: TLS and plaintext clients are both served; off: no TLS.
-    /// Default: require with --tls-cert, else off.
+    /// Default: require with --tls-cert or --tls-psk, else off.
     #[arg(long, value_name = "MODE")]
     tls: Option<TlsMode>,
-    /// TLS with pre-shared keys (nbdkit's PSK file): not supported yet
-    /// (rustls has no TLS-PSK); refused with an error.
+    /// Serve NBD over TLS with pre-shared keys: FILE holds
+    /// username:hexkey lines (nbdkit's and qemu's format, as psktool
+    /// writes). Clients connect with e.g.
+    /// nbds://USER@HOST/?tls-psk-file=FILE. Implies --tls require; not
+    /// with --tls-cert.
     #[arg(long, value_name = "FILE")]
     tls_psk: Option<PathBuf>,
+    /// With --tls-cert: every client must present a certificate signed by
+    /// DIR/ca-cert.pem (qemu-nbd's verify-peer); others fail the TLS
+    /// handshake. libnbd clients present client-cert.pem and
+    /// client-key.pem from their tls-certificates directory.
+    #[arg(long)]
+    tls_verify_peer: bool,
     /// A read error on a member is repaired (rebuilt from the others,
     /// rewritten, read back) and the member stays, until it has had more
     /// than this many (the count halves every hour without one): then it is
@@ -153,6 +162,14 @@ pub struct ServeArgs {
     #[arg(long, value_name = "SECONDS", default_value_t = crate::runtime::DEFAULT_MEMBER_TIMEOUT_S,
           value_parser = clap::value_parser!(u64).range(1..=86_400))]
     member_timeout_s: u64,
+    /// An NBD member whose server drops the connection is reconnected for
+    /// up to this many seconds (0: never), then failed. It is reconnected
+    /// only when no write it acknowledged since its last completed flush
+    /// could have been lost; otherwise it is failed at once. A member URI's
+    /// own reconnect-s=N wins. Must be less than --member-timeout-s.
+    #[arg(long, value_name = "SECONDS", default_value_t = eraid_nbd::DEFAULT_RECONNECT_WINDOW.as_secs(),
+          value_parser = clap::value_parser!(u64).range(0..=86_400))]
+    member_reconnect_s: u64,
     /// Write-back cache: none, pbgc, sc or msc-ct (default: what create
     /// recorded). A write-back cache needs the array's journal.
     #[arg(long, value_name = "POLICY")]
@@ -182,7 +199,12 @@ impl ServeArgs {
             max_in_flight_bytes: self.max_in_flight_mib << 20,
             send_timeout: Duration::from_secs(self.send_timeout_s),
             shutdown_timeout: Duration::from_secs(self.shutdown_timeout_s),
-            tls: tls_policy(self.tls, self.tls_cert.as_deref(), self.tls_psk.as_deref())?,
+            tls: tls_policy(
+                self.tls,
+                self.tls_cert.as_deref(),
+                self.tls_psk.as_deref(),
+                self.tls_verify_peer,
+            )?,
             ..ServerConfig::default()
         })
     }
@@ -191,6 +213,19 @@ impl ServeArgs {
         // TLS files are read first: a bad one stops serve before any member
         // is opened.
         let server_config = self.server_config()?;
+        if self.member_reconnect_s >= self.member_timeout_s {
+            anyhow::bail!(
+                "--member-reconnect-s {} must be less than --member-timeout-s {}: a member I/O \
+                 waiting for a reconnect would be failed by the member timeout first",
+                self.member_reconnect_s,
+                self.member_timeout_s
+            );
+        }
+        // Before any member is opened: NBD members connected from here on
+        // take it.
+        eraid_nbd::SharedClient::set_default_reconnect_window(std::time::Duration::from_secs(
+            self.member_reconnect_s,
+        ));
         let stop = Arc::new(AtomicBool::new(false));
         // SIGHUP too (a closed terminal or ssh session): a daemon that dies
         // on it leaves its array dirty.
