@@ -808,3 +808,62 @@ fn crs_growth_epu_spends_less_than_scale_crs() {
         m("scale-crs", "redistribution_time_s")
     );
 }
+
+/// Issue 18 acceptance 4 on the shipped Fig. 7 file itself, shrunk to 8 MiB
+/// disks: in all four configurations ((6,3,1,4), (9,3,1,4) with its
+/// whole-chunk unit, (10,3,1,5), (12,3,1,5); `crs study` says EPU reads
+/// fewer in each) EPU's scaling blocks, device I/Os and scaling time are
+/// below Scale-CRS's, and each run's time is its budgeted blocks over the
+/// budget the users leave (the rate control binds, not the disks).
+#[test]
+fn epu_scale_file_epu_spends_less_in_every_configuration() {
+    let dir = sim_common::experiments_dir();
+    let text = std::fs::read_to_string(dir.join("epu-scale.toml")).expect("epu-scale.toml");
+    assert!(
+        text.contains("member_size = \"1G\""),
+        "the file's disk size"
+    );
+    let text = text.replace("member_size = \"1G\"", "member_size = \"8M\"");
+    let e = parse("experiments/epu-scale.toml", &text, &dir).expect("parse");
+    let a = run(&e);
+    let m = |run: &str, key| metric(&a, run, key);
+    for group in ["6-3-1-4", "9-3-1-4", "10-3-1-5", "12-3-1-5"] {
+        let (scale_crs, epu) = (format!("scale-crs-{group}"), format!("epu-{group}"));
+        for name in [&scale_crs, &epu] {
+            assert_eq!(m(name, "growth_done"), 1.0, "{name}");
+            assert_eq!(m(name, "failed_requests"), 0.0, "{name}");
+            // 1500 blocks/s less WebSearch slowed 2x (777 blocks/s).
+            let budgeted_blocks = m(name, "scaling_read_blocks")
+                + m(name, "scaling_write_blocks")
+                + m(name, "zeroed_bytes") / 4096.0;
+            let users_blocks_s = 1500.0 - budgeted_blocks / m(name, "redistribution_time_s");
+            assert!(
+                (650.0..900.0).contains(&users_blocks_s),
+                "{name}: users {users_blocks_s} blocks/s"
+            );
+        }
+        assert_eq!(
+            m(&scale_crs, "moved_bytes"),
+            m(&epu, "moved_bytes"),
+            "{group}"
+        );
+        assert_eq!(m(&scale_crs, "rcw_units"), 0.0, "{group}");
+        assert_eq!(m(&epu, "rmw_units"), 0.0, "{group}: the study picks RCW");
+        assert_eq!(
+            m(&scale_crs, "scaling_write_blocks"),
+            m(&epu, "scaling_write_blocks")
+        );
+        for key in [
+            "scaling_read_blocks",
+            "redistribution_ios",
+            "redistribution_time_s",
+        ] {
+            assert!(
+                m(&epu, key) < m(&scale_crs, key),
+                "{group} {key}: epu {} scale-crs {}",
+                m(&epu, key),
+                m(&scale_crs, key)
+            );
+        }
+    }
+}
