@@ -95,7 +95,7 @@ pub fn measure(target: &BenchTarget, geometry: &Geometry) -> Result<StrideRecord
         "stride benchmark on {label}: strides 1 to {} over {} KiB, reads then writes \
          (writes put back what was there; a few seconds)",
         config.stride_max,
-        config.span_blocks * BLOCK_BYTES >> 10
+        (config.span_blocks * BLOCK_BYTES) >> 10
     );
     let timings = match measure_member(target.device, size_bytes, &config, &mut |line| {
         say!("  {line}")

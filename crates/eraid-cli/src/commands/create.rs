@@ -520,10 +520,8 @@ impl CreateArgs {
                 .context("--cache-size")?,
             None => crate::journal::default_cache_bytes(),
         };
-        if policy == CachePolicy::None {
-            if self.cache_size.is_some() {
-                bail!("--cache-size needs a write-back --cache (pbgc, sc or msc-ct)");
-            }
+        if policy == CachePolicy::None && self.cache_size.is_some() {
+            bail!("--cache-size needs a write-back --cache (pbgc, sc or msc-ct)");
         }
         if policy != CachePolicy::MscCt && (self.no_tune || self.stride.given()) {
             bail!(

@@ -172,7 +172,8 @@ mod tests {
 
     #[test]
     fn bad_numbers_are_named() {
-        let cases: Vec<(Box<dyn Fn(&mut StrideRecord)>, &str)> = vec![
+        type Edit = Box<dyn Fn(&mut StrideRecord)>;
+        let cases: Vec<(Edit, &str)> = vec![
             (Box::new(|r| r.s_r_max = 0), "s_r_max 0 is outside"),
             (Box::new(|r| r.s_w_max = 5000), "s_w_max 5000 is outside"),
             (
