@@ -9,7 +9,11 @@
 #
 # Environment knobs: FIO_RUNTIME_S (default 20), FIO_IODEPTH (32),
 # BENCH_MEMBER_SIZE (256M), BENCH_SPAN (the range fio writes, 64M),
-# BENCH_CACHE_SIZE (256M), BENCH_DIR (default /dev/shm), ERAID (a prebuilt
+# BENCH_CACHE_SIZE (256M), BENCH_DIR (default /dev/shm), BENCH_STRIDE
+# (create's stride-rule flags for msc-ct, default --no-tune: the default
+# rule, S_r_max = S_w_max = 8, as the README's figures were measured; the
+# stride benchmark on tmpfs measures no penalty, so it would record 1, no
+# transform; give BENCH_STRIDE= to measure), ERAID (a prebuilt
 # binary; default: build target/release/eraid). Needs fio with the nbd
 # engine, and jq.
 set -euo pipefail
@@ -20,6 +24,7 @@ IODEPTH=${FIO_IODEPTH:-32}
 MEMBER_SIZE=${BENCH_MEMBER_SIZE:-256M}
 SPAN=${BENCH_SPAN:-64M}
 CACHE_SIZE=${BENCH_CACHE_SIZE:-256M}
+STRIDE=${BENCH_STRIDE---no-tune}
 PARENT=${BENCH_DIR:-/dev/shm}
 
 for tool in fio jq; do
@@ -68,8 +73,9 @@ randwrite() { # name -> "iops bw_bytes_per_s"
 
 echo "bench-cache: 5 members of $MEMBER_SIZE on $PARENT, ${RUNTIME}s, iodepth $IODEPTH, span $SPAN" >&2
 (cd "$WORK" && "$ERAID" create --level 5 --size "$MEMBER_SIZE" n0 n1 n2 n3 n4 >/dev/null)
+# shellcheck disable=SC2086 # STRIDE is zero or more flags
 (cd "$WORK" && "$ERAID" create --level 5 --size "$MEMBER_SIZE" --journal j.img --cache msc-ct \
-  --cache-size "$CACHE_SIZE" c0 c1 c2 c3 c4 >/dev/null)
+  --cache-size "$CACHE_SIZE" $STRIDE c0 c1 c2 c3 c4 >/dev/null)
 
 echo "bench-cache: cache none" >&2
 start_eraid n0 n1 n2 n3 n4

@@ -61,13 +61,19 @@ pub fn cache_config(
             ),
         }
     }
-    let config = CacheConfig {
+    let mut config = CacheConfig {
         policy,
         size_bytes: size_bytes
             .or(recorded.map(|c| c.size_bytes))
             .unwrap_or_else(default_cache_bytes),
         ..CacheConfig::default()
     };
+    // The rule create or `eraid tune` recorded (none in superblocks
+    // written before it was: the default stays).
+    if let Some(stride) = recorded.and_then(|c| c.stride.as_ref()) {
+        config.read_rule = stride.read_rule();
+        config.write_rule = stride.write_rule();
+    }
     config
         .validate(geometry)
         .map_err(|e| anyhow::anyhow!("--cache: {e}"))?;

@@ -16,6 +16,7 @@ mod runtime;
 mod size;
 mod socket_path;
 mod space;
+mod tune;
 
 use clap::{Parser, Subcommand};
 
@@ -42,6 +43,7 @@ enum Command {
     Replace(commands::replace::ReplaceArgs),
     Rebuild(commands::rebuild::RebuildArgs),
     Demo(commands::demo::DemoArgs),
+    Tune(commands::tune::TuneArgs),
     /// Simulate an array of modelled drives replaying a trace or workload.
     Sim(commands::sim::SimArgs),
     /// Run a simulator experiment file (variants side by side, reports, plots).
@@ -80,6 +82,7 @@ fn main() {
         Command::Detail(args) => args.run(),
         Command::Serve(args) => args.run(),
         Command::Check(args) => args.run(),
+        Command::Tune(args) => args.run(),
         Command::Grow(args) => args.run(),
         Command::Reshape(args) => args.run(),
         Command::Add(args) => args.run(),

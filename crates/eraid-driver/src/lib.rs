@@ -25,6 +25,7 @@ pub mod member_io;
 pub mod member_nbd;
 pub mod reply;
 pub mod stats;
+pub mod stride_bench;
 pub mod superblock_io;
 pub mod zeroing;
 

@@ -166,3 +166,31 @@ fn stride_sweep_experiment_runs_with_exponential_strides() {
         assert!(at(8, "cache_transform_writes") > 0.0, "{variant}");
     }
 }
+
+/// Fig. 13: the concurrent-writers experiments parse (the client count
+/// swept through the workload spec and the outstanding writes together,
+/// the strip through the chunk) and run at a tiny scale.
+#[test]
+fn concurrent_writers_experiments_parse_and_run() {
+    let concurrent = load(&experiments_dir().join("msc-ct-concurrent.toml")).expect("load");
+    assert_eq!(
+        concurrent.runs.len(),
+        6 * 9,
+        "six variants x nine client counts"
+    );
+    let strip = load(&experiments_dir().join("msc-ct-concurrent-strip.toml")).expect("load");
+    assert_eq!(strip.runs.len(), 6 * 6, "six variants x six strip sizes");
+    let mut experiment = concurrent;
+    experiment
+        .runs
+        .retain(|r| r.name == "sc-256" || r.name == "msc-ct-256");
+    for run in &mut experiment.runs {
+        run.config.max_requests = Some(600);
+    }
+    let result = run_experiment(&experiment, 2, &|_, _, _| {}).expect("run");
+    for run in ["sc-256", "msc-ct-256"] {
+        assert_eq!(metric(&result, run, "writes"), 600.0, "{run}");
+        assert!(metric(&result, run, "flushed_throughput_mb_per_s") > 0.0);
+    }
+    assert_eq!(metric(&result, "sc-256", "cache_transform_writes"), 0.0);
+}

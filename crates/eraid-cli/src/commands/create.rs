@@ -4,6 +4,7 @@ use crate::members::check_distinct;
 use crate::size::parse_size_bytes;
 use anyhow::{bail, Context, Result};
 use clap::Args;
+use eraid_core::cache::config::CachePolicy;
 use eraid_core::geometry::{Geometry, Level, ParityLayout, METADATA_BYTES};
 use eraid_core::metadata::create::{initial_writes, new_superblock, NewMember};
 use eraid_core::metadata::superblock::Superblock;
@@ -88,6 +89,15 @@ pub struct CreateArgs {
     /// most 512M).
     #[arg(long, value_name = "SIZE")]
     cache_size: Option<String>,
+    #[command(flatten)]
+    stride: crate::tune::ManualStride,
+    /// msc-ct: do not run the stride benchmark; record the default rule
+    /// (S_r_max = S_w_max = 8 blocks). Without it (and without
+    /// --stride-max-read/--stride-max-write), create times strided reads
+    /// and writes on the first member for a few seconds (see `eraid tune
+    /// --help`: O_DIRECT only; tmpfs measures no penalty, so no transform).
+    #[arg(long, conflicts_with_all = ["stride_max_read", "stride_max_write"])]
+    no_tune: bool,
     /// Member files, block devices or NBD exports (nbd://HOST:PORT/EXPORT,
     /// nbd+unix:///EXPORT?socket=PATH, nbds://...?tls-certificates=DIR),
     /// in slot order. Exports must exist: only files are created.
@@ -332,6 +342,24 @@ impl CreateArgs {
             .iter()
             .map(|p| MemberDevice::open(p).with_context(|| format!("cannot open {}", p.display())))
             .collect::<Result<_>>()?;
+        if let Some(cache) = superblock
+            .cache
+            .as_mut()
+            .filter(|c| c.policy == CachePolicy::MscCt.name())
+        {
+            let target = crate::tune::BenchTarget {
+                device: &files[0],
+                label: all[0].display().to_string(),
+                direct: files[0].direct(),
+                is_nbd: files[0].is_nbd(),
+            };
+            cache.stride = Some(crate::tune::decide(
+                &self.stride,
+                self.no_tune,
+                &target,
+                &geometry,
+            )?);
+        }
         for (member, offset, bytes) in initial_writes(&superblock, any_existing) {
             write_at_sync(&files[member], offset, &bytes)
                 .with_context(|| format!("cannot write metadata to {}", all[member].display()))?;
@@ -360,9 +388,12 @@ impl CreateArgs {
                     .cache
                     .as_ref()
                     .map_or("none".to_string(), |c| format!(
-                        "{} of {} MiB",
+                        "{} of {} MiB{}",
                         c.policy,
-                        c.size_bytes >> 20
+                        c.size_bytes >> 20,
+                        c.stride
+                            .as_ref()
+                            .map_or(String::new(), |s| format!(" ({})", s.summary()))
                     ))
             );
         }
@@ -468,7 +499,7 @@ impl CreateArgs {
         geometry: &Geometry,
         journal: bool,
     ) -> Result<Option<eraid_core::metadata::superblock::CacheRecord>> {
-        use eraid_core::cache::config::{CacheConfig, CachePolicy};
+        use eraid_core::cache::config::CacheConfig;
         let policy = match (&self.cache, journal) {
             (Some(name), _) => CachePolicy::parse(name)
                 .map_err(anyhow::Error::msg)
@@ -489,10 +520,21 @@ impl CreateArgs {
                 .context("--cache-size")?,
             None => crate::journal::default_cache_bytes(),
         };
+        if policy == CachePolicy::None && self.cache_size.is_some() {
+            bail!("--cache-size needs a write-back --cache (pbgc, sc or msc-ct)");
+        }
+        if policy != CachePolicy::MscCt && (self.no_tune || self.stride.given()) {
+            bail!(
+                "{}: only the msc-ct cache uses the stride rule (the cache is {})",
+                if self.no_tune {
+                    "--no-tune"
+                } else {
+                    "--stride-max-read/--stride-max-write"
+                },
+                policy.name()
+            );
+        }
         if policy == CachePolicy::None {
-            if self.cache_size.is_some() {
-                bail!("--cache-size needs a write-back --cache (pbgc, sc or msc-ct)");
-            }
             return Ok(None);
         }
         let config = CacheConfig {
@@ -503,9 +545,11 @@ impl CreateArgs {
         config
             .validate(geometry)
             .map_err(|e| anyhow::anyhow!("--cache: {e}"))?;
+        // msc-ct's stride rule is decided once the members are open.
         Ok(Some(eraid_core::metadata::superblock::CacheRecord {
             policy: policy.name().to_string(),
             size_bytes,
+            stride: None,
         }))
     }
 }

@@ -432,6 +432,7 @@ fn recorded_cache_json(sb: &Superblock) -> Value {
     json!({
         "policy": sb.cache.as_ref().map_or("none", |c| c.policy.as_str()),
         "size_bytes": sb.cache.as_ref().map_or(0, |c| c.size_bytes),
+        "stride": sb.cache.as_ref().map(|c| crate::tune::stride_json(c.stride.as_ref())),
         "journal": journal,
     })
 }
@@ -449,6 +450,13 @@ fn cache_line(cache: &Value) -> String {
             dirty >> 10,
             cache["destages"]
         ));
+    }
+    let stride = &cache["stride"];
+    if let (Some(read), Some(write)) = (stride["s_r_max"].as_u64(), stride["s_w_max"].as_u64()) {
+        line.push_str(&format!(", S_r_max {read}, S_w_max {write}"));
+        if let Some(source) = stride["source"].as_str() {
+            line.push_str(&format!(" ({source})"));
+        }
     }
     let journal = &cache["journal"];
     line.push_str(&format!(

@@ -17,3 +17,4 @@ pub mod reshape;
 pub mod serve;
 pub mod serve_tls;
 pub mod sim;
+pub mod tune;

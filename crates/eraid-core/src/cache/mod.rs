@@ -5,7 +5,8 @@
 //! and write contiguity transforms with the performance rule, `rules` the
 //! consistency checks, `runs` turns a matrix into device I/O runs, `store`
 //! holds the cached blocks with their management units and LRW order, and
-//! `marks` decides when to destage. The array's `destage_engine` drives them.
+//! `marks` decides when to destage, and `stride_choice` picks S_max from a
+//! stride benchmark's timings. The array's `destage_engine` drives them.
 
 pub mod config;
 pub mod marks;
@@ -13,6 +14,7 @@ pub mod matrix;
 pub mod rules;
 pub mod runs;
 pub mod store;
+pub mod stride_choice;
 pub mod transform;
 
 /// The cache's block (the paper's page): 4 KiB.

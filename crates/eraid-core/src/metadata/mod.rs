@@ -14,6 +14,7 @@ pub mod lifecycle;
 pub mod member_change;
 pub mod readd;
 pub mod record;
+pub mod stride_record;
 pub mod superblock;
 pub mod text;
 pub mod validate;

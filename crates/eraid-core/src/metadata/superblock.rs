@@ -134,6 +134,11 @@ pub struct JournalRecord {
 pub struct CacheRecord {
     pub policy: String,
     pub size_bytes: u64,
+    /// The contiguity transform's rule (msc-ct), from `create` or `eraid
+    /// tune`; None in superblocks written before it was recorded (the
+    /// cache's default rule applies).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stride: Option<super::stride_record::StrideRecord>,
 }
 
 /// Why a member's copy says it is retired.
@@ -181,6 +186,9 @@ impl Superblock {
         }
         if let Some(cache) = &mut self.cache {
             cache.policy = bounded_text_head(&cache.policy, 16);
+            if let Some(note) = cache.stride.as_mut().and_then(|s| s.note.as_mut()) {
+                *note = bounded_text_head(note, super::stride_record::STRIDE_NOTE_BYTES_MAX);
+            }
         }
         if let Some(reason) = self.reshape.as_mut().and_then(|r| r.pause_reason.as_mut()) {
             *reason = bounded_text_head(reason, PAUSE_REASON_BYTES_MAX);
@@ -433,6 +441,20 @@ mod tests {
             cache: Some(CacheRecord {
                 policy: hostile.clone(),
                 size_bytes: u64::MAX,
+                stride: Some(super::super::stride_record::StrideRecord {
+                    s_r_max: u32::MAX,
+                    s_r_except: vec![
+                        (u32::MAX, u32::MAX);
+                        super::super::stride_record::STRIDE_EXCEPTIONS_MAX
+                    ],
+                    s_w_max: u32::MAX,
+                    s_w_except: vec![
+                        (u32::MAX, u32::MAX);
+                        super::super::stride_record::STRIDE_EXCEPTIONS_MAX
+                    ],
+                    source: super::super::stride_record::StrideSource::Measured,
+                    note: Some(hostile.clone()),
+                }),
             }),
         };
         for member in [
@@ -644,5 +666,99 @@ mod crs_tests {
         raid.crs_scaled = Some(shape(3, 1, 1));
         let error = decode_error(&area_with_geometry_edit(&raid, |_| {}));
         assert!(error.contains("not CRS"), "{error}");
+    }
+}
+
+#[cfg(test)]
+mod stride_tests {
+    use super::tests::sample;
+    use super::*;
+    use crate::geometry::METADATA_BYTES;
+    use crate::metadata::stride_record::{StrideRecord, StrideSource};
+
+    fn cached_sample(stride: Option<StrideRecord>) -> Superblock {
+        let mut sb = sample();
+        sb.array_uuid = "00000000-0000-4000-8000-0000000000aa".into();
+        for (i, member) in sb.members.iter_mut().enumerate() {
+            member.uuid = format!("00000000-0000-4000-8000-00000000000{i}");
+        }
+        sb.cache = Some(CacheRecord {
+            policy: "msc-ct".into(),
+            size_bytes: 64 << 20,
+            stride,
+        });
+        sb
+    }
+
+    /// Frames `body` (a superblock's JSON) as a member's metadata area.
+    fn area_of(body: &serde_json::Value, events: u64) -> Vec<u8> {
+        let bytes = record::encode(&SUPERBLOCK_KIND, events, &serde_json::to_vec(body).unwrap());
+        let mut area = vec![0u8; METADATA_BYTES as usize];
+        let at = Superblock::slot_offset_bytes(events) as usize;
+        area[at..at + bytes.len()].copy_from_slice(&bytes);
+        area
+    }
+
+    #[test]
+    fn a_stride_record_round_trips() {
+        let stride = StrideRecord {
+            s_r_max: 13,
+            s_r_except: vec![(7, 11)],
+            s_w_max: 7,
+            s_w_except: Vec::new(),
+            source: StrideSource::Measured,
+            note: Some("/dev/sdb at 2026-11-27".into()),
+        };
+        let sb = cached_sample(Some(stride.clone()));
+        let bytes = sb.encode_for(0);
+        let mut area = vec![0u8; METADATA_BYTES as usize];
+        let at = Superblock::slot_offset_bytes(sb.events) as usize;
+        area[at..at + bytes.len()].copy_from_slice(&bytes);
+        let decoded = Superblock::decode_newest(&area).unwrap();
+        assert_eq!(decoded.cache.unwrap().stride, Some(stride));
+    }
+
+    /// A superblock written before the rule was recorded (its cache object
+    /// has only policy and size) still loads, with no rule.
+    #[test]
+    fn an_old_cache_record_without_the_rule_loads() {
+        let sb = cached_sample(None);
+        let mut body = serde_json::to_value(&sb).unwrap();
+        assert_eq!(
+            body["cache"],
+            serde_json::json!({ "policy": "msc-ct", "size_bytes": 64u64 << 20 })
+        );
+        body["cache"] = serde_json::json!({ "policy": "msc-ct", "size_bytes": 64u64 << 20 });
+        let decoded = Superblock::decode_newest(&area_of(&body, sb.events)).unwrap();
+        let cache = decoded.cache.unwrap();
+        assert_eq!((cache.policy.as_str(), cache.stride), ("msc-ct", None));
+    }
+
+    #[test]
+    fn a_bad_stride_record_is_refused_at_decode() {
+        let sb = cached_sample(Some(StrideRecord::default_rule(None)));
+        for (edit, expected) in [
+            (
+                serde_json::json!({ "s_r_max": 0 }),
+                "cache stride rule: s_r_max 0 is outside",
+            ),
+            (
+                serde_json::json!({ "s_w_except": [[9, 3]] }),
+                "cache stride rule: s_w exception range 9..=3",
+            ),
+            (
+                serde_json::json!({ "source": "guessed" }),
+                "unknown variant `guessed`",
+            ),
+        ] {
+            let mut body = serde_json::to_value(&sb).unwrap();
+            for (key, value) in edit.as_object().unwrap() {
+                body["cache"]["stride"][key] = value.clone();
+            }
+            let error = Superblock::decode_newest(&area_of(&body, sb.events))
+                .unwrap_err()
+                .to_string();
+            assert!(error.contains(expected), "{expected:?} in {error:?}");
+        }
     }
 }

@@ -107,6 +107,11 @@ pub fn superblock(sb: &mut Superblock) -> Result<(), String> {
             reshape(record, sb).map_err(|e| format!("growth record: {e}"))?;
         }
     }
+    if let Some(stride) = sb.cache.as_mut().and_then(|c| c.stride.as_mut()) {
+        stride
+            .validate()
+            .map_err(|e| format!("cache stride rule: {e}"))?;
+    }
     sb.bound_free_text();
     Ok(())
 }

@@ -43,6 +43,21 @@ pub enum AddressPattern {
         /// Spread popular blocks over the space.
         scatter: bool,
     },
+    /// DBench-like concurrent file writers on an ext2/ext3-like allocator
+    /// (the MSC-CT paper's Fig. 13): `clients` each write files
+    /// sequentially; each request picks a client at random. A file takes
+    /// space in reservation windows of `reservation_bytes` handed out in
+    /// order from one shared allocation cursor (ext3's per-file block
+    /// reservation), so the windows of concurrent files interleave, and a
+    /// file that ends leaves the rest of its window unwritten (the
+    /// pre-allocated blocks between files). File sizes are exponential with
+    /// mean `file_bytes_mean`, rounded up to whole requests. The cursor
+    /// wraps at the end of the capacity.
+    Files {
+        clients: u32,
+        file_bytes_mean: u64,
+        reservation_bytes: u64,
+    },
 }
 
 impl AddressPattern {
@@ -101,8 +116,45 @@ impl AddressPattern {
                 }
                 Ok(())
             }
+            AddressPattern::Files {
+                clients,
+                file_bytes_mean,
+                reservation_bytes,
+            } => {
+                if clients == 0 || clients > FILE_CLIENTS_MAX {
+                    return invalid(format!(
+                        "files workloads need 1 to {FILE_CLIENTS_MAX} clients, got {clients}"
+                    ));
+                }
+                if file_bytes_mean == 0 {
+                    return invalid("files workloads need file_bytes_mean above 0".into());
+                }
+                if reservation_bytes < max_request_bytes
+                    || !reservation_bytes.is_multiple_of(alignment_bytes)
+                    || reservation_bytes > capacity_bytes
+                {
+                    return invalid(format!(
+                        "reservation_bytes must be a multiple of alignment_bytes ({alignment_bytes}), \
+                         at least the largest request ({max_request_bytes}) and at most the \
+                         capacity ({capacity_bytes}), got {reservation_bytes}"
+                    ));
+                }
+                Ok(())
+            }
         }
     }
+}
+
+/// The most clients a `files` workload keeps state for.
+pub const FILE_CLIENTS_MAX: u32 = 1 << 16;
+
+/// One `files` client: where its current window ends, where it writes
+/// next, and what is left of its current file.
+#[derive(Debug, Clone, Default)]
+struct FileClient {
+    next_bytes: u64,
+    window_end_bytes: u64,
+    file_left_bytes: u64,
 }
 
 /// State for drawing addresses from a validated pattern.
@@ -129,6 +181,12 @@ enum GeneratorKind {
         block_bytes: u64,
         blocks: u64,
         permutation: Option<AffinePermutation>,
+    },
+    Files {
+        clients: Vec<FileClient>,
+        file_bytes_mean: u64,
+        reservation_bytes: u64,
+        cursor_bytes: u64,
     },
 }
 
@@ -165,6 +223,16 @@ impl AddressGenerator {
                     permutation: scatter.then(|| AffinePermutation::new(blocks)),
                 }
             }
+            AddressPattern::Files {
+                clients,
+                file_bytes_mean,
+                reservation_bytes,
+            } => GeneratorKind::Files {
+                clients: vec![FileClient::default(); clients as usize],
+                file_bytes_mean,
+                reservation_bytes,
+                cursor_bytes: 0,
+            },
         };
         Self {
             capacity_bytes,
@@ -225,6 +293,36 @@ impl AddressGenerator {
                     None => rank_index,
                 };
                 let start = block * *block_bytes / alignment_bytes * alignment_bytes;
+                clamp_inside(start, len_bytes, capacity_bytes, alignment_bytes)
+            }
+            GeneratorKind::Files {
+                clients,
+                file_bytes_mean,
+                reservation_bytes,
+                cursor_bytes,
+            } => {
+                let index = rng.gen_range(0..clients.len());
+                let client = &mut clients[index];
+                let len_bytes = len_bytes.div_ceil(alignment_bytes) * alignment_bytes;
+                if client.file_left_bytes == 0 {
+                    // A new file: its own window; the last one's rest stays
+                    // unwritten. Inverse transform: -mean * ln(U), U in (0, 1].
+                    let u: f64 = 1.0 - rng.gen::<f64>();
+                    let drawn = (-(*file_bytes_mean as f64) * u.ln()) as u64;
+                    client.file_left_bytes = drawn.div_ceil(len_bytes).max(1) * len_bytes;
+                    client.next_bytes = client.window_end_bytes;
+                }
+                if client.next_bytes + len_bytes > client.window_end_bytes {
+                    if *cursor_bytes + *reservation_bytes > capacity_bytes {
+                        *cursor_bytes = 0;
+                    }
+                    client.next_bytes = *cursor_bytes;
+                    client.window_end_bytes = *cursor_bytes + *reservation_bytes;
+                    *cursor_bytes += *reservation_bytes;
+                }
+                let start = client.next_bytes;
+                client.next_bytes += len_bytes;
+                client.file_left_bytes = client.file_left_bytes.saturating_sub(len_bytes);
                 clamp_inside(start, len_bytes, capacity_bytes, alignment_bytes)
             }
         }

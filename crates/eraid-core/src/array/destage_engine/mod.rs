@@ -109,6 +109,12 @@ impl DestageEngine {
             "read_miss_blocks": c.read_miss_blocks,
             "write_through_requests": c.write_through_requests,
             "failed": self.failed,
+            "stride": {
+                "s_r_max": self.config.read_rule.s_max,
+                "s_r_except": self.config.read_rule.except,
+                "s_w_max": self.config.write_rule.s_max,
+                "s_w_except": self.config.write_rule.except,
+            },
         })
     }
 }
