@@ -4,7 +4,7 @@
 
 use eraid_sim::disk::presets::cheetah_15k5;
 use eraid_sim::disk::{
-    CacheSpec, DiskCompletion, DiskModel, DiskRequest, DiskSpec, FastWrite, GeometrySpec,
+    CacheSpec, Destage, DiskCompletion, DiskModel, DiskRequest, DiskSpec, FastWrite, GeometrySpec,
     MechanicsSpec, Overheads, ReadAhead, RequestData, SchedulerKind, SeekCurve, Sparing,
     TrackOrder, ZoneSpec,
 };
@@ -53,6 +53,7 @@ fn tiny() -> DiskSpec {
             water_by_request: true,
             partial_hits: false,
             segments_wrap: false,
+            destage: Destage::Queued,
         },
         queue_depth: 1,
         scheduler: SchedulerKind::Fcfs,

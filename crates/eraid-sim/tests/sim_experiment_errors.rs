@@ -154,3 +154,28 @@ fn bad_exponential_stride_mean_names_the_setting() {
     let good = stride.replace("0.5", "10.0");
     parse("exp/t.toml", &good, std::path::Path::new(".")).expect("mean 10 parses");
 }
+
+#[test]
+fn disk_destage_is_checked_and_applied() {
+    let e = error(&GOOD.replace(
+        "model = \"cheetah-15k5\"",
+        "model = \"cheetah-15k5\"\ndestage = \"later\"",
+    ));
+    assert!(
+        e.contains("[disk] destage") && e.contains("'later' is not queued or background"),
+        "{e}"
+    );
+    let text = GOOD.replace(
+        "model = \"cheetah-15k5\"",
+        "model = \"cheetah-15k5\"\ndestage = \"background\"",
+    );
+    let destage = |text: &str| {
+        let e = parse("exp/t.toml", text, std::path::Path::new(".")).expect("parse");
+        match &e.runs[0].config.disk {
+            eraid_sim::driver::DiskChoice::Hdd(spec) => spec.cache.destage,
+            other => panic!("a hard disk expected, got {other:?}"),
+        }
+    };
+    assert_eq!(destage(&text), eraid_sim::disk::Destage::Background);
+    assert_eq!(destage(GOOD), eraid_sim::disk::Destage::Queued);
+}

@@ -191,6 +191,31 @@ pub enum FastWrite {
     Always,
 }
 
+/// When the drive writes write-back data from its buffer to the media.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Destage {
+    /// A destage queues with the host's commands and the drive's scheduler
+    /// orders them all alike (DiskSim's behaviour, and the default).
+    #[default]
+    Queued,
+    /// In the background: while a host command waits for the mechanism, a
+    /// destage waits too, unless the buffer has no segment left for new
+    /// writes (then destages compete as `Queued`, so the drive makes room).
+    /// Written data is already acknowledged; reads are what the host waits
+    /// for, so a write-back drive serves them first.
+    Background,
+}
+
+impl Destage {
+    pub fn parse(name: &str) -> Result<Destage, String> {
+        match name.to_ascii_lowercase().as_str() {
+            "queued" => Ok(Destage::Queued),
+            "background" => Ok(Destage::Background),
+            other => Err(format!("'{other}' is not queued or background")),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct CacheSpec {
     pub enabled: bool,
@@ -222,6 +247,8 @@ pub struct CacheSpec {
     /// worth is past the request, and the segment keeps the newest sectors
     /// that fit from the start of the fill.
     pub segments_wrap: bool,
+    /// When write-back data goes to the media.
+    pub destage: Destage,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -26,11 +26,14 @@ mod ssd;
 pub mod validate;
 
 pub use config::{
-    CacheSpec, DiskSpec, FastWrite, GeometrySpec, MechanicsSpec, Overheads, ReadAhead, RequestData,
-    SchedulerKind, Sparing, TrackOrder, ZoneSpec,
+    CacheSpec, Destage, DiskSpec, FastWrite, GeometrySpec, MechanicsSpec, Overheads, ReadAhead,
+    RequestData, SchedulerKind, Sparing, TrackOrder, ZoneSpec,
 };
 pub use device::Device;
 pub use geometry::{Geometry, GeometryError, Pbn};
-pub use model::{DiskCompletion, DiskModel, DiskRequest, ModelError, SubmitError};
+pub use model::{
+    DiskCompletion, DiskModel, DiskRequest, ModelError, ReadWaits, SubmitError, WORK_DESTAGE,
+    WORK_HOST_WRITE, WORK_READ,
+};
 pub use seek::{HplSeek, SeekCurve};
 pub use ssd::{SsdModel, SsdSpec};

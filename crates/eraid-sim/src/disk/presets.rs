@@ -20,8 +20,8 @@
 //! SATA) ships with it on. Change `spec.cache.fast_write` to taste.
 
 use super::config::{
-    CacheSpec, DiskSpec, FastWrite, GeometrySpec, MechanicsSpec, Overheads, ReadAhead, RequestData,
-    SchedulerKind, Sparing, TrackOrder, ZoneSpec,
+    CacheSpec, Destage, DiskSpec, FastWrite, GeometrySpec, MechanicsSpec, Overheads, ReadAhead,
+    RequestData, SchedulerKind, Sparing, TrackOrder, ZoneSpec,
 };
 use super::seek::SeekCurve;
 use super::ssd::SsdSpec;
@@ -317,6 +317,7 @@ pub fn from_datasheet(d: &Datasheet) -> DiskSpec {
             water_by_request: true,
             partial_hits: false,
             segments_wrap: false,
+            destage: Destage::Queued,
         },
         queue_depth: 32,
         scheduler: SchedulerKind::Sptf,

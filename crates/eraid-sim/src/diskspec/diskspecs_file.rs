@@ -6,7 +6,7 @@ use super::model_file::read_model;
 use super::syntax::{parse_blocks, Block, Value};
 use super::{Resolver, SpecError};
 use crate::disk::{
-    CacheSpec, DiskSpec, FastWrite, Overheads, ReadAhead, RequestData, SchedulerKind,
+    CacheSpec, Destage, DiskSpec, FastWrite, Overheads, ReadAhead, RequestData, SchedulerKind,
 };
 
 pub fn read_disk(
@@ -124,6 +124,7 @@ pub fn read_disk(
         partial_hits: f.flag_or("Immed transfer partial hit", true)?,
         // DiskSim's segments always wrap.
         segments_wrap: true,
+        destage: Destage::Queued,
     };
     let sched = f.block("Scheduler")?;
     let sf = Fields::new(file, sched);

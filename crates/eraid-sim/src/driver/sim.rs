@@ -861,7 +861,11 @@ impl Simulation {
             for (cause, count) in &m.stats.by_cause {
                 by_cause.entry(cause.to_string()).or_default().add(count);
             }
-            disks.push(m.stats.report(i, end_ns));
+            let mut disk = m.stats.report(i, end_ns);
+            if let crate::disk::Device::Hdd(model) = &m.device {
+                disk.read_waits = super::stats::ReadWaitReport::from_model(&model.read_waits());
+            }
+            disks.push(disk);
         }
         let summary = self.metrics.summary();
         let (checked, mismatches) = self

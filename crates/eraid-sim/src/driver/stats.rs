@@ -132,6 +132,37 @@ impl MemberStats {
                 self.seek_cyls_total as f64 / self.seeks as f64
             },
             cache_hits: self.cache_hits,
+            read_waits: ReadWaitReport::default(),
+        }
+    }
+}
+
+/// Where a hard disk's reads from the media waited, per read (ms).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct ReadWaitReport {
+    /// Reads that went to the media (not served from the buffer).
+    pub media_reads: u64,
+    /// For a free command slot in the drive (its queue depth full).
+    pub slot_wait_ms_mean: f64,
+    /// In the drive, ready, for the mechanism.
+    pub mechanism_wait_ms_mean: f64,
+    /// Of that, the mechanism busy destaging write-back data.
+    pub behind_destage_ms_mean: f64,
+    /// Of that, busy with host writes and with other reads.
+    pub behind_writes_ms_mean: f64,
+    pub behind_reads_ms_mean: f64,
+}
+
+impl ReadWaitReport {
+    pub fn from_model(w: &crate::disk::ReadWaits) -> ReadWaitReport {
+        let per_read_ms = |ns: f64| ns / w.reads.max(1) as f64 / 1e6;
+        ReadWaitReport {
+            media_reads: w.reads,
+            slot_wait_ms_mean: per_read_ms(w.slot_wait_ns),
+            mechanism_wait_ms_mean: per_read_ms(w.mechanism_wait_ns),
+            behind_reads_ms_mean: per_read_ms(w.behind_ns[crate::disk::WORK_READ]),
+            behind_writes_ms_mean: per_read_ms(w.behind_ns[crate::disk::WORK_HOST_WRITE]),
+            behind_destage_ms_mean: per_read_ms(w.behind_ns[crate::disk::WORK_DESTAGE]),
         }
     }
 }
@@ -154,4 +185,7 @@ pub struct DiskReport {
     pub mean_seek_cylinders: f64,
     /// Commands served from the drive's buffer.
     pub cache_hits: u64,
+    /// Hard disks: where reads from the media waited.
+    #[serde(default)]
+    pub read_waits: ReadWaitReport,
 }

@@ -24,6 +24,7 @@
 //! merge = "512K"                # host block layer merges contiguous I/Os issued together ("off": default)
 //! max_request = "512K"          # host block layer splits larger I/Os into requests of at most this (Linux's max_sectors; default: none)
 //! host_scheduler = "cfq"        # host I/O scheduler: noop (default) | cfq (time slices between user and background I/O, as Linux 2.6's CFQ)
+//! destage = "background"        # write-back data to the media: queued (default: with the host's commands, in the drive's order) | background (after the host's commands while the buffer has room)
 //!
 //! [engine]                      # eraid_core::ArrayOptions
 //! bitmap_clean_delay_ms = 5000
@@ -165,6 +166,9 @@ pub struct DiskTable {
     pub max_request: Option<IntOrText>,
     /// The host's I/O scheduler: "noop" (default) or "cfq".
     pub host_scheduler: Option<String>,
+    /// When write-back data goes to the media: "queued" (default) or
+    /// "background" (after the host's commands while the buffer has room).
+    pub destage: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -406,7 +410,8 @@ macro_rules! overlay_fields {
 
 overlay_fields!(ArrayTable { level, disks, chunk, layout, member_size, parity, w } nested {});
 overlay_fields!(DiskTable {
-    model, scheduler, queue_depth, write_cache, read_ahead, cache, merge, max_request, host_scheduler
+    model, scheduler, queue_depth, write_cache, read_ahead, cache, merge, max_request, host_scheduler,
+    destage
 } nested {});
 overlay_fields!(EngineTable { bitmap_clean_delay_ms, scrub_window_stripes, resync_on_open, write_intent_bitmap } nested {});
 overlay_fields!(CacheTable {

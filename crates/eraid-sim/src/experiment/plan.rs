@@ -793,10 +793,11 @@ fn apply_disk_settings(
         || table.queue_depth.is_some()
         || table.write_cache.is_some()
         || table.read_ahead.is_some()
-        || table.cache.is_some();
+        || table.cache.is_some()
+        || table.destage.is_some();
     let Some(spec) = disk.hdd_spec_mut() else {
         return if touches_hdd {
-            Err("[disk]: scheduler, queue_depth, write_cache, read_ahead and cache apply to hard disks only".into())
+            Err("[disk]: scheduler, queue_depth, write_cache, read_ahead, cache and destage apply to hard disks only".into())
         } else {
             Ok(())
         };
@@ -847,6 +848,10 @@ fn apply_disk_settings(
     }
     if let Some(enabled) = table.cache {
         spec.cache.enabled = enabled;
+    }
+    if let Some(d) = &table.destage {
+        spec.cache.destage =
+            crate::disk::Destage::parse(d).map_err(|e| format!("[disk] destage: {e}"))?;
     }
     Ok(())
 }

@@ -162,13 +162,13 @@ pub fn cdf_csv(result: &ExperimentResult) -> String {
 /// Per-disk figures of each run.
 pub fn disks_csv(result: &ExperimentResult) -> String {
     let mut out = String::from(
-        "name,member,ios,utilisation,mean_queue_length,max_queue_length,mean_service_ms,seeks,mean_seek_cylinders,cache_hits\n",
+        "name,member,ios,utilisation,mean_queue_length,max_queue_length,mean_service_ms,seeks,mean_seek_cylinders,cache_hits,media_reads,read_slot_wait_ms_mean,read_mechanism_wait_ms_mean,read_behind_destage_ms_mean,read_behind_writes_ms_mean,read_behind_reads_ms_mean\n",
     );
     for r in &result.runs {
         for d in &r.report.disks {
             let _ = writeln!(
                 out,
-                "{},{},{},{},{},{},{},{},{},{}",
+                "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
                 field(&r.name),
                 d.member,
                 d.ios,
@@ -178,7 +178,13 @@ pub fn disks_csv(result: &ExperimentResult) -> String {
                 d.mean_service_ms,
                 d.seeks,
                 d.mean_seek_cylinders,
-                d.cache_hits
+                d.cache_hits,
+                d.read_waits.media_reads,
+                d.read_waits.slot_wait_ms_mean,
+                d.read_waits.mechanism_wait_ms_mean,
+                d.read_waits.behind_destage_ms_mean,
+                d.read_waits.behind_writes_ms_mean,
+                d.read_waits.behind_reads_ms_mean
             );
         }
     }

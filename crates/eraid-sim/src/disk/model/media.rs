@@ -1,8 +1,8 @@
 //! The mechanism's side of the drive: picking the next media operation,
 //! stopping read-ahead, and reading or writing on the platters.
 
-use super::{DiskModel, Op, Prefetch, NS_PER_MS};
-use crate::disk::config::{ReadAhead, RequestData, SchedulerKind};
+use super::{DiskModel, Op, Prefetch, NS_PER_MS, WORK_DESTAGE, WORK_HOST_WRITE, WORK_READ};
+use crate::disk::config::{Destage, ReadAhead, RequestData, SchedulerKind};
 use crate::disk::mechanics::HeadPos;
 use crate::disk::scheduler::{choose, Candidate};
 
@@ -46,12 +46,24 @@ impl DiskModel {
         (free.max(t), pos)
     }
 
+    /// Whether destages wait at `t`: in the background while a host
+    /// command is ready for the mechanism and the buffer still has room.
+    fn destages_wait(&self, t: f64) -> bool {
+        self.spec.cache.destage == Destage::Background
+            && self
+                .ops
+                .iter()
+                .any(|o| o.report.is_some() && o.ready_ns <= t)
+            && self.cache.has_clean_segment(t)
+    }
+
     /// The HDA is free at `t`: pick a ready media operation and run it.
     pub(super) fn dispatch(&mut self, t: f64) {
+        let destages_wait = self.destages_wait(t);
         let cands: Vec<Candidate> = self
             .ops
             .iter()
-            .filter(|o| o.ready_ns <= t)
+            .filter(|o| o.ready_ns <= t && !(destages_wait && o.report.is_none()))
             .map(|o| Candidate {
                 seq: o.seq,
                 cyl: self.mech.pbn(o.lbn).map_or(0, |p| p.cyl),
@@ -70,11 +82,26 @@ impl DiskModel {
             return;
         };
         let op = self.ops.swap_remove(k);
+        let work = match (op.is_read, op.report.is_some()) {
+            (true, _) => WORK_READ,
+            (false, true) => WORK_HOST_WRITE,
+            (false, false) => WORK_DESTAGE,
+        };
+        if op.is_read {
+            let w = &mut self.read_waits;
+            w.reads += 1;
+            w.mechanism_wait_ns += (t - op.ready_ns).max(0.0);
+            for (i, b) in w.behind_ns.iter_mut().enumerate() {
+                *b += self.hda_busy_ns[i] - op.busy_at_ready[i];
+            }
+        }
+        let before = self.hda_free_ns.max(t);
         if op.is_read {
             self.media_read(t, op);
         } else {
             self.media_write(t, op);
         }
+        self.hda_busy_ns[work] += (self.hda_free_ns - before).max(0.0);
     }
 
     /// When the mechanism may start moving for `op` at `t`: a new access

@@ -92,6 +92,27 @@ struct Op {
     /// A read whose first sectors were already in the buffer: it starts
     /// sending them at this instant rather than reconnecting later.
     send_ns: Option<f64>,
+    /// `hda_busy_ns` when the op was queued (to attribute its wait).
+    busy_at_ready: [f64; 3],
+}
+
+/// What the mechanism works on, to index [`ReadWaits::behind_ns`].
+pub const WORK_READ: usize = 0;
+pub const WORK_HOST_WRITE: usize = 1;
+pub const WORK_DESTAGE: usize = 2;
+
+/// Where the reads that went to the media waited, summed over them (what
+/// `disks.csv` reports per read). Measured, not used by the model.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct ReadWaits {
+    pub reads: u64,
+    /// For a command slot in the drive (its queue depth full).
+    pub slot_wait_ns: f64,
+    /// Queued in the drive until the mechanism took it.
+    pub mechanism_wait_ns: f64,
+    /// The mechanism's work started while a read waited, by kind (`WORK_*`);
+    /// the operation already in progress when it came is not counted.
+    pub behind_ns: [f64; 3],
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -134,9 +155,16 @@ pub struct DiskModel {
     last_was_read: bool,
     bus_read_ns_per_sector: f64,
     bus_write_ns_per_sector: f64,
+    /// Mechanism time spent so far, by kind of work (`WORK_*`).
+    hda_busy_ns: [f64; 3],
+    read_waits: ReadWaits,
 }
 
 impl DiskModel {
+    pub fn read_waits(&self) -> ReadWaits {
+        self.read_waits
+    }
+
     pub fn new(spec: DiskSpec) -> Result<Self, ModelError> {
         if spec.mechanics.rpm.is_nan() || spec.mechanics.rpm <= 0.0 {
             return Err(ModelError::Parameter(
@@ -176,6 +204,8 @@ impl DiskModel {
             prefetch: None,
             last_media: None,
             last_was_read: true,
+            hda_busy_ns: [0.0; 3],
+            read_waits: ReadWaits::default(),
         })
     }
 
@@ -361,6 +391,9 @@ impl DiskModel {
 
     fn admit(&mut self, t: f64, req: DiskRequest, submit_ns: u64) {
         self.inside += 1;
+        if req.is_read {
+            self.read_waits.slot_wait_ns += (t - submit_ns as f64).max(0.0);
+        }
         let sectors = u64::from(req.sectors);
         if req.is_read {
             let (hit, partial) = if self.spec.cache.enabled {
@@ -394,6 +427,7 @@ impl DiskModel {
                         ready_ns: ready,
                         data: None,
                         send_ns: partial.then_some(send_ns),
+                        busy_at_ready: self.hda_busy_ns,
                     });
                 }
             }
@@ -456,6 +490,7 @@ impl DiskModel {
             ready_ns: ready,
             data: Some(data),
             send_ns: None,
+            busy_at_ready: self.hda_busy_ns,
         });
     }
 
