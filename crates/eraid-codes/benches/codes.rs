@@ -2,13 +2,26 @@
 //! same number of bytes in the same run: absolute numbers on a shared
 //! machine mean little, the ratio to memcpy is the figure to read.
 //!
+//! Group `rmw/k=..`: one read-modify-write of one 64 KiB data shard, from
+//! the old data, the new data and the old parity to the new parity. Its
+//! throughput counts the shard's bytes (the data changed per call); two
+//! memcpy baselines run beside it: `memcpy` copies one shard (the bytes the
+//! write changes, the "memcpy of the same bytes"), `memcpy_inputs`
+//! copies every shard the update reads (old data, new data, each parity:
+//! 2 + m shards), the least memory traffic any RMW kernel has. `*_delta`
+//! is the path the core took before `update_parity` (a delta buffer and a
+//! parity copy allocated per call, then `apply_delta`); `*_update_parity`
+//! is the path it takes now; `*_one_pass` writes new parity out of place in
+//! one ISA-L pass over all inputs (xor_gen for RAID-5, ec_encode_data for
+//! RAID-6), measured as the alternative.
+//!
 //! `raid6_encode` takes ISA-L's pq_gen (aligned buffers);
 //! `raid6_encode_unaligned` shifts the buffers by one byte to force the
 //! general ec_encode_data path, and `raid6_ec_encode_data` calls that
 //! kernel directly on the aligned buffers, so both kernels are visible.
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
-use eraid_codes::{isal, MatrixCode};
+use eraid_codes::{isal, xor_into, MatrixCode};
 use std::time::Duration;
 
 const SHARD_BYTES: usize = 64 * 1024;
@@ -125,7 +138,82 @@ fn bench_encode(c: &mut Criterion) {
             })
         });
         group.finish();
+
+        bench_rmw(c, k, &raid5, &raid6);
     }
+}
+
+/// One read-modify-write of data shard `k / 2`: see the module comment.
+fn bench_rmw(c: &mut Criterion, k: usize, raid5: &MatrixCode, raid6: &MatrixCode) {
+    let mut group = c.benchmark_group(format!("rmw/k={k}"));
+    group.throughput(Throughput::Bytes(SHARD_BYTES as u64));
+    let index = k / 2;
+    let old = Buffers::new(1, 0, 7);
+    let new = Buffers::new(1, 0, 8);
+    let mut parity = Buffers::new(2, 0, 9);
+    let mut out = Buffers::new(2, 0, 10);
+    let (old, new) = (old.refs()[0], new.refs()[0]);
+
+    group.bench_function("memcpy", |b| {
+        b.iter(|| out.muts()[0].copy_from_slice(black_box(old)))
+    });
+    for (name, m) in [("raid5", 1), ("raid6", 2)] {
+        group.bench_function(format!("memcpy_inputs_{name}"), |b| {
+            b.iter(|| {
+                let dst = &mut out.muts()[0];
+                dst.copy_from_slice(black_box(old));
+                dst.copy_from_slice(black_box(new));
+                for p in &parity.refs()[..m] {
+                    dst.copy_from_slice(black_box(p));
+                }
+            })
+        });
+    }
+
+    for (name, code) in [("raid5", raid5), ("raid6", raid6)] {
+        let m = code.parity_count();
+        group.bench_function(format!("{name}_delta"), |b| {
+            b.iter(|| {
+                let mut delta = black_box(old).to_vec();
+                xor_into(&mut delta, black_box(new));
+                let mut copies: Vec<Vec<u8>> =
+                    parity.refs()[..m].iter().map(|p| p.to_vec()).collect();
+                let mut refs: Vec<&mut [u8]> = copies.iter_mut().map(|p| &mut p[..]).collect();
+                code.apply_delta(index, &delta, &mut refs).unwrap();
+                black_box(copies)
+            })
+        });
+        group.bench_function(format!("{name}_update_parity"), |b| {
+            b.iter(|| {
+                code.update_parity(
+                    index,
+                    black_box(old),
+                    black_box(new),
+                    &mut parity.muts()[..m],
+                )
+                .unwrap()
+            })
+        });
+    }
+
+    group.bench_function("raid5_one_pass", |b| {
+        b.iter(|| {
+            let sources = [black_box(old), black_box(new), parity.refs()[0]];
+            assert!(isal::xor_gen(&sources, out.muts()[0]));
+        })
+    });
+    // New P = old ^ new ^ P, new Q = g*old ^ g*new ^ Q, with g the
+    // data shard's Q coefficient: one pass over four sources.
+    let g = raid6.coding_rows()[k + index];
+    let tables = isal::EcTables::new(4, 2, &[1, 1, 1, 0, g, g, 0, 1]);
+    group.bench_function("raid6_one_pass", |b| {
+        b.iter(|| {
+            let p = parity.refs();
+            let sources = [black_box(old), black_box(new), p[0], p[1]];
+            isal::ec_encode_data(&tables, &sources, &mut out.muts())
+        })
+    });
+    group.finish();
 }
 
 criterion_group! {

@@ -269,6 +269,53 @@ impl MatrixCode {
         Ok(())
     }
 
+    /// Read-modify-write in one step: data shard `data_index` changes from
+    /// `old_data` to `new_data`; adds `G[i][data_index] * (old XOR new)` into
+    /// each parity shard i, in place. Equal to `apply_delta` with the delta
+    /// `old XOR new`, without building that delta: ISA-L's multiply-accumulate
+    /// (`gf_vect_mad`, `gf_2vect_mad`, ... through `ec_encode_data_update`)
+    /// runs once over the old data and once over the new, reading each parity
+    /// shard twice and writing it twice, and needs no scratch buffer. Measured
+    /// faster than the alternatives in `benches/codes.rs` (group `rmw`).
+    pub fn update_parity(
+        &self,
+        data_index: usize,
+        old_data: &[u8],
+        new_data: &[u8],
+        parity: &mut [&mut [u8]],
+    ) -> Result<(), CodeError> {
+        const WHAT: &str = "update_parity";
+        if data_index >= self.data_count {
+            return Err(CodeError::BadShape(format!(
+                "{WHAT}: data index {data_index} out of range, the code has {} data shards",
+                self.data_count
+            )));
+        }
+        count_check(WHAT, "parity", parity.len(), self.parity_count)?;
+        let len = common_len(
+            WHAT,
+            [
+                ("old data", data_index, old_data.len()),
+                ("new data", data_index, new_data.len()),
+            ]
+            .into_iter()
+            .chain(
+                parity
+                    .iter()
+                    .enumerate()
+                    .map(|(i, p)| ("parity", i, p.len())),
+            ),
+        )?;
+        if self.parity_count == 0 || len == 0 {
+            return Ok(());
+        }
+        // The code is linear: G*(old ^ new) = G*old ^ G*new, so the two
+        // contributions are added one after the other.
+        isal::ec_encode_data_update(&self.encode_tables, data_index, old_data, parity);
+        isal::ec_encode_data_update(&self.encode_tables, data_index, new_data, parity);
+        Ok(())
+    }
+
     /// Reconstruct missing shards in place. `shards` = k data shards then m
     /// parity shards, one length; `present[i]` says which hold valid bytes.
     /// Every non-present shard (data and parity) is overwritten with its

@@ -48,6 +48,39 @@ fn encode_rejects_wrong_counts_and_lengths() {
 }
 
 #[test]
+fn update_parity_rejects_bad_index_and_lengths() {
+    let code = MatrixCode::raid6_pq(4);
+    let (old, new) = ([1u8; 64], [2u8; 64]);
+    let (mut p, mut q) = ([0u8; 64], [0u8; 64]);
+    assert!(is_bad_shape(code.update_parity(
+        4,
+        &old,
+        &new,
+        &mut [&mut p, &mut q]
+    )));
+    assert!(is_bad_shape(code.update_parity(
+        0,
+        &old,
+        &new[..63],
+        &mut [&mut p, &mut q]
+    )));
+    assert!(is_bad_shape(code.update_parity(
+        0,
+        &old,
+        &new,
+        &mut [&mut p, &mut q[..32]]
+    )));
+    assert!(is_bad_shape(code.update_parity(
+        0,
+        &old,
+        &new,
+        &mut [&mut p]
+    )));
+    // Nothing was written by the rejected calls.
+    assert_eq!((p, q), ([0u8; 64], [0u8; 64]));
+}
+
+#[test]
 fn apply_delta_rejects_bad_index_and_lengths() {
     let code = MatrixCode::cauchy(4, 2);
     let delta = [1u8; 64];

@@ -52,6 +52,41 @@ impl StripeCode {
         }
     }
 
+    /// Read-modify-write from the old and new bytes of data shard
+    /// `data_index` over `window` (indexes into the parity shards, which cover
+    /// the stripe's whole row). A matrix code adds both into parity `window`
+    /// in place with no delta buffer (`MatrixCode::update_parity`); CRS builds
+    /// the delta and goes through `apply_delta_window`. Same parity either way.
+    pub fn update_parity_window(
+        &self,
+        data_index: usize,
+        old_data: &[u8],
+        new_data: &[u8],
+        window: Range<usize>,
+        parity: &mut [Vec<u8>],
+    ) -> Result<(), CodeError> {
+        assert_eq!(old_data.len(), window.len(), "old data spans its window");
+        match self {
+            StripeCode::Matrix(code) => {
+                let mut refs: Vec<&mut [u8]> =
+                    parity.iter_mut().map(|p| &mut p[window.clone()]).collect();
+                code.update_parity(data_index, old_data, new_data, &mut refs)
+            }
+            StripeCode::Crs(_) => {
+                let mut delta = old_data.to_vec();
+                if delta.len() != new_data.len() {
+                    return Err(CodeError::BadShape(format!(
+                        "update_parity: old data has {} bytes, new data {}",
+                        delta.len(),
+                        new_data.len()
+                    )));
+                }
+                eraid_codes::xor_into(&mut delta, new_data);
+                self.apply_delta_window(data_index, &delta, window, parity)
+            }
+        }
+    }
+
     /// Read-modify-write: `delta` (old XOR new data) covers bytes `window`
     /// of data shard `data_index`; every parity shard covers the stripe's
     /// whole row (`window` indexes into it). A matrix code updates parity
@@ -103,9 +138,10 @@ mod tests {
         .unwrap()
     }
 
-    /// A partial-chunk delta applied through `apply_delta_window` gives the
-    /// parity a full re-encode gives, for CRS (whose parity bytes depend on
-    /// every packet) and for RAID-6.
+    /// A partial-chunk delta applied through `apply_delta_window`, and the
+    /// same change through `update_parity_window`, give the parity a full
+    /// re-encode gives, for CRS (whose parity bytes depend on every packet)
+    /// and for RAID-6.
     #[test]
     fn windowed_delta_equals_reencoding() {
         let raid6 =
@@ -136,10 +172,20 @@ mod tests {
                 .zip(&new)
                 .map(|(a, b)| a ^ b)
                 .collect();
+            let mut by_update = parity.clone();
             code.apply_delta_window(1, &delta, window.clone(), &mut parity)
                 .unwrap();
+            code.update_parity_window(
+                1,
+                &data[1][window.clone()],
+                &new,
+                window.clone(),
+                &mut by_update,
+            )
+            .unwrap();
             data[1][window].copy_from_slice(&new);
             assert_eq!(parity, encode(&data), "{:?}", geometry.level);
+            assert_eq!(by_update, parity, "{:?}", geometry.level);
         }
     }
 }

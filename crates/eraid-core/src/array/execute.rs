@@ -5,7 +5,6 @@ use super::op::{OpKind, OpState, Parent};
 use super::plan::{plan_write, WriteMethod, WriteShape};
 use super::{Array, FlushPurpose, Owner, Ready};
 use crate::io::{DeviceOp, IoCause, IoCompletion, UserError, UserReply};
-use eraid_codes::xor_into;
 use std::ops::Range;
 
 /// What a shard write carries.
@@ -404,19 +403,18 @@ impl Array {
                     WriteMethod::DataOnly => {}
                     WriteMethod::ReadModifyWrite => {
                         let code = code.as_deref().expect("parity code");
+                        // The old parity buffers become the new parity: they
+                        // are not read again (op_issue_writes drops reads).
                         let mut parity: Vec<Vec<u8>> = (k..k + m)
-                            .map(|i| op.reads[i].as_ref().expect("parity read").1.clone())
+                            .map(|i| op.reads[i].take().expect("parity read").1)
                             .collect();
                         for s in &op.segments {
-                            let mut delta = op.reads[s.data_index]
-                                .as_ref()
-                                .expect("old data read")
-                                .1
-                                .clone();
-                            xor_into(&mut delta, &s.write_bytes());
-                            code.apply_delta_window(
+                            let old_data =
+                                &op.reads[s.data_index].as_ref().expect("old data read").1;
+                            code.update_parity_window(
                                 s.data_index,
-                                &delta,
+                                old_data,
+                                &s.write_bytes(),
                                 sub(&s.intra, &row),
                                 &mut parity,
                             )

@@ -10,7 +10,7 @@ use crate::cache::runs::{read_runs, write_runs, Run};
 use crate::cache::store::{BlockKey, CacheStore, UnitKey};
 use crate::cache::transform::{contiguity_transform, Added};
 use crate::cache::BLOCK_BYTES;
-use eraid_codes::{xor_into, MatrixCode};
+use eraid_codes::MatrixCode;
 use std::collections::HashMap;
 use std::ops::Range;
 
@@ -208,11 +208,11 @@ impl DestageWork {
                         if self.z.get(row, col) != BlockState::Dirty {
                             continue;
                         }
-                        let mut delta = old.get(&(row, col)).expect("old data read (t)").to_vec();
-                        xor_into(&mut delta, cached(row, col).expect("dirty data"));
+                        let old_data = old.get(&(row, col)).expect("old data read (t)");
+                        let new_data = cached(row, col).expect("dirty data");
                         let mut refs: Vec<&mut [u8]> =
                             out.iter_mut().map(|p| p.as_mut_slice()).collect();
-                        code.apply_delta(col, &delta, &mut refs)
+                        code.update_parity(col, old_data, new_data, &mut refs)
                             .map_err(|e| e.to_string())?;
                     }
                     out
