@@ -1,14 +1,24 @@
-//! Every file a shipped experiment names (a trace, a DiskSim model, a
-//! workload spec) exists relative to the experiment file and lies inside
-//! the repository, so a fresh clone alone runs every experiment. A path
-//! that leaves the repository (as the traces folder beside it once did) works
-//! only on a machine that happens to have that folder, so it is refused
-//! even where it exists. No simulation runs here.
+//! Every shipped experiment file is ready to run from a fresh clone: the
+//! files it names (a trace, a DiskSim model, a workload spec) exist
+//! relative to it and lie inside the repository, and it plans and builds
+//! every run (drives, array, workload source, every trace record parsed)
+//! without running one. A path that leaves the repository (as the traces
+//! folder beside it once did) works only on a machine that happens to have
+//! that folder, so it is refused even where it exists. No simulation runs
+//! here: a broken experiment file fails CI in seconds, not when a
+//! researcher first runs it.
 
 mod sim_common;
 
+use std::collections::BTreeSet;
+use std::fs::File;
+use std::io::BufReader;
 use std::path::{Path, PathBuf};
 
+use eraid_sim::driver::{prepare, FeedSpec};
+use eraid_sim::examination;
+use eraid_sim::experiment::load;
+use eraid_trace::TraceReader;
 use sim_common::experiments_dir;
 
 /// Settings whose value is a path, as (table, key); variants set them with
@@ -159,4 +169,111 @@ fn the_path_check_names_missing_and_outside_files() {
     // The repository's parent always exists, and is outside it.
     let outside = path_problem(&file, "../..", &repo).expect("outside");
     assert!(outside.contains("outside the repository"), "{outside}");
+}
+
+/// Every record of a trace parses, in the format the experiment names (or
+/// the one detected); returns how many there are.
+fn trace_records(feed: &FeedSpec) -> Result<u64, String> {
+    let FeedSpec::Trace { path, format, .. } = feed else {
+        return Ok(0);
+    };
+    let name = path.display().to_string();
+    let reader = BufReader::new(File::open(path).map_err(|e| format!("{name}: {e}"))?);
+    let records: Box<dyn Iterator<Item = _>> = match format {
+        Some(format) => Box::new(TraceReader::new(reader, name.clone(), *format)),
+        None => Box::new(TraceReader::autodetect(reader, name.clone()).map_err(|e| e.to_string())?),
+    };
+    let mut count = 0;
+    for record in records {
+        record.map_err(|e| e.to_string())?;
+        count += 1;
+    }
+    if count == 0 {
+        return Err(format!("{name}: no requests"));
+    }
+    Ok(count)
+}
+
+/// Every shipped file plans, and every run of it builds (drives, array,
+/// workload source) as a run would before its first event; every trace
+/// it names parses to the end. Examinations (FastScale's layout
+/// arithmetic) are checked as `eraid experiment run` would read them.
+#[test]
+fn every_shipped_experiment_plans_and_builds_without_running() {
+    let mut problems = Vec::new();
+    let mut traces_parsed = BTreeSet::new();
+    let files = shipped_experiment_files();
+    let (mut examinations, mut simulations, mut runs_built) = (0, 0, 0);
+    for file in &files {
+        let shown = file.display().to_string();
+        let text = std::fs::read_to_string(file).expect("readable");
+        if examination::is_examination(&text) {
+            match examination::check(&shown, &text) {
+                Ok(()) => examinations += 1,
+                Err(e) => problems.push(e),
+            }
+            continue;
+        }
+        let experiment = match load(file) {
+            Ok(experiment) => experiment,
+            Err(e) => {
+                problems.push(e);
+                continue;
+            }
+        };
+        assert!(!experiment.runs.is_empty(), "{shown}: no runs");
+        simulations += 1;
+        for run in &experiment.runs {
+            if let Err(e) = prepare(&run.config, &run.feed) {
+                problems.push(format!("{shown}: run '{}': {e}", run.name));
+                continue;
+            }
+            runs_built += 1;
+            if let FeedSpec::Trace { path, format, .. } = &run.feed {
+                // Once per trace and format: a file read as two formats is
+                // checked as both.
+                let path = path.canonicalize().expect("an opened trace exists");
+                if traces_parsed.insert((path, format!("{format:?}"))) {
+                    if let Err(e) = trace_records(&run.feed) {
+                        problems.push(format!("{shown}: run '{}': {e}", run.name));
+                    }
+                }
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    // Nothing skipped: every file is one or the other.
+    assert_eq!(examinations + simulations, files.len());
+    assert!(
+        examinations >= 2 && simulations >= 12,
+        "{examinations} {simulations}"
+    );
+    assert!(runs_built > simulations, "{runs_built} runs");
+    assert!(!traces_parsed.is_empty(), "no experiment replays a trace");
+}
+
+/// The check fails on what a run would fail on: a trace with a bad line,
+/// and an array the drives cannot hold, each named.
+#[test]
+fn the_plan_check_refuses_a_bad_trace_and_a_bad_array() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(
+        dir.path().join("bad.trace"),
+        "0 0 0 8 1\n1000 0 8 eight 1\n",
+    )
+    .expect("write");
+    let text = "name = \"t\"\n[array]\nlevel = 5\ndisks = 3\nchunk = \"64K\"\n\
+        [disk]\nmodel = \"cheetah-15k5\"\n[workload]\ntrace = \"bad.trace\"\nformat = \"mqsim\"\n";
+    let experiment = eraid_sim::experiment::parse("t.toml", text, dir.path()).expect("plans");
+    let run = &experiment.runs[0];
+    prepare(&run.config, &run.feed).expect("the trace is read lazily");
+    let e = trace_records(&run.feed).unwrap_err();
+    assert!(e.contains("bad.trace") && e.contains('2'), "{e}");
+    // Members too small for the array's metadata and one chunk: the file
+    // plans, the array refuses to be built on them.
+    let small = text.replace("[disk]", "member_size = \"64K\"\n[disk]");
+    let experiment = eraid_sim::experiment::parse("t.toml", &small, dir.path()).expect("plans");
+    let run = &experiment.runs[0];
+    let e = prepare(&run.config, &run.feed).unwrap_err();
+    assert!(!e.is_empty());
 }

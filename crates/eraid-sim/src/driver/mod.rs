@@ -145,3 +145,11 @@ impl SimConfig {
 pub fn run(config: &SimConfig, feed: &FeedSpec) -> Result<SimReport, String> {
     sim::Simulation::new(config, feed)?.run()
 }
+
+/// Builds a simulation without running it: the drives, the array on them
+/// and the workload source, so a setting only a run would refuse (a
+/// geometry the array rejects, a trace that cannot be opened) is refused
+/// here, before any simulated time passes.
+pub fn prepare(config: &SimConfig, feed: &FeedSpec) -> Result<(), String> {
+    sim::Simulation::new(config, feed).map(drop)
+}

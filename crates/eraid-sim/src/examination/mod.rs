@@ -53,22 +53,36 @@ pub fn is_examination(text: &str) -> bool {
         .unwrap_or(false)
 }
 
-/// Runs the examination described by `text` (from `file`, for messages)
-/// and writes summary.json, summary.md, a CSV and an SVG plot into `out`.
-pub fn run(file: &str, text: &str, out: &Path) -> Result<serde_json::Value, String> {
+/// An examination file read and checked, ready to compute.
+struct Prepared {
+    spec: ExaminationFile,
+    history: ScalingHistory,
+    examine: fn(GrowthStrategy, &ScalingHistory) -> Examination,
+    /// The summary's key per strategy and the plot's axis label.
+    key: &'static str,
+    unit_label: &'static str,
+}
+
+/// Reads and checks an examination file without computing it: every
+/// setting a run would refuse is refused here, naming the file.
+pub fn check(file: &str, text: &str) -> Result<(), String> {
+    prepare(file, text).map(|_| ())
+}
+
+fn prepare(file: &str, text: &str) -> Result<Prepared, String> {
     let spec: ExaminationFile = toml::from_str(text).map_err(|e| format!("{file}: {e}"))?;
     let table = &spec.examination;
+    if table.additions.is_empty() {
+        return Err(format!(
+            "{file}: [examination] additions: give at least one addition"
+        ));
+    }
     let history = ScalingHistory::with_additions(
         table.initial_disks,
         table.chunks_per_disk,
         &table.additions,
     )
     .map_err(|e| format!("{file}: [examination]: {e}"))?;
-    if table.additions.is_empty() {
-        return Err(format!(
-            "{file}: [examination] additions: give at least one addition"
-        ));
-    }
     let examine: fn(GrowthStrategy, &ScalingHistory) -> Examination = match table.model.as_str() {
         "full" => examine_full,
         "fixed" => examine_fixed,
@@ -93,6 +107,26 @@ pub fn run(file: &str, text: &str, out: &Path) -> Result<serde_json::Value, Stri
         ))
         }
     };
+    Ok(Prepared {
+        spec,
+        history,
+        examine,
+        key,
+        unit_label,
+    })
+}
+
+/// Runs the examination described by `text` (from `file`, for messages)
+/// and writes summary.json, summary.md, a CSV and an SVG plot into `out`.
+pub fn run(file: &str, text: &str, out: &Path) -> Result<serde_json::Value, String> {
+    let Prepared {
+        spec,
+        history,
+        examine,
+        key,
+        unit_label,
+    } = prepare(file, text)?;
+    let table = &spec.examination;
     let labels: Vec<String> = (1..=history.addition_count())
         .map(|t| {
             let (m, n) = history.addition(t);
@@ -288,6 +322,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let e = run("t.toml", &text("speed"), dir.path()).unwrap_err();
         assert!(e.contains("measure") && e.contains("speed"), "{e}");
+        // The check refuses what the run refuses, and accepts what it runs.
+        assert_eq!(check("t.toml", &text("speed")).unwrap_err(), e);
+        check("t.toml", &text("uniformity")).unwrap();
+        let e = check("t.toml", &text("migration").replace("[1, 1, 1]", "[]")).unwrap_err();
+        assert!(e.contains("additions"), "{e}");
         let e = run(
             "t.toml",
             &text("migration").replace("initial_disks = 4", "initial_disks = 0"),
