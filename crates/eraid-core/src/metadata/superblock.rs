@@ -113,6 +113,20 @@ pub struct Superblock {
     /// The write-back cache chosen at create (None: `none`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache: Option<CacheRecord>,
+    /// Read errors per member or spare (by uuid), recorded at every
+    /// superblock write (a clean stop, each checkpoint, each member
+    /// change) and counted on from there when the array opens again, as
+    /// Linux MD keeps `cnt_corrected_read` in its superblock. Members
+    /// without any are left out; older superblocks have none.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub read_errors: std::collections::BTreeMap<String, ReadErrorCounts>,
+}
+
+/// A member's read errors: repaired, and not repaired.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReadErrorCounts {
+    pub corrected: u64,
+    pub failed: u64,
 }
 
 /// The array's journal: `serve` opens it by `path_hint` (or the path it is
@@ -274,6 +288,7 @@ mod tests {
             retired: None,
             journal: None,
             cache: None,
+            read_errors: Default::default(),
         }
     }
 
@@ -304,6 +319,29 @@ mod tests {
         torn.1[half..].fill(0);
         let decoded = Superblock::decode_newest(&area_with(&[first, torn])).unwrap();
         assert_eq!(decoded.events, 5);
+    }
+
+    /// Read-error counts were added later: a superblock body without them
+    /// decodes (with none), and they round-trip.
+    #[test]
+    fn read_error_counts_are_optional_and_round_trip() {
+        let mut sb = sample();
+        let mut body = serde_json::to_value(&sb).unwrap();
+        assert!(
+            body.get("read_errors").is_none(),
+            "none recorded, none written"
+        );
+        body.as_object_mut().unwrap().remove("read_errors");
+        let old: Superblock = serde_json::from_value(body).unwrap();
+        assert!(old.read_errors.is_empty());
+        let counts = ReadErrorCounts {
+            corrected: 3,
+            failed: 1,
+        };
+        sb.read_errors.insert(sb.members[1].uuid.clone(), counts);
+        let area = area_with(&[(Superblock::slot_offset_bytes(sb.events), sb.encode_for(1))]);
+        let decoded = Superblock::decode_newest(&area).unwrap();
+        assert_eq!(decoded.read_errors.get(&sb.members[1].uuid), Some(&counts));
     }
 
     /// The most a superblock can hold: `MEMBER_COUNT_MAX` members with the
@@ -434,6 +472,21 @@ mod tests {
                 policy: hostile.clone(),
                 size_bytes: u64::MAX,
             }),
+            // Every member and spare with the largest counts.
+            read_errors: (0..MEMBER_COUNT_MAX)
+                .map(|i| format!("{i:0>width$}", width = UUID_BYTES_MAX))
+                .chain(
+                    (0..crate::metadata::SPARES_MAX)
+                        .map(|i| format!("s{i:0>width$}", width = UUID_BYTES_MAX - 1)),
+                )
+                .map(|uuid| {
+                    let most = ReadErrorCounts {
+                        corrected: u64::MAX,
+                        failed: u64::MAX,
+                    };
+                    (uuid, most)
+                })
+                .collect(),
         };
         for member in [
             0,
