@@ -117,7 +117,8 @@ pub struct Superblock {
     /// superblock write (a clean stop, each checkpoint, each member
     /// change) and counted on from there when the array opens again, as
     /// Linux MD keeps `cnt_corrected_read` in its superblock. Members
-    /// without any are left out; older superblocks have none.
+    /// without any are left out; older superblocks have none; a copy that
+    /// would not fit its slot with them leaves them out (`encode_for`).
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub read_errors: std::collections::BTreeMap<String, ReadErrorCounts>,
 }
@@ -167,7 +168,14 @@ impl Superblock {
         let mut copy = self.clone();
         copy.this_member = this_member;
         copy.bound_free_text();
-        let body = serde_json::to_vec(&copy).expect("superblock serialises");
+        let mut body = serde_json::to_vec(&copy).expect("superblock serialises");
+        if record::encode(&SUPERBLOCK_KIND, self.events, &body).len() > SUPERBLOCK_SLOT_BYTES {
+            // The read-error counts are the one optional field: with the
+            // longest texts on the most members they are left out, so
+            // what fitted before they existed still fits.
+            copy.read_errors.clear();
+            body = serde_json::to_vec(&copy).expect("superblock serialises");
+        }
         let bytes = record::encode(&SUPERBLOCK_KIND, self.events, &body);
         assert!(
             bytes.len() <= SUPERBLOCK_SLOT_BYTES,
@@ -472,7 +480,8 @@ mod tests {
                 policy: hostile.clone(),
                 size_bytes: u64::MAX,
             }),
-            // Every member and spare with the largest counts.
+            // Every member and spare with the largest counts (left out of
+            // a copy that would not fit with them).
             read_errors: (0..MEMBER_COUNT_MAX)
                 .map(|i| format!("{i:0>width$}", width = UUID_BYTES_MAX))
                 .chain(
