@@ -652,6 +652,9 @@ impl Sim {
         for _ in 0..HUNG_TIMEOUTS_MAX {
             self.h.run(&mut self.array);
             self.take_replies()?;
+            // A device the array dropped without failing a member (a
+            // replaced member's old device) is given up on silently.
+            self.release_hung_devices();
             if self.h.hung_inflight() == 0 {
                 return Ok(());
             }
