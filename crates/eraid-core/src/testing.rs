@@ -14,7 +14,8 @@ use rand_chacha::ChaCha8Rng;
 pub struct MemMember {
     /// What survives a crash for sure.
     pub durable: Vec<u8>,
-    /// What reads see now.
+    /// What reads see now: `durable` with `unflushed` applied in order (a
+    /// test that changes one directly changes the other too).
     pub current: Vec<u8>,
     /// Writes completed since the last flush: (offset, bytes).
     pub unflushed: Vec<(u64, Vec<u8>)>,
@@ -27,6 +28,16 @@ impl MemMember {
         let at = offset as usize;
         self.current[at..at + data.len()].copy_from_slice(data);
         self.unflushed.push((offset, data.to_vec()));
+    }
+
+    /// Makes what reads see durable. Applies the unflushed writes rather
+    /// than copying the whole image: a member is mostly its 1 MiB metadata
+    /// area, and the simulation flushes often.
+    fn flush(&mut self) {
+        for (offset, data) in self.unflushed.drain(..) {
+            let at = offset as usize;
+            self.durable[at..at + data.len()].copy_from_slice(&data);
+        }
     }
 }
 
@@ -102,6 +113,11 @@ pub struct MemHarness {
     pub ios_by_cause: std::collections::HashMap<IoCause, u64>,
     /// Latent sector errors injected into the members.
     pub bad_sectors: Vec<BadSectors>,
+    /// Read errors returned to the machine, per device.
+    pub read_errors_returned: Vec<u64>,
+    /// Devices whose I/Os never complete (a hung member): `step` and `run`
+    /// leave them in flight; a crash drops them.
+    pub hung_devices: Vec<usize>,
     pub journal: Option<MemJournal>,
     journal_inflight: Vec<JournalBatch>,
 }
@@ -140,6 +156,8 @@ impl MemHarness {
             events: Vec::new(),
             ios_by_cause: Default::default(),
             bad_sectors: Vec::new(),
+            read_errors_returned: Vec::new(),
+            hung_devices: Vec::new(),
             journal: None,
             journal_inflight: Vec::new(),
         };
@@ -168,8 +186,7 @@ impl MemHarness {
 
     fn flush_all(&mut self) {
         for m in self.members.iter_mut().flatten() {
-            m.durable.copy_from_slice(&m.current);
-            m.unflushed.clear();
+            m.flush();
         }
     }
 
@@ -223,21 +240,61 @@ impl MemHarness {
         let present: Vec<usize> = (0..self.members.len())
             .filter(|&i| self.members[i].is_some())
             .collect();
-        let mut old: Vec<Option<MemMember>> = std::mem::take(&mut self.members);
-        let mut take = |probe: usize| old[present[probe]].take();
+        // The device each new position takes (None: left empty).
         let slots = assembly.slots.iter().map(|state| match state {
-            SlotState::Present { probe } | SlotState::Stale { probe, .. } => take(*probe),
+            SlotState::Present { probe } | SlotState::Stale { probe, .. } => Some(present[*probe]),
             SlotState::Missing => None,
         });
-        let mut members: Vec<Option<MemMember>> = slots.collect();
-        members.extend(
-            assembly
-                .spares
+        let spares = assembly
+            .spares
+            .iter()
+            .map(|spare| spare.map(|p| present[p]));
+        let from: Vec<Option<usize>> = slots.chain(spares).collect();
+        let unchanged = from.len() == self.members.len()
+            && from
                 .iter()
-                .map(|spare| spare.and_then(&mut take)),
-        );
-        self.members = members;
+                .enumerate()
+                .all(|(i, d)| *d == self.members[i].as_ref().map(|_| i));
+        if unchanged {
+            // Already in that order: the assembly's probe numbers hold.
+            return Ok(assembly);
+        }
+        let mut old: Vec<Option<MemMember>> = std::mem::take(&mut self.members);
+        self.members = from.iter().map(|d| d.and_then(|d| old[d].take())).collect();
+        self.follow_devices(&from);
         self.assemble()
+    }
+
+    /// Device-keyed fault state follows the devices to their new
+    /// positions (`from[new] = Some(old)`); that of devices left out goes.
+    fn follow_devices(&mut self, from: &[Option<usize>]) {
+        let new_index = |old: usize| from.iter().position(|d| *d == Some(old));
+        self.bad_sectors = std::mem::take(&mut self.bad_sectors)
+            .into_iter()
+            .filter_map(|b| new_index(b.device).map(|device| BadSectors { device, ..b }))
+            .collect();
+        self.hung_devices = self
+            .hung_devices
+            .iter()
+            .filter_map(|&d| new_index(d))
+            .collect();
+        let returned = std::mem::take(&mut self.read_errors_returned);
+        self.read_errors_returned = from
+            .iter()
+            .map(|d| d.and_then(|d| returned.get(d).copied()).unwrap_or(0))
+            .collect();
+    }
+
+    /// Drops the devices `keep` rejects (as a driver not given them),
+    /// keeping device-keyed fault state on the right devices.
+    pub fn retain_devices(&mut self, mut keep: impl FnMut(&Option<MemMember>) -> bool) {
+        let from: Vec<Option<usize>> = (0..self.members.len())
+            .filter(|&i| keep(&self.members[i]))
+            .map(Some)
+            .collect();
+        let mut old = std::mem::take(&mut self.members);
+        self.members = from.iter().map(|d| d.and_then(|d| old[d].take())).collect();
+        self.follow_devices(&from);
     }
 
     pub fn probes(&self) -> Vec<MemberProbe> {
@@ -293,9 +350,13 @@ impl MemHarness {
         self.inflight.len()
     }
 
-    /// Completes one in-flight I/O chosen at random; false if none.
+    /// Completes one in-flight I/O chosen at random (never one of a hung
+    /// device); false if none.
     pub fn step(&mut self, machine: &mut dyn Machine) -> bool {
         self.collect(machine);
+        if !self.hung_devices.is_empty() {
+            return self.step_around_hung(machine);
+        }
         let total = self.inflight.len() + self.journal_inflight.len();
         if total == 0 {
             return false;
@@ -307,6 +368,31 @@ impl MemHarness {
             self.complete_at(machine, index);
         }
         true
+    }
+
+    fn step_around_hung(&mut self, machine: &mut dyn Machine) -> bool {
+        let answering: Vec<usize> = (0..self.inflight.len())
+            .filter(|&i| !self.hung_devices.contains(&self.inflight[i].member))
+            .collect();
+        let total = answering.len() + self.journal_inflight.len();
+        if total == 0 {
+            return false;
+        }
+        let index = self.rng.gen_range(0..total);
+        if index >= answering.len() {
+            self.complete_journal_batch(machine, index - answering.len());
+        } else {
+            self.complete_at(machine, answering[index]);
+        }
+        true
+    }
+
+    /// I/Os in flight on hung devices.
+    pub fn hung_inflight(&self) -> usize {
+        self.inflight
+            .iter()
+            .filter(|io| self.hung_devices.contains(&io.member))
+            .count()
     }
 
     fn complete_journal_batch(&mut self, machine: &mut dyn Machine, index: usize) {
@@ -399,8 +485,7 @@ impl MemHarness {
                 IoCompletion::Done
             }
             DeviceOp::Flush => {
-                member.durable.copy_from_slice(&member.current);
-                member.unflushed.clear();
+                member.flush();
                 IoCompletion::Done
             }
         }
@@ -428,6 +513,10 @@ impl MemHarness {
             .position(|b| b.overlaps(io.member, offset_bytes, len_bytes))?;
         let kind = self.bad_sectors[hit].kind;
         if is_read {
+            if self.read_errors_returned.len() <= io.member {
+                self.read_errors_returned.resize(io.member + 1, 0);
+            }
+            self.read_errors_returned[io.member] += 1;
             return Some(IoCompletion::ReadError(format!(
                 "member {}: read at {offset_bytes} hit a bad sector (injected)",
                 io.member
@@ -503,28 +592,31 @@ impl MemHarness {
             }
         }
         for m in self.members.iter_mut().flatten() {
-            let mut image = m.durable.clone();
-            for (offset, data) in std::mem::take(&mut m.unflushed) {
+            // In place: only the unflushed ranges differ from `durable`
+            // (copying whole images dominated the simulation's time).
+            let unflushed = std::mem::take(&mut m.unflushed);
+            for (offset, data) in &unflushed {
                 let sectors = data.len() / SECTOR_BYTES as usize;
+                let offset = *offset as usize;
                 match self.rng.gen_range(0..3) {
                     0 => {}
-                    1 => {
-                        image[offset as usize..offset as usize + data.len()].copy_from_slice(&data)
-                    }
+                    1 => m.durable[offset..offset + data.len()].copy_from_slice(data),
                     _ => {
                         for s in 0..sectors {
                             if self.rng.gen_bool(0.5) {
                                 let at = s * SECTOR_BYTES as usize;
-                                let dst = offset as usize + at;
-                                image[dst..dst + SECTOR_BYTES as usize]
+                                let dst = offset + at;
+                                m.durable[dst..dst + SECTOR_BYTES as usize]
                                     .copy_from_slice(&data[at..at + SECTOR_BYTES as usize]);
                             }
                         }
                     }
                 }
             }
-            m.durable = image.clone();
-            m.current = image;
+            for (offset, data) in &unflushed {
+                let range = *offset as usize..*offset as usize + data.len();
+                m.current[range.clone()].copy_from_slice(&m.durable[range]);
+            }
         }
         self.replies.clear();
         self.events.clear();

@@ -11,7 +11,8 @@ const USAGE: &str =
   --seed S       run seed S alone and print its scenario (replays a failure)
   --soak         run seeds from --first until stopped, reporting seeds per second
   --keep-going   report every failing seed, not just the first
-  --planted-bug  flush-reply-early: plant a bug the harness must find (proof it can fail)";
+  --planted-bug  plant a bug the harness must find (proof it can fail): flush-reply-early,
+                 read-error-not-counted or member-timeout-ignored";
 
 struct Args {
     first: u64,

@@ -4,14 +4,14 @@
 
 use crate::model::{admits, Model, Seq};
 use crate::pattern::{identify, payload, Tag, ZERO_TAG};
-use crate::scenario::{failures_tolerated, Activity, Scenario};
+use crate::scenario::{failures_tolerated, Activity, LatentError, Scenario, MEMBER_TIMEOUT_MS};
 use eraid_core::geometry::{Level, METADATA_BYTES, SECTOR_BYTES};
 use eraid_core::growth::config::NewMember;
-use eraid_core::io::{AdminCommand, Machine, UserOp, UserReply};
+use eraid_core::io::{AdminCommand, ArrayEvent, Machine, TimeNs, UserOp, UserReply};
 use eraid_core::metadata::assemble::Assembly;
 use eraid_core::metadata::superblock::Superblock;
 use eraid_core::testing::{
-    test_array_options, test_growth_config, test_rebuild_config, MemHarness,
+    test_array_options, test_growth_config, test_rebuild_config, BadSectors, MemHarness,
 };
 use eraid_core::{Array, ArrayOptions};
 use rand::{Rng, SeedableRng};
@@ -30,6 +30,10 @@ pub struct Coverage {
     pub replaces: u64,
     pub checks: u64,
     pub refused_activities: u64,
+    pub hangs: u64,
+    pub hung_members_timed_out: u64,
+    pub latent_errors: u64,
+    pub read_errors_returned: u64,
 }
 
 impl Coverage {
@@ -43,6 +47,10 @@ impl Coverage {
         self.replaces += other.replaces;
         self.checks += other.checks;
         self.refused_activities += other.refused_activities;
+        self.hangs += other.hangs;
+        self.hung_members_timed_out += other.hung_members_timed_out;
+        self.latent_errors += other.latent_errors;
+        self.read_errors_returned += other.read_errors_returned;
     }
 }
 
@@ -51,6 +59,19 @@ enum Pending {
     Write { first: u64, count: u64, fua: bool },
     Flush { submitted: Seq },
 }
+
+/// A request in flight, and when it was submitted (simulated time).
+struct InFlight {
+    what: Pending,
+    submitted_at: TimeNs,
+}
+
+/// Slack on top of the member timeouts a request may wait through (the
+/// acceptance's "timeout plus 10 s").
+const REPLY_SLACK_MS: u64 = 10_000;
+
+/// Timeouts the recovery may wait through for hung members' I/Os.
+const HUNG_TIMEOUTS_MAX: usize = 100;
 
 /// Liveness: idle periods (50 ms each) the activities get to finish in
 /// once faults stop.
@@ -63,7 +84,7 @@ struct Sim {
     array: Array,
     options: ArrayOptions,
     model: Model,
-    pending: HashMap<u64, Pending>,
+    pending: HashMap<u64, InFlight>,
     next_id: u64,
     /// Device count before a growth added members (to drop blank ones).
     members_before_growth: Option<usize>,
@@ -73,6 +94,9 @@ struct Sim {
     /// (the write hole, the other way round).
     unsettled_by_crash: Option<Vec<bool>>,
     coverage: Coverage,
+    /// Since the array last opened: a member was failed (by the harness or
+    /// the array), so a read error's repair may have been cut short.
+    member_failed_since_open: bool,
     /// ERAID_DST_TRACE=1: print every request, reply and fault (replays).
     trace: bool,
 }
@@ -83,6 +107,7 @@ pub fn run(scenario: Scenario) -> Outcome<Coverage> {
     let mut sim = Sim::start(scenario)?;
     sim.workload()?;
     sim.recover_and_check()?;
+    sim.count_read_errors();
     Ok(sim.coverage)
 }
 
@@ -93,6 +118,7 @@ impl Sim {
             write_intent_bitmap: scenario.bitmap,
             rebuild: test_rebuild_config(scenario.rebuild_strategy, scenario.geometry.chunk_bytes),
             planted_bug: scenario.planted_bug,
+            member_timeout_ms: Some(MEMBER_TIMEOUT_MS),
             ..test_array_options()
         };
         if let Some(cache) = &scenario.cache {
@@ -116,6 +142,7 @@ impl Sim {
             flush_replied: false,
             unsettled_by_crash: None,
             coverage: Coverage::default(),
+            member_failed_since_open: false,
             trace: std::env::var("ERAID_DST_TRACE").is_ok_and(|v| v == "1"),
         };
         sim.finish_opening()?;
@@ -144,6 +171,16 @@ impl Sim {
             for &(at, slot) in &scenario.failures {
                 if at == step {
                     self.fail_member(slot);
+                }
+            }
+            for &(at, slot) in &scenario.hangs {
+                if at == step {
+                    self.hang_member(slot);
+                }
+            }
+            for error in &scenario.latent_errors {
+                if error.at_step == step {
+                    self.inject_latent_error(error);
                 }
             }
             self.start_activity(step)?;
@@ -182,7 +219,11 @@ impl Sim {
 
     /// Notes the end of the resync after a crash.
     fn follow_array(&mut self) {
-        if self.unsettled_by_crash.is_some() {
+        // Cheap tests first: the status is built only when it may be over.
+        if self.unsettled_by_crash.is_some()
+            && !self.array.scrub_running()
+            && !self.array.is_degraded()
+        {
             let s = self.status();
             let resyncing = s["activity"]["kind"] == "resync" && s["activity"]["state"] != "done";
             if !resyncing
@@ -201,9 +242,18 @@ impl Sim {
     /// Completes one device I/O, slow members' rarely.
     fn complete_one(&mut self) -> bool {
         self.h.collect(&mut self.array);
-        let ios = self.h.inflight_ios();
+        let hung = &self.h.hung_devices;
+        let ios: Vec<_> = self
+            .h
+            .inflight_ios()
+            .iter()
+            .filter(|io| !hung.contains(&io.member))
+            .cloned()
+            .collect();
         if ios.is_empty() {
-            return false;
+            // Only hung members' I/Os are left: time passes to the next
+            // deadline (the member timeout, sooner timers first).
+            return self.h.hung_inflight() > 0 && self.jump_to_deadline();
         }
         let weight = |member: usize| {
             if self.scenario.slow_members.contains(&member) {
@@ -215,7 +265,7 @@ impl Sim {
         let total: u32 = ios.iter().map(|io| weight(io.member)).sum();
         let mut pick = self.rng.gen_range(0..total);
         let (mut chosen, mut member) = (ios[0].id, ios[0].member);
-        for io in ios {
+        for io in &ios {
             let w = weight(io.member);
             if pick < w {
                 (chosen, member) = (io.id, io.member);
@@ -308,12 +358,19 @@ impl Sim {
             };
             eprintln!("[{at}] submit {id}: {what} sectors {first}+{count}");
         }
-        self.pending.insert(id, pending);
+        self.pending.insert(
+            id,
+            InFlight {
+                what: pending,
+                submitted_at: self.h.now,
+            },
+        );
         self.coverage.requests += 1;
         self.h.submit(&mut self.array, id, op);
     }
 
     fn take_replies(&mut self) -> Outcome<()> {
+        self.follow_events()?;
         self.model.grow(self.array.capacity_bytes() / SECTOR_BYTES);
         let replies: Vec<UserReply> = std::mem::take(&mut self.h.replies);
         for reply in replies {
@@ -327,9 +384,24 @@ impl Sim {
 
     fn judge_reply(&mut self, reply: UserReply) -> Outcome<()> {
         let id = reply.id.0;
-        let Some(pending) = self.pending.remove(&id) else {
+        let Some(InFlight {
+            what: pending,
+            submitted_at,
+        }) = self.pending.remove(&id)
+        else {
             return Err(format!("reply to request {id}, which is not in flight"));
         };
+        // Liveness: hung members are given up on at the member timeout
+        // (one after another, each with a fresh timeout), so no request
+        // waits longer than that.
+        let waited_ms = (self.h.now.0 - submitted_at.0) / 1_000_000;
+        let bound_ms = (1 + self.scenario.hangs.len() as u64) * MEMBER_TIMEOUT_MS + REPLY_SLACK_MS;
+        if waited_ms > bound_ms {
+            return Err(format!(
+                "request {id} was answered after {waited_ms} ms, more than the {bound_ms} ms that {} hung member(s) and the {MEMBER_TIMEOUT_MS} ms member timeout allow",
+                self.scenario.hangs.len()
+            ));
+        }
         let result = reply
             .result
             .map_err(|e| format!("request {id} failed though redundancy allows it: {e}"))?;
@@ -393,6 +465,7 @@ impl Sim {
                     eprintln!("member {slot} fails");
                 }
                 m.failed = true;
+                self.member_failed_since_open = true;
                 self.coverage.member_failures += 1;
                 // Those stripes stay inconsistent until resynced (a write
                 // there by read-modify-write keeps them so): every failure
@@ -402,6 +475,261 @@ impl Sim {
                 }
             }
         }
+    }
+
+    /// Slot `slot`'s device stops answering: its I/Os stay in flight
+    /// until the array gives up on them.
+    fn hang_member(&mut self, slot: usize) {
+        let answering = self
+            .h
+            .members
+            .get(slot)
+            .is_some_and(|m| m.as_ref().is_some_and(|m| !m.failed));
+        if answering && !self.h.hung_devices.contains(&slot) {
+            if self.trace {
+                eprintln!("member {slot} hangs");
+            }
+            self.h.hung_devices.push(slot);
+            self.member_failed_since_open = true;
+            self.coverage.hangs += 1;
+        }
+    }
+
+    fn inject_latent_error(&mut self, error: &LatentError) {
+        let answering = self
+            .h
+            .members
+            .get(error.slot)
+            .is_some_and(|m| m.as_ref().is_some_and(|m| !m.failed));
+        if !answering {
+            return;
+        }
+        let g = &self.scenario.geometry;
+        // RAID-10 near-2 on an odd member count leaves the last chunk of
+        // the last member unused: nothing ever reads it.
+        let chunks_used = 2 * self.array.capacity_bytes() / g.chunk_bytes;
+        let chunk = error.row * g.member_count as u64 + error.slot as u64;
+        if g.level == Level::Raid10 && chunk >= chunks_used {
+            return;
+        }
+        let offset_bytes =
+            g.data_offset_bytes + error.row * g.chunk_bytes + error.first_sector * SECTOR_BYTES;
+        if self.trace {
+            eprintln!(
+                "member {} gets a latent error at {offset_bytes} (+{} sectors, {:?})",
+                error.slot, error.sectors, error.kind
+            );
+        }
+        self.h.bad_sectors.push(BadSectors {
+            device: error.slot,
+            offset_bytes,
+            len_bytes: error.sectors * SECTOR_BYTES,
+            kind: error.kind,
+        });
+        self.coverage.latent_errors += 1;
+        self.forget_unsettled_row(error.row);
+    }
+
+    /// The chunk row (= parity stripe) a member byte offset is in.
+    fn row_of(&self, offset_bytes: u64) -> u64 {
+        let g = &self.scenario.geometry;
+        (offset_bytes - g.data_offset_bytes) / g.chunk_bytes
+    }
+
+    /// A read error in chunk row `row` is repaired from the rest of its
+    /// stripe; if a crash left that stripe's parity unsettled, the repair
+    /// writes back garbage (as Linux MD's would): the stripe's content is
+    /// lost until written.
+    fn forget_unsettled_row(&mut self, row: u64) {
+        let Some(unsettled) = &self.unsettled_by_crash else {
+            return;
+        };
+        let g = &self.scenario.geometry;
+        let stripe_sectors = g.data_per_stripe() as u64 * g.chunk_bytes / SECTOR_BYTES;
+        let range = (row * stripe_sectors) as usize..((row + 1) * stripe_sectors) as usize;
+        let mut lost = vec![false; unsettled.len()];
+        let end = range.end.min(unsettled.len());
+        let start = range.start.min(end);
+        if !unsettled[start..end].iter().any(|&u| u) {
+            return;
+        }
+        lost[start..end].copy_from_slice(&unsettled[start..end]);
+        if self.trace {
+            eprintln!("row {row}'s unsettled stripe is lost to a read error");
+        }
+        self.model.forget(&lost);
+    }
+
+    /// Time jumps to the machine's next deadline and it is told.
+    fn jump_to_deadline(&mut self) -> bool {
+        let Some(deadline) = self.array.poll_timeout() else {
+            return false;
+        };
+        self.h.now = self.h.now.max(deadline);
+        self.array.handle_tick(self.h.now);
+        self.h.collect(&mut self.array);
+        true
+    }
+
+    /// Members the array failed: a hung device it no longer uses is let
+    /// go (its late I/Os fail; the array must drop them), a crash-unsettled
+    /// stripe is lost, and a failure for a timeout must have let a hung
+    /// device go (a slow member must not be failed).
+    fn follow_events(&mut self) -> Outcome<()> {
+        for event in std::mem::take(&mut self.h.events) {
+            let ArrayEvent::MemberFailed { member, reason } = event else {
+                continue;
+            };
+            self.member_failed_since_open = true;
+            if self.trace {
+                eprintln!("array failed member {member}: {reason}");
+            }
+            let released = self.release_hung_devices();
+            if reason.contains("member timeout") && released == 0 {
+                return Err(format!(
+                    "member {member} was failed for a timeout but no hung device was let go (hung {:?}, slow members {:?}): {reason}",
+                    self.h.hung_devices, self.scenario.slow_members
+                ));
+            }
+            if let Some(lost) = &self.unsettled_by_crash {
+                // Harness failures forget at once; this catches the
+                // failures only the array saw (a read error that could not
+                // be fixed, a hung member).
+                let lost = lost.clone();
+                self.model.forget(&lost);
+            }
+        }
+        Ok(())
+    }
+
+    /// Hung devices the array no longer serves a member or spare with are
+    /// let go: failed for good, so their I/Os complete (with an error).
+    fn release_hung_devices(&mut self) -> usize {
+        if self.h.hung_devices.is_empty() {
+            return 0;
+        }
+        let status = self.status();
+        let members = status["members"].as_array().cloned().unwrap_or_default();
+        let in_use = |device: usize| {
+            members.iter().any(|m| {
+                m["device"].as_u64() == Some(device as u64)
+                    && !matches!(
+                        m["state"].as_str(),
+                        Some("faulty" | "missing" | "missing-spare")
+                    )
+            })
+        };
+        let (gone, still): (Vec<usize>, Vec<usize>) =
+            self.h.hung_devices.iter().partition(|&&d| !in_use(d));
+        self.h.hung_devices = still;
+        for &device in &gone {
+            if self.trace {
+                eprintln!("hung device {device} let go");
+            }
+            if let Some(Some(m)) = self.h.members.get_mut(device) {
+                m.failed = true;
+            }
+        }
+        self.coverage.hung_members_timed_out += gone.len() as u64;
+        gone.len()
+    }
+
+    /// The array (re)opened: counts start again.
+    fn opened(&mut self) {
+        self.member_failed_since_open = false;
+        self.count_read_errors();
+    }
+
+    /// Moves the read errors returned since the last open to the coverage.
+    fn count_read_errors(&mut self) {
+        self.coverage.read_errors_returned += self.h.read_errors_returned.iter().sum::<u64>();
+        self.h.read_errors_returned.clear();
+    }
+
+    /// Completes every I/O; hung members' I/Os are waited for through
+    /// member timeouts (liveness: the array must give up on them).
+    fn run_through_hangs(&mut self) -> Outcome<()> {
+        for _ in 0..HUNG_TIMEOUTS_MAX {
+            self.h.run(&mut self.array);
+            self.take_replies()?;
+            // A device the array dropped without failing a member (a
+            // replaced member's old device) is given up on silently.
+            self.release_hung_devices();
+            if self.h.hung_inflight() == 0 {
+                return Ok(());
+            }
+            if !self.jump_to_deadline() {
+                break;
+            }
+        }
+        Err(format!(
+            "liveness: {} I/Os of hung members {:?} never timed out: {}",
+            self.h.hung_inflight(),
+            self.h.hung_devices,
+            self.status()
+        ))
+    }
+
+    /// After the final check read every shard: no latent error is left on
+    /// a member in use (each was rewritten, or failed its member), and the
+    /// array counted every read error it got, corrected or not.
+    fn judge_read_errors(&mut self) -> Outcome<()> {
+        let status = self.status();
+        let members = status["members"].as_array().cloned().unwrap_or_default();
+        let in_use = |device: usize| {
+            members
+                .iter()
+                .any(|m| m["device"].as_u64() == Some(device as u64) && m["state"] == "active")
+        };
+        if let Some(left) = self.h.bad_sectors.iter().find(|b| in_use(b.device)) {
+            return Err(format!(
+                "after the final check a latent error is left on a member in use: {left:?}: {status}"
+            ));
+        }
+        if self.member_failed_since_open {
+            // A repair cut short by a member failure counts nothing.
+            return Ok(());
+        }
+        for m in &members {
+            let Some(device) = m["device"].as_u64() else {
+                continue;
+            };
+            let returned = self
+                .h
+                .read_errors_returned
+                .get(device as usize)
+                .copied()
+                .unwrap_or(0);
+            let counted = m["read_errors_corrected"].as_u64().unwrap_or(0)
+                + m["read_errors_failed"].as_u64().unwrap_or(0);
+            if counted < returned {
+                return Err(format!(
+                    "member {} got {returned} read errors since the array opened but counts {counted}: {m}",
+                    m["index"]
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Each active member's read-error counts, by uuid.
+    fn read_error_counts(&self) -> Vec<(String, u64, u64)> {
+        let status = self.status();
+        let mut counts: Vec<(String, u64, u64)> = status["members"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|m| m["state"] == "active")
+            .map(|m| {
+                (
+                    m["uuid"].as_str().unwrap_or_default().to_string(),
+                    m["read_errors_corrected"].as_u64().unwrap_or(0),
+                    m["read_errors_failed"].as_u64().unwrap_or(0),
+                )
+            })
+            .collect();
+        counts.sort();
+        counts
     }
 
     fn blank_member(&mut self) -> NewMember {
@@ -513,6 +841,13 @@ impl Sim {
         if self.trace {
             eprintln!("crash (status {})", self.status());
         }
+        // A hung device is still hung at restart: it is left out like a
+        // failed one (a driver's probe of it would time out).
+        for device in std::mem::take(&mut self.h.hung_devices) {
+            if let Some(Some(m)) = self.h.members.get_mut(device) {
+                m.failed = true;
+            }
+        }
         let mut unsettled = self.uncertain_parity_stripes();
         if let Some(earlier) = self.unsettled_by_crash.take() {
             for (now, before) in unsettled.iter_mut().zip(earlier) {
@@ -532,6 +867,23 @@ impl Sim {
         self.h.crash();
         self.model.crash(&hole);
         self.unsettled_by_crash = Some(unsettled);
+        // A latent error on a stripe whose parity the crash may have left
+        // wrong is rebuilt from that parity: lost, like a failed member's.
+        let rows: Vec<u64> = self
+            .h
+            .bad_sectors
+            .iter()
+            .filter(|b| {
+                self.h
+                    .members
+                    .get(b.device)
+                    .is_some_and(|m| m.as_ref().is_some_and(|m| !m.failed))
+            })
+            .map(|b| self.row_of(b.offset_bytes))
+            .collect();
+        for row in rows {
+            self.forget_unsettled_row(row);
+        }
         self.pending.clear();
         self.coverage.crashes += 1;
         // A failed device is still failed at restart: it is not given to assembly.
@@ -542,6 +894,7 @@ impl Sim {
         }
         let assembly = self.reassemble()?;
         self.array = Array::open(assembly, self.options.clone(), self.h.now);
+        self.opened();
         self.finish_opening()
     }
 
@@ -549,11 +902,19 @@ impl Sim {
         if self.trace {
             for (i, m) in self.h.members.iter().enumerate() {
                 let superblock = m.as_ref().map(|m| {
-                    Superblock::decode_newest(&m.durable[..METADATA_BYTES as usize])
-                        .map(|s| (s.events, s.this_member, s.geometry.member_count))
+                    Superblock::decode_newest(&m.durable[..METADATA_BYTES as usize]).map(|s| {
+                        let states: Vec<_> = s.members.iter().map(|m| m.state).collect();
+                        (
+                            s.events,
+                            s.this_member,
+                            s.geometry.member_count,
+                            states,
+                            s.state,
+                        )
+                    })
                 });
                 eprintln!(
-                    "device {i} at restart: superblock (events, member, count) {superblock:?}"
+                    "device {i} at restart: superblock (events, member, count, member states, state) {superblock:?}"
                 );
             }
         }
@@ -570,7 +931,7 @@ impl Sim {
                     })
                 };
                 let before = self.h.members.len();
-                self.h.members.retain(|m| !blank(m));
+                self.h.retain_devices(|m| !blank(m));
                 if self.h.members.len() == before {
                     return Err(format!("reassembly after a crash failed: {first}"));
                 }
@@ -584,7 +945,11 @@ impl Sim {
                 // operator starts the old members alone, as growth_crash.rs does.
                 match self.members_before_growth.take() {
                     Some(old) if self.h.members.len() > old => {
-                        self.h.members.truncate(old);
+                        let mut index = 0;
+                        self.h.retain_devices(|_| {
+                            index += 1;
+                            index <= old
+                        });
                         self.h.arrange_for_assembly().map_err(|e| {
                             format!("reassembly after a crash failed: {first}; without blank devices: {second}; with the old members only: {e}")
                         })
@@ -601,6 +966,9 @@ impl Sim {
     /// activity finish, then judge the whole array, parity and a clean
     /// reopen.
     fn recover_and_check(&mut self) -> Outcome<()> {
+        self.run_through_hangs()?;
+        // Faults stop: a hung member the array never sent I/O answers again.
+        self.h.hung_devices.clear();
         self.h.run(&mut self.array);
         self.take_replies()?;
         if !self.pending.is_empty() {
@@ -613,6 +981,14 @@ impl Sim {
         self.await_activities()?;
         self.restore_redundancy()?;
         self.await_activities()?;
+        if !self.h.bad_sectors.is_empty() && self.scenario.geometry.level != Level::Raid0 {
+            // A check reads every shard: latent errors not yet met are
+            // repaired now, or fail a member a rewrite cannot fix; that
+            // member is replaced too, so the final check sees a whole array.
+            self.check()?;
+            self.restore_redundancy()?;
+            self.await_activities()?;
+        }
         let read_from = self.model.tick();
         let whole = self.read_whole()?;
         let read_to = self.model.tick();
@@ -637,7 +1013,9 @@ impl Sim {
                     self.status()
                 ));
             }
+            self.judge_read_errors()?;
         }
+        let counts_before_close = self.read_error_counts();
         self.array.handle_close(self.h.now);
         self.h.run(&mut self.array);
         if !self.array.is_closed() {
@@ -648,7 +1026,15 @@ impl Sim {
             .arrange_for_assembly()
             .map_err(|e| format!("clean reassembly failed: {e}"))?;
         self.array = Array::open(assembly, self.options.clone(), self.h.now);
+        self.opened();
         self.h.run(&mut self.array);
+        // A clean stop records the read-error counts: they come back.
+        let counts_after_reopen = self.read_error_counts();
+        if counts_after_reopen != counts_before_close {
+            return Err(format!(
+                "read-error counts (member uuid, corrected, failed) changed over a clean close and reopen: {counts_before_close:?} became {counts_after_reopen:?}"
+            ));
+        }
         let again = self.read_whole()?;
         if again != whole {
             let sector = again

@@ -2,9 +2,10 @@
 //! and the long activity. Everything is drawn from the seed alone.
 
 use eraid_core::cache::config::{CacheConfig, CachePolicy};
-use eraid_core::geometry::{Geometry, Level, ParityLayout, METADATA_BYTES};
+use eraid_core::geometry::{Geometry, Level, ParityLayout, METADATA_BYTES, SECTOR_BYTES};
 use eraid_core::growth::config::ReshapeStrategy;
 use eraid_core::rebuild::config::RebuildStrategy;
+use eraid_core::testing::BadSectorKind;
 use eraid_core::PlantedBug;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
@@ -45,6 +46,23 @@ pub struct Crash {
     pub after_flush_reply: bool,
 }
 
+/// A latent sector error: from `at_step`, reads of `sectors` sectors
+/// from `first_sector` of chunk row `row` on slot `slot`'s device fail;
+/// a write over them does what `kind` says.
+#[derive(Clone, Debug)]
+pub struct LatentError {
+    pub at_step: usize,
+    pub slot: usize,
+    pub row: u64,
+    pub first_sector: u64,
+    pub sectors: u64,
+    pub kind: BadSectorKind,
+}
+
+/// The simulated member timeout (the CLI's default): a hung member's I/O
+/// is given up on after it; a slow member's never wait that long.
+pub const MEMBER_TIMEOUT_MS: u64 = 30_000;
+
 #[derive(Clone, Debug)]
 pub struct Scenario {
     pub seed: u64,
@@ -58,6 +76,10 @@ pub struct Scenario {
     pub crashes: Vec<Crash>,
     /// Members whose I/Os complete rarely (picked 1 time in 20).
     pub slow_members: Vec<usize>,
+    /// (step, member slot) pairs: the member's device stops answering then
+    /// (its I/Os never complete); the member timeout must fail it.
+    pub hangs: Vec<(usize, usize)>,
+    pub latent_errors: Vec<LatentError>,
     /// Workload steps before the faults stop.
     pub steps: usize,
     /// User requests in flight at most.
@@ -227,7 +249,7 @@ impl Scenario {
             .collect();
         crashes.sort_by_key(|c| c.at_step);
         let slow_members = (0..members).filter(|_| rng.gen_bool(0.15)).collect();
-        Scenario {
+        let mut scenario = Scenario {
             seed,
             geometry,
             bitmap: rng.gen_bool(0.8),
@@ -247,6 +269,61 @@ impl Scenario {
             steps,
             queue_depth: rng.gen_range(1..=12),
             planted_bug,
+            hangs: Vec::new(),
+            latent_errors: Vec::new(),
+        };
+        // Drawn last, so the seeds' earlier draws keep their meaning.
+        scenario.draw_hangs_and_latent_errors(&mut rng, &slots[failure_count..]);
+        scenario
+    }
+
+    /// Hanging members and latent sector errors, within what the level
+    /// survives: the slots failed, hung or given errors that a rewrite may
+    /// not heal (each of which fails its member) number at most the
+    /// failures tolerated, and so do those with any latent error (a read
+    /// error on one member while another is gone has nothing to be rebuilt
+    /// from). `healthy` are the slots with no failure scheduled, in random
+    /// order. A growth runs on a whole array: its seeds get neither.
+    fn draw_hangs_and_latent_errors(&mut self, rng: &mut ChaCha8Rng, healthy: &[usize]) {
+        let level = self.geometry.level;
+        if matches!(self.activity, Activity::Growth { .. }) || level == Level::Raid0 {
+            return;
+        }
+        let tolerated = failures_tolerated(level);
+        let mut spare = tolerated - self.failures.len();
+        let mut healthy = healthy.iter().copied();
+        if spare > 0 && rng.gen_bool(0.2) {
+            let slot = healthy.next().expect("a healthy slot per spare failure");
+            self.hangs.push((rng.gen_range(0..self.steps), slot));
+            spare -= 1;
+        }
+        if !rng.gen_bool(0.35) {
+            return;
+        }
+        // Members already failing or hanging, and one more if the level
+        // survives it.
+        let mut slots: Vec<usize> = self.failures.iter().map(|&(_, s)| s).collect();
+        slots.extend(self.hangs.iter().map(|&(_, s)| s));
+        if spare > 0 {
+            slots.extend(healthy.next());
+        }
+        let g = &self.geometry;
+        let rows = g.member_data_bytes / g.chunk_bytes;
+        let chunk_sectors = g.chunk_bytes / SECTOR_BYTES;
+        for _ in 0..rng.gen_range(1..=4) {
+            let first_sector = rng.gen_range(0..chunk_sectors);
+            self.latent_errors.push(LatentError {
+                at_step: rng.gen_range(0..self.steps),
+                slot: *slots.choose(rng).expect("a slot"),
+                row: rng.gen_range(0..rows),
+                first_sector,
+                sectors: rng.gen_range(1..=(chunk_sectors - first_sector).min(16)),
+                kind: match rng.gen_range(0..10) {
+                    0 => BadSectorKind::Persists,
+                    1 => BadSectorKind::WriteFails,
+                    _ => BadSectorKind::HealsOnWrite,
+                },
+            });
         }
     }
 
@@ -254,7 +331,7 @@ impl Scenario {
     pub fn describe(&self) -> String {
         let g = &self.geometry;
         format!(
-            "{} {} x{} chunk {} B, {} chunks/member, bitmap {}, cache {}, rebuild {:?}, activity {:?}, failures {:?}, crashes {:?}, slow {:?}, {} steps, depth {}",
+            "{} {} x{} chunk {} B, {} chunks/member, bitmap {}, cache {}, rebuild {:?}, activity {:?}, failures {:?}, hangs {:?}, latent errors {:?}, crashes {:?}, slow {:?}, {} steps, depth {}",
             g.level.name(),
             g.layout.name(),
             g.member_count,
@@ -265,6 +342,14 @@ impl Scenario {
             self.rebuild_strategy,
             self.activity,
             self.failures,
+            self.hangs,
+            self.latent_errors
+                .iter()
+                .map(|e| format!(
+                    "step {} slot {} row {} sectors {}+{} {:?}",
+                    e.at_step, e.slot, e.row, e.first_sector, e.sectors, e.kind
+                ))
+                .collect::<Vec<_>>(),
             self.crashes.iter().map(|c| (c.at_step, c.after_flush_reply)).collect::<Vec<_>>(),
             self.slow_members,
             self.steps,

@@ -19,24 +19,57 @@ fn bounded_seeds_pass() {
     }
 }
 
+/// Finds `bug` within the CI budget, checks the failure names the seed
+/// and replays the same way, and that the seed passes without the bug.
+fn found_within_the_ci_budget(bug: PlantedBug, what: &str) -> eraid_dst::Failure {
+    let name = eraid_dst::planted_bug_name(bug);
+    let failure = (0..budget())
+        .find_map(|seed| run_seed(seed, Some(bug)).err())
+        .unwrap_or_else(|| panic!("no seed of the CI budget caught {what} ({name})"));
+    assert!(
+        failure.replay.contains(&format!("--seed {}", failure.seed))
+            && failure.replay.contains(&format!("--planted-bug {name}")),
+        "{failure}"
+    );
+    let again = run_seed(failure.seed, Some(bug)).expect_err("the failing seed fails again");
+    assert_eq!(again, failure, "a replay must fail the same way");
+    // Without the bug the same seed passes: the failure is the bug's.
+    run_seed(failure.seed, None).unwrap_or_else(|f| panic!("{f}"));
+    failure
+}
+
 /// Proof the harness can fail: a flush answered before the member flushes
 /// complete loses acknowledged data on a crash, and some seed of the CI
 /// budget must say so (and replay to the same failure).
 #[test]
 fn a_planted_early_flush_reply_is_found_within_the_ci_budget() {
-    let bug = Some(PlantedBug::FlushReplyBeforeMemberFlushes);
-    let failure = (0..budget())
-        .find_map(|seed| run_seed(seed, bug).err())
-        .expect("no seed of the CI budget caught the planted early flush reply");
-    assert!(
-        failure.replay.contains(&format!("--seed {}", failure.seed))
-            && failure.replay.contains("--planted-bug flush-reply-early"),
-        "{failure}"
+    found_within_the_ci_budget(
+        PlantedBug::FlushReplyBeforeMemberFlushes,
+        "the planted early flush reply",
     );
-    let again = run_seed(failure.seed, bug).expect_err("the failing seed fails again");
-    assert_eq!(again, failure, "a replay must fail the same way");
-    // Without the bug the same seed passes: the failure is the bug's.
-    run_seed(failure.seed, None).unwrap_or_else(|f| panic!("{f}"));
+}
+
+/// The latent-sector-error checker: a read error repaired but not counted
+/// per member is caught by comparing the array's counters with the read
+/// errors the simulated members returned.
+#[test]
+fn a_planted_uncounted_read_error_repair_is_found_within_the_ci_budget() {
+    let failure = found_within_the_ci_budget(
+        PlantedBug::ReadErrorRepairNotCounted,
+        "a read-error repair left uncounted",
+    );
+    assert!(failure.message.contains("read errors"), "{failure}");
+}
+
+/// The hanging-member checker: an array that waits forever for a hung
+/// member's I/O (no member timeout) is caught as a liveness failure.
+#[test]
+fn a_planted_ignored_member_timeout_is_found_within_the_ci_budget() {
+    let failure = found_within_the_ci_budget(
+        PlantedBug::MemberTimeoutIgnored,
+        "an ignored member timeout",
+    );
+    assert!(failure.message.contains("liveness"), "{failure}");
 }
 
 #[test]
@@ -46,4 +79,15 @@ fn a_seed_replays_identically() {
         let second = format!("{:?}", run_seed(seed, None));
         assert_eq!(first, second, "seed {seed} ran differently twice");
     }
+}
+
+/// Seeds outside the CI budget that found core bugs (now fixed; each has
+/// a core regression test too): they pass.
+#[test]
+fn seeds_that_found_core_bugs_pass() {
+    // 1465: a flush was answered before the superblock recording a member
+    // failed by an uncorrectable read error was durable; the crash brought
+    // the member back without a flushed write (read_errors.rs).
+    let seed = 1465;
+    run_seed(seed, None).unwrap_or_else(|f| panic!("{f}"));
 }

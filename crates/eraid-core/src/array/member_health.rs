@@ -5,6 +5,7 @@
 //! so a spare or replacement keeps its own record.
 
 use crate::io::{DeviceOp, IoId, TimeNs};
+use crate::metadata::superblock::ReadErrorCounts;
 use std::collections::{BTreeSet, HashMap};
 
 /// Linux MD's `MD_DEFAULT_MAX_CORRECTED_READ_ERRORS` (drivers/md/md.c).
@@ -148,6 +149,22 @@ impl Health {
         self.device_mut(device).read_errors_failed += 1;
     }
 
+    /// The device's counts as the superblock records them.
+    pub fn counts(&self, device: usize) -> ReadErrorCounts {
+        let health = self.devices.get(device).cloned().unwrap_or_default();
+        ReadErrorCounts {
+            corrected: health.read_errors_corrected,
+            failed: health.read_errors_failed,
+        }
+    }
+
+    /// Counts go on from what the superblock recorded for the device.
+    pub fn restore_counts(&mut self, device: usize, counts: ReadErrorCounts) {
+        let health = self.device_mut(device);
+        health.read_errors_corrected = counts.corrected;
+        health.read_errors_failed = counts.failed;
+    }
+
     /// When the oldest I/O in flight times out, if any does.
     pub fn next_deadline(&self, timeout_ns: u64) -> Option<TimeNs> {
         self.by_age
@@ -204,6 +221,53 @@ impl Health {
             flight.clock_from = flight.clock_from.max(now);
             self.by_age.insert((flight.clock_from, io));
         }
+    }
+}
+
+impl super::Array {
+    /// Each member's and spare's device with its uuid (a failed member's
+    /// device too: its counts this run are still known).
+    fn devices_by_uuid(&self) -> Vec<(usize, String)> {
+        let slots = (0..self.geometry.member_count)
+            .map(|m| (self.slot_device[m], self.superblock.members[m].uuid.clone()));
+        let spares = self
+            .spare_devices
+            .iter()
+            .zip(&self.superblock.spares)
+            .filter_map(|(d, record)| d.map(|d| (d, record.uuid.clone())));
+        slots.chain(spares).collect()
+    }
+
+    /// At open: each device's read-error counts go on from the superblock.
+    pub(super) fn restore_read_error_counts(&mut self) {
+        for (device, uuid) in self.devices_by_uuid() {
+            if let Some(&counts) = self.superblock.read_errors.get(&uuid) {
+                self.health.restore_counts(device, counts);
+            }
+        }
+    }
+
+    /// Before a superblock write: the counts of every device that has any
+    /// (they went on from the record at open, so only grow); a member
+    /// absent since the open keeps its record; members no longer in the
+    /// array (replaced, removed) lose theirs.
+    pub(super) fn record_read_error_counts(&mut self) {
+        let superblock = &mut self.superblock;
+        let known: BTreeSet<&String> = superblock
+            .members
+            .iter()
+            .chain(&superblock.spares)
+            .map(|m| &m.uuid)
+            .collect();
+        let mut recorded = std::mem::take(&mut superblock.read_errors);
+        recorded.retain(|uuid, _| known.contains(uuid));
+        for (device, uuid) in self.devices_by_uuid() {
+            let counts = self.health.counts(device);
+            if counts != ReadErrorCounts::default() {
+                recorded.insert(uuid, counts);
+            }
+        }
+        self.superblock.read_errors = recorded;
     }
 }
 

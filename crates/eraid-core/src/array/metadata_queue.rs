@@ -158,6 +158,7 @@ impl Array {
         let mut second_writes = None;
         let writes: Vec<(usize, u64, Vec<u8>)> = match &job {
             Job::Superblock { .. } => {
+                self.record_read_error_counts();
                 self.superblock.events += 1;
                 let offset = Superblock::slot_offset_bytes(self.superblock.events);
                 targets
@@ -166,6 +167,7 @@ impl Array {
                     .collect()
             }
             Job::Joining { members, .. } => {
+                self.record_read_error_counts();
                 self.superblock.events += 1;
                 let offset = Superblock::slot_offset_bytes(self.superblock.events);
                 let bitmap_offset = IntentBitmap::slot_offset_bytes(self.intent.sequence);

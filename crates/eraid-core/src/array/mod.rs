@@ -84,6 +84,10 @@ pub enum PlantedBug {
     /// A user flush (or FUA write) is acknowledged as soon as the member
     /// flushes are issued, not when they complete.
     FlushReplyBeforeMemberFlushes,
+    /// A repaired read error is not counted (`read_errors_corrected`).
+    ReadErrorRepairNotCounted,
+    /// A member I/O past the member timeout is waited for forever.
+    MemberTimeoutIgnored,
 }
 
 impl Default for ArrayOptions {
@@ -251,6 +255,11 @@ pub struct Array {
     /// User flushes that saw a member fail, waiting for the failure to be
     /// on disk before they are acknowledged: (superblock generation, id).
     flush_replies_waiting_record: Vec<(u64, RequestId)>,
+    /// The superblock write recording the last member failure. Writes the
+    /// failed member completed but never flushed are lost with it, so no
+    /// flush is acknowledged before that record is durable: else a crash
+    /// brings the member back (its failure unrecorded) without them.
+    failure_record_generation: u64,
     /// Work made ready inside a handler, run by `run_ready` (no recursion).
     ready: ReadyQueue,
     /// The device (the driver's index, `DeviceIo::member`) serving each
@@ -393,6 +402,7 @@ impl Array {
             absent_unrecorded,
             absent_record_generation: None,
             flush_replies_waiting_record: Vec::new(),
+            failure_record_generation: 0,
             ready: ReadyQueue::default(),
             slot_device: (0..geometry.member_count).collect(),
             spare_devices,
@@ -404,6 +414,7 @@ impl Array {
             health: Default::default(),
             journal,
         };
+        array.restore_read_error_counts();
         array.resume_reshape();
         array.resume_rebuild(bitmap_whole);
         array.start_re_adds_at_open(&re_add);
@@ -548,6 +559,7 @@ impl Array {
         self.outbox_event
             .push_back(ArrayEvent::MemberFailed { member, reason });
         self.request_superblock_write();
+        self.failure_record_generation = self.metadata.superblock_requested;
         // A spare may take the slot over.
         self.ready.push(Ready::Rebuild);
     }
@@ -639,7 +651,14 @@ impl Array {
         match wait.purpose {
             FlushPurpose::Reply(request) => {
                 let generation = self.metadata.superblock_requested;
-                if wait.member_failed && self.metadata.superblock_durable < generation {
+                // A member failed under this flush, or before it with its
+                // failure not yet on disk (Linux MD likewise holds write
+                // completions while MD_SB_CHANGE_PENDING).
+                let failure_unrecorded =
+                    self.failure_record_generation > self.metadata.superblock_durable;
+                if (wait.member_failed || failure_unrecorded)
+                    && self.metadata.superblock_durable < generation
+                {
                     self.flush_replies_waiting_record
                         .push((generation, request));
                 } else {
@@ -960,6 +979,9 @@ impl Array {
         let Some(timeout_ms) = self.options.member_timeout_ms else {
             return;
         };
+        if self.options.planted_bug == Some(PlantedBug::MemberTimeoutIgnored) {
+            return;
+        }
         let timeout_ns = timeout_ms.saturating_mul(1_000_000);
         // One device per pass, the one waited for longest: the others may
         // only have queued behind it (see `Health::restart_clocks`).

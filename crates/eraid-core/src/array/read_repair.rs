@@ -266,7 +266,9 @@ impl Array {
                 *slot = bytes[at..at + (wanted.end - wanted.start) as usize].to_vec();
             }
             op.state = OpState::Reading;
-            for &b in &repair.bad {
+            let counted =
+                self.options.planted_bug != Some(super::PlantedBug::ReadErrorRepairNotCounted);
+            for &b in repair.bad.iter().filter(|_| counted) {
                 let device = self.slot_device[places[b].member];
                 self.health.note_corrected(device);
             }

@@ -69,6 +69,7 @@ pub fn new_superblock(
         retired: None,
         journal: None,
         cache: None,
+        read_errors: Default::default(),
     }
 }
 

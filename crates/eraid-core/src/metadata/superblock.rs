@@ -113,6 +113,21 @@ pub struct Superblock {
     /// The write-back cache chosen at create (None: `none`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache: Option<CacheRecord>,
+    /// Read errors per member or spare (by uuid), recorded at every
+    /// superblock write (a clean stop, each checkpoint, each member
+    /// change) and counted on from there when the array opens again, as
+    /// Linux MD keeps `cnt_corrected_read` in its superblock. Members
+    /// without any are left out; older superblocks have none; a copy that
+    /// would not fit its slot with them leaves them out (`encode_for`).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub read_errors: std::collections::BTreeMap<String, ReadErrorCounts>,
+}
+
+/// A member's read errors: repaired, and not repaired.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReadErrorCounts {
+    pub corrected: u64,
+    pub failed: u64,
 }
 
 /// The array's journal: `serve` opens it by `path_hint` (or the path it is
@@ -158,7 +173,14 @@ impl Superblock {
         let mut copy = self.clone();
         copy.this_member = this_member;
         copy.bound_free_text();
-        let body = serde_json::to_vec(&copy).expect("superblock serialises");
+        let mut body = serde_json::to_vec(&copy).expect("superblock serialises");
+        if record::encode(&SUPERBLOCK_KIND, self.events, &body).len() > SUPERBLOCK_SLOT_BYTES {
+            // The read-error counts are the one optional field: with the
+            // longest texts on the most members they are left out, so
+            // what fitted before they existed still fits.
+            copy.read_errors.clear();
+            body = serde_json::to_vec(&copy).expect("superblock serialises");
+        }
         let bytes = record::encode(&SUPERBLOCK_KIND, self.events, &body);
         assert!(
             bytes.len() <= SUPERBLOCK_SLOT_BYTES,
@@ -282,6 +304,7 @@ mod tests {
             retired: None,
             journal: None,
             cache: None,
+            read_errors: Default::default(),
         }
     }
 
@@ -312,6 +335,29 @@ mod tests {
         torn.1[half..].fill(0);
         let decoded = Superblock::decode_newest(&area_with(&[first, torn])).unwrap();
         assert_eq!(decoded.events, 5);
+    }
+
+    /// Read-error counts were added later: a superblock body without them
+    /// decodes (with none), and they round-trip.
+    #[test]
+    fn read_error_counts_are_optional_and_round_trip() {
+        let mut sb = sample();
+        let mut body = serde_json::to_value(&sb).unwrap();
+        assert!(
+            body.get("read_errors").is_none(),
+            "none recorded, none written"
+        );
+        body.as_object_mut().unwrap().remove("read_errors");
+        let old: Superblock = serde_json::from_value(body).unwrap();
+        assert!(old.read_errors.is_empty());
+        let counts = ReadErrorCounts {
+            corrected: 3,
+            failed: 1,
+        };
+        sb.read_errors.insert(sb.members[1].uuid.clone(), counts);
+        let area = area_with(&[(Superblock::slot_offset_bytes(sb.events), sb.encode_for(1))]);
+        let decoded = Superblock::decode_newest(&area).unwrap();
+        assert_eq!(decoded.read_errors.get(&sb.members[1].uuid), Some(&counts));
     }
 
     /// The most a superblock can hold: `MEMBER_COUNT_MAX` members with the
@@ -456,6 +502,22 @@ mod tests {
                     note: Some(hostile.clone()),
                 }),
             }),
+            // Every member and spare with the largest counts (left out of
+            // a copy that would not fit with them).
+            read_errors: (0..MEMBER_COUNT_MAX)
+                .map(|i| format!("{i:0>width$}", width = UUID_BYTES_MAX))
+                .chain(
+                    (0..crate::metadata::SPARES_MAX)
+                        .map(|i| format!("s{i:0>width$}", width = UUID_BYTES_MAX - 1)),
+                )
+                .map(|uuid| {
+                    let most = ReadErrorCounts {
+                        corrected: u64::MAX,
+                        failed: u64::MAX,
+                    };
+                    (uuid, most)
+                })
+                .collect(),
         };
         for member in [
             0,
