@@ -757,4 +757,23 @@ fn serve_limits_out_of_range_are_refused_naming_the_flag() {
             &[flag, value],
         );
     }
+    // A reconnect window the member timeout would cut short, when both are
+    // given; --member-timeout-s alone shortens the default window instead
+    // (tests/fault_injection.rs serves with --member-timeout-s 10 only).
+    rejected(
+        d,
+        &[
+            "serve",
+            "--socket",
+            "s.sock",
+            "--member-timeout-s",
+            "10",
+            "--member-reconnect-s",
+            "10",
+            "a",
+            "b",
+            "c",
+        ],
+        &["--member-reconnect-s 10", "--member-timeout-s 10"],
+    );
 }

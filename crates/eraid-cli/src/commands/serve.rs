@@ -166,10 +166,11 @@ pub struct ServeArgs {
     /// up to this many seconds (0: never), then failed. It is reconnected
     /// only when no write it acknowledged since its last completed flush
     /// could have been lost; otherwise it is failed at once. A member URI's
-    /// own reconnect-s=N wins. Must be less than --member-timeout-s.
-    #[arg(long, value_name = "SECONDS", default_value_t = eraid_nbd::DEFAULT_RECONNECT_WINDOW.as_secs(),
+    /// own reconnect-s=N wins. Must be less than --member-timeout-s
+    /// (default: 10, or half of --member-timeout-s if that is shorter).
+    #[arg(long, value_name = "SECONDS",
           value_parser = clap::value_parser!(u64).range(0..=86_400))]
-    member_reconnect_s: u64,
+    member_reconnect_s: Option<u64>,
     /// Write-back cache: none, pbgc, sc or msc-ct (default: what create
     /// recorded). A write-back cache needs the array's journal.
     #[arg(long, value_name = "POLICY")]
@@ -213,18 +214,23 @@ impl ServeArgs {
         // TLS files are read first: a bad one stops serve before any member
         // is opened.
         let server_config = self.server_config()?;
-        if self.member_reconnect_s >= self.member_timeout_s {
-            anyhow::bail!(
-                "--member-reconnect-s {} must be less than --member-timeout-s {}: a member I/O \
-                 waiting for a reconnect would be failed by the member timeout first",
-                self.member_reconnect_s,
+        let member_reconnect_s = match self.member_reconnect_s {
+            Some(given) if given >= self.member_timeout_s => anyhow::bail!(
+                "--member-reconnect-s {given} must be less than --member-timeout-s {}: a member \
+                 I/O waiting for a reconnect would be failed by the member timeout first",
                 self.member_timeout_s
-            );
-        }
+            ),
+            Some(given) => given,
+            // A shorter member timeout given alone shortens the default
+            // window rather than refusing to start.
+            None => eraid_nbd::DEFAULT_RECONNECT_WINDOW
+                .as_secs()
+                .min(self.member_timeout_s / 2),
+        };
         // Before any member is opened: NBD members connected from here on
         // take it.
         eraid_nbd::SharedClient::set_default_reconnect_window(std::time::Duration::from_secs(
-            self.member_reconnect_s,
+            member_reconnect_s,
         ));
         let stop = Arc::new(AtomicBool::new(false));
         // SIGHUP too (a closed terminal or ssh session): a daemon that dies
