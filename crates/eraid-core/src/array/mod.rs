@@ -418,6 +418,16 @@ impl Array {
         array.resume_reshape();
         array.resume_rebuild(bitmap_whole);
         array.start_re_adds_at_open(&re_add);
+        // After a crash the assembled bitmap is the union of the members'
+        // copies: a region may be marked on one member only (the crash kept
+        // the bitmap write there alone). It goes to every member before
+        // anything runs (the metadata queue is FIFO: before the superblock
+        // whose durability ends the opening), or losing that member forgets
+        // the region and its stale parity is never resynced (DST seed
+        // 5378). A clean close wrote the same copy to every member.
+        if array.opened_unclean && array.intent.desired.dirty_regions().next().is_some() {
+            array.request_bitmap_write(true);
+        }
         array.request_superblock_write();
         array.run_ready();
         array

@@ -208,13 +208,23 @@ impl Array {
     /// Counts a visited (or skipped) stripe and unpins its region when done.
     fn account_scrub_stripe(&mut self, stripe: u64) {
         let region = self.intent.region_of(stripe);
+        // A stripe is skipped while a member of it is missing or not yet
+        // rebuilt; every member whole again with no rebuild left means a
+        // rebuild has since rewritten the skipped stripes, parity included
+        // (the region is pinned, so suspect). The rebuild's own end
+        // (`finish_rebuild`) released the regions skipped before it; this
+        // releases those whose last stripe came after it (DST seeds 4678,
+        // 16048, 20967). Mirrors still need a resync of the copies.
+        let rebuilt_since = self.rebuild.is_none()
+            && !self.is_degraded()
+            && self.geometry.level != crate::geometry::Level::Raid10;
         let scrub = self.scrub.as_mut().expect("scrub op without a scrub");
         scrub.stripes_done += 1;
         if let Some(remaining) = scrub.region_remaining.get_mut(&region) {
             *remaining -= 1;
             if *remaining == 0 {
                 scrub.region_remaining.remove(&region);
-                if scrub.skipped_regions.remove(&region) {
+                if scrub.skipped_regions.remove(&region) && !rebuilt_since {
                     // Not resynced: it stays set until a rebuild does it.
                     if !self.unresynced_regions.contains(&region) {
                         self.unresynced_regions.push(region);
