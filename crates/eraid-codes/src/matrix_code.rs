@@ -232,6 +232,16 @@ impl MatrixCode {
         Ok(())
     }
 
+    fn check_data_index(&self, what: &str, data_index: usize) -> Result<(), CodeError> {
+        if data_index >= self.data_count {
+            return Err(CodeError::BadShape(format!(
+                "{what}: data index {data_index} out of range, the code has {} data shards",
+                self.data_count
+            )));
+        }
+        Ok(())
+    }
+
     /// Read-modify-write update: `delta` = old XOR new contents of data shard
     /// `data_index`; adds `G[i][data_index] * delta` into each parity shard i.
     /// Because the code is linear, this equals re-encoding the whole stripe.
@@ -242,12 +252,7 @@ impl MatrixCode {
         parity: &mut [&mut [u8]],
     ) -> Result<(), CodeError> {
         const WHAT: &str = "apply_delta";
-        if data_index >= self.data_count {
-            return Err(CodeError::BadShape(format!(
-                "{WHAT}: data index {data_index} out of range, the code has {} data shards",
-                self.data_count
-            )));
-        }
+        self.check_data_index(WHAT, data_index)?;
         count_check(WHAT, "parity", parity.len(), self.parity_count)?;
         let len = common_len(
             WHAT,
@@ -285,12 +290,7 @@ impl MatrixCode {
         parity: &mut [&mut [u8]],
     ) -> Result<(), CodeError> {
         const WHAT: &str = "update_parity";
-        if data_index >= self.data_count {
-            return Err(CodeError::BadShape(format!(
-                "{WHAT}: data index {data_index} out of range, the code has {} data shards",
-                self.data_count
-            )));
-        }
+        self.check_data_index(WHAT, data_index)?;
         count_check(WHAT, "parity", parity.len(), self.parity_count)?;
         let len = common_len(
             WHAT,
