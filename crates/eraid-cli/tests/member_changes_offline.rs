@@ -104,13 +104,7 @@ fn create_with_a_spare_records_it_and_it_takes_over() {
     assert_eq!(live(dir, "ctl.sock")["spare_count"], 1, "{test}");
     let out = eraid(dir, &["fail", "d2", "--control", "ctl.sock"]).expect_ok();
     assert!(out.stdout.contains("a spare took over"), "{test}: {out}");
-    let wait = eraid(dir, &["rebuild", "wait", "--control", "ctl.sock"]);
-    assert_eq!(
-        wait.code(),
-        Some(0),
-        "{test}: {wait}\n{}",
-        server.log_text()
-    );
+    rebuild_wait_ok(test, dir, &server);
     let after = live(dir, "ctl.sock");
     assert_eq!(
         members_of(&after)[2],
@@ -237,18 +231,8 @@ fn offline_fail_add_and_remove_change_the_superblocks_by_the_online_rules() {
 
     // The next serve rebuilds d4; the data reads back, parity checks.
     let server = Server::start_with(dir, &["--control", "ctl.sock"], &["d0", "d4", "d2", "d3"]);
-    let wait = eraid(dir, &["rebuild", "wait", "--control", "ctl.sock"]);
-    assert_eq!(
-        wait.code(),
-        Some(0),
-        "{test}: {wait}\n{}",
-        server.log_text()
-    );
-    let check = eraid(dir, &["check", "--control", "ctl.sock"]);
-    assert!(
-        check.ok() && check.stdout.contains("0 mismatches"),
-        "{test}: {check}"
-    );
+    rebuild_wait_ok(test, dir, &server);
+    assert_check_clean(test, dir);
     server.stop();
     // Without d0, every stripe needs d4.
     read_back(dir, &["d4", "d2", "d3"], 24 * MIB, test);

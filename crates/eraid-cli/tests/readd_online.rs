@@ -125,9 +125,7 @@ fn a_member_served_around_is_re_added_copying_only_what_was_written() {
     let copied = assert_re_added(test, &status, 2);
     eprintln!("{test}: d2 re-added, {copied} bytes copied");
     read_back(dir, &server.uri, &format!("{test}: after the re-add"));
-    let check = eraid(dir, &["check", "--control", "ctl.sock"]);
-    assert_eq!(check.code(), Some(0), "{test}: {check}");
-    assert!(check.stdout.contains("0 mismatches"), "{test}: {check}");
+    assert_check_clean(test, dir);
 
     // MD's --fail then --re-add on the served array, while it is written.
     eraid(dir, &["fail", "d1", "--control", "ctl.sock"]).expect_ok();

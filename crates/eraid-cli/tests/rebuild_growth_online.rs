@@ -176,9 +176,7 @@ fn a_member_failing_mid_growth_is_rebuilt_onto_the_spare_then_the_growth_finishe
         DATA_BYTES,
         &format!("{test}: data read back after the growth"),
     );
-    let check = eraid(dir, &["check", "--control", "ctl.sock"]);
-    assert_eq!(check.code(), Some(0), "{test}: {check}");
-    assert!(check.stdout.contains("0 mismatches"), "{test}: {check}");
+    assert_check_clean(test, dir);
     eraid(dir, &["remove", "d1", "--control", "ctl.sock"]).expect_ok();
     assert!(server.running(), "{test}: {}", server.log_text());
     server.stop();

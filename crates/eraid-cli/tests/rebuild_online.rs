@@ -167,13 +167,7 @@ fn a_spare_takes_over_a_failed_member_while_nbdcopy_writes() {
         "{test}: nbdcopy failed\n{}",
         server.log_text()
     );
-    let wait = eraid(dir, &["rebuild", "wait", "--control", "ctl.sock"]);
-    assert_eq!(
-        wait.code(),
-        Some(0),
-        "{test}: {wait}\n{}",
-        server.log_text()
-    );
+    let wait = rebuild_wait_ok(test, dir, &server);
     assert!(wait.stdout.contains("rebuild done"), "{test}: {wait}");
 
     let after = live(dir, "ctl.sock");
@@ -199,9 +193,7 @@ fn a_spare_takes_over_a_failed_member_while_nbdcopy_writes() {
         DATA_BYTES,
         &format!("{test}: data read back after the rebuild"),
     );
-    let check = eraid(dir, &["check", "--control", "ctl.sock"]);
-    assert_eq!(check.code(), Some(0), "{test}: {check}");
-    assert!(check.stdout.contains("0 mismatches"), "{test}: {check}");
+    assert_check_clean(test, dir);
     // The replaced member's file is released on request.
     eraid(dir, &["remove", "d1", "--control", "ctl.sock"]).expect_ok();
     server.stop();
@@ -335,9 +327,7 @@ fn a_rebuild_killed_past_30_percent_resumes_from_its_checkpoint() {
         DATA_BYTES,
         &format!("{test}: data read back after the resumed rebuild"),
     );
-    let check = eraid(dir, &["check", "--control", "ctl.sock"]);
-    assert_eq!(check.code(), Some(0), "{test}: {check}");
-    assert!(check.stdout.contains("0 mismatches"), "{test}: {check}");
+    assert_check_clean(test, dir);
     server.stop();
     eprintln!("{test}: {:.1} s", started.elapsed().as_secs_f64());
 }

@@ -163,13 +163,7 @@ fn replace_copies_a_served_raid6_member_while_nbdcopy_writes() {
         "{test}: nbdcopy failed\n{}",
         server.log_text()
     );
-    let wait = eraid(dir, &["rebuild", "wait", "--control", "ctl.sock"]);
-    assert_eq!(
-        wait.code(),
-        Some(0),
-        "{test}: {wait}\n{}",
-        server.log_text()
-    );
+    let wait = rebuild_wait_ok(test, dir, &server);
     assert!(wait.stdout.contains("replace done"), "{test}: {wait}");
 
     let after = live(dir, "ctl.sock");
@@ -195,9 +189,7 @@ fn replace_copies_a_served_raid6_member_while_nbdcopy_writes() {
         DATA_BYTES,
         &format!("{test}: data read back after the replace"),
     );
-    let check = eraid(dir, &["check", "--control", "ctl.sock"]);
-    assert_eq!(check.code(), Some(0), "{test}: {check}");
-    assert!(check.stdout.contains("0 mismatches"), "{test}: {check}");
+    assert_check_clean(test, dir);
     // The old member's file is released on request.
     eraid(dir, &["remove", "d0", "--control", "ctl.sock"]).expect_ok();
     server.stop();
@@ -299,13 +291,7 @@ fn raid6_with_two_members_failed_at_once_rebuilds_both() {
         ],
     )
     .expect_ok();
-    let wait = eraid(dir, &["rebuild", "wait", "--control", "ctl.sock"]);
-    assert_eq!(
-        wait.code(),
-        Some(0),
-        "{test}: {wait}\n{}",
-        server.log_text()
-    );
+    rebuild_wait_ok(test, dir, &server);
     let after = live(dir, "ctl.sock");
     let members = member_names_and_states(&after);
     assert_eq!(members.len(), 5, "{test}: {after:#}");
@@ -326,11 +312,7 @@ fn raid6_with_two_members_failed_at_once_rebuilds_both() {
         40 * MIB,
         test,
     );
-    let check = eraid(dir, &["check", "--control", "ctl.sock"]);
-    assert!(
-        check.ok() && check.stdout.contains("0 mismatches"),
-        "{test}: {check}"
-    );
+    assert_check_clean(test, dir);
     server.stop();
     // Both spares alone carry the data of their slots: serve without two
     // of the original members (RAID-6 survives two) and read back.

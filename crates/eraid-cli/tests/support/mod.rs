@@ -678,6 +678,27 @@ pub fn live(dir: &Path, control: &str) -> serde_json::Value {
         .json()
 }
 
+/// `eraid check` through the control socket `ctl.sock` exits 0 and finds
+/// 0 mismatches.
+pub fn assert_check_clean(test: &str, dir: &Path) {
+    let check = eraid(dir, &["check", "--control", "ctl.sock"]);
+    assert_eq!(check.code(), Some(0), "{test}: {check}");
+    assert!(check.stdout.contains("0 mismatches"), "{test}: {check}");
+}
+
+/// `eraid rebuild wait` through `ctl.sock` exits 0 (else the assertion
+/// shows the server's log); returns its output.
+pub fn rebuild_wait_ok(test: &str, dir: &Path, server: &Server) -> Out {
+    let wait = eraid(dir, &["rebuild", "wait", "--control", "ctl.sock"]);
+    assert_eq!(
+        wait.code(),
+        Some(0),
+        "{test}: {wait}\n{}",
+        server.log_text()
+    );
+    wait
+}
+
 /// Polls the live status until the growth is done.
 pub fn wait_done(test: &str, dir: &Path, control: &str, server: &mut Server) -> serde_json::Value {
     let started = Instant::now();
