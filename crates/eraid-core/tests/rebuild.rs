@@ -167,12 +167,17 @@ fn run_rebuild_under_load(
     members: usize,
     scenario: Scenario,
     strategy: RebuildStrategy,
+    redirect_reads: bool,
 ) {
-    let what = format!("seed {seed} {level:?} {layout:?} x{members} {scenario:?} {strategy:?}");
+    let what = format!(
+        "seed {seed} {level:?} {layout:?} x{members} {scenario:?} {strategy:?} redirect {redirect_reads}"
+    );
     let g = geometry(level, layout, members, MEMBER_CHUNKS);
     let mut h = MemHarness::create(g, seed);
     let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x7eb1);
-    let mut array = open_with(&mut h, rebuild_options_for(strategy));
+    let mut options = rebuild_options_for(strategy);
+    options.rebuild.redirect_reads = redirect_reads;
+    let mut array = open_with(&mut h, options);
     let mut model = fill(&mut h, &mut array, &mut rng);
     let mut next_id = 10;
     let failed = rng.gen_range(0..members);
@@ -275,8 +280,12 @@ fn random_io_during_a_rebuild_reads_the_model_and_the_replacement_is_right() {
                 Scenario::SpareTakesOver
             };
             for strategy in STRATEGIES {
-                run_rebuild_under_load(seed, level, layout, members, scenario, strategy);
+                run_rebuild_under_load(seed, level, layout, members, scenario, strategy, true);
             }
+            // The PRO paper's PR baseline (MD 2.6.11): users never read the
+            // replacement until the rebuild is done, for reads or parity.
+            let pr = RebuildStrategy::Pr;
+            run_rebuild_under_load(seed, level, layout, members, scenario, pr, false);
         }
     }
 }

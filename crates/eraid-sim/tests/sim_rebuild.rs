@@ -140,10 +140,38 @@ fn assert_rebuilt_and_right_by(
         "first mismatch: {:?}",
         report.data_first_mismatch
     );
+    // Half the requests during the rebuild are reads: the reads' and the
+    // writes' means are reported apart and make up the mean.
+    assert!(
+        failure.reads_during > 0 && failure.reads_during < failure.requests_during,
+        "reads {} of {}",
+        failure.reads_during,
+        failure.requests_during
+    );
     let metrics = report.flat_metrics();
+    let number = |key: &str| {
+        metrics
+            .get(key)
+            .and_then(|v| v.as_f64())
+            .unwrap_or_else(|| panic!("{key}: {:?}", metrics.get(key)))
+    };
+    let (all, reads) = (
+        number("requests_during_rebuild"),
+        number("reads_during_rebuild"),
+    );
+    let mixed = number("mean_read_response_during_rebuild_ms") * reads
+        + number("mean_write_response_during_rebuild_ms") * (all - reads);
+    let mean = number("mean_response_during_rebuild_ms");
+    assert!(
+        (mixed / all - mean).abs() < 1e-6 * mean.max(1.0),
+        "reads and writes make {} ms, the mean is {mean} ms",
+        mixed / all
+    );
     for key in [
         "reconstruction_time_s",
         "mean_response_during_rebuild_ms",
+        "mean_read_response_during_rebuild_ms",
+        "mean_write_response_during_rebuild_ms",
         "p99_response_during_rebuild_ms",
     ] {
         assert!(

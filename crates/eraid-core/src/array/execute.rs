@@ -96,10 +96,12 @@ impl Array {
 
     /// Plans the op for the members present now and issues its reads.
     pub(super) fn op_start(&mut self, op_id: u64) {
-        // Readable: present, and not a replacement's shard not yet rebuilt.
+        // Readable: present, and not a replacement's shard not yet rebuilt
+        // (for users' reads and writes: nor any replacement's shard while
+        // a rebuild without redirection runs).
         let present: Vec<bool> = {
             let op = &self.ops[&op_id];
-            let by_user = op.kind == OpKind::Read;
+            let by_user = matches!(op.kind, OpKind::Read | OpKind::Write);
             op.map
                 .shards()
                 .map(|p| match by_user {

@@ -97,12 +97,18 @@ pub struct RebuildConfig {
     /// (its reconstruction buffers).
     pub dor_reads_ahead: u64,
     /// Users read a replacement's rebuilt units from it (redirection of
-    /// reads). false: every user read of a replacement's chunk is served
-    /// from the other members (reconstructed, or the mirror copy) until the
-    /// rebuild is done, as Linux MD did before it read recovering members
-    /// below their recovery offset (2.6.11, the PR baseline of the PRO
-    /// paper: "PR performs on-the-fly reconstruction", no RBT). For
-    /// simulating that baseline; it only costs users I/O.
+    /// reads), and their writes may read them for parity. false: until the
+    /// rebuild is done, users never read a replacement, rebuilt or not:
+    /// their reads of its chunks are served from the other members
+    /// (reconstructed, or the mirror copy), and their writes compute parity
+    /// without it (reconstruct-write where it holds the parity or the data
+    /// written, read-modify-write of the others where it holds neither),
+    /// while still writing their data and parity to it. That is Linux MD
+    /// 2.6.11, the PR baseline of the PRO paper ("PR performs on-the-fly
+    /// reconstruction", no RBT): `handle_stripe` set `R5_Insync` from the
+    /// member's `in_sync` alone, which a recovering member gets only when
+    /// the whole recovery is done; the per-stripe `recovery_offset` test
+    /// came in later kernels. For simulating that baseline.
     pub redirect_reads: bool,
 }
 

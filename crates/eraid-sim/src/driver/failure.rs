@@ -64,6 +64,12 @@ pub struct FailureReport {
     pub mean_response_ms_during: f64,
     pub p99_response_ms_during: f64,
     pub max_response_ms_during: f64,
+    /// Of `requests_during`, the reads, and their mean response time (the
+    /// writes' follows from the two means).
+    #[serde(default)]
+    pub reads_during: u64,
+    #[serde(default)]
+    pub mean_read_response_ms_during: f64,
     /// The engine's `rebuild` status when it finished (or the run ended).
     pub status: serde_json::Value,
     pub samples: Vec<RebuildSample>,

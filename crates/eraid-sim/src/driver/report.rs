@@ -263,6 +263,22 @@ fn failure_metrics(f: &FailureReport, put: &mut impl FnMut(&str, Value)) {
         "max_response_during_rebuild_ms",
         json!(f.max_response_ms_during),
     );
+    let writes = f.requests_during.saturating_sub(f.reads_during);
+    let write_sum_ms = f.mean_response_ms_during * f.requests_during as f64
+        - f.mean_read_response_ms_during * f.reads_during as f64;
+    put("reads_during_rebuild", json!(f.reads_during));
+    put(
+        "mean_read_response_during_rebuild_ms",
+        json!(f.mean_read_response_ms_during),
+    );
+    put(
+        "mean_write_response_during_rebuild_ms",
+        json!(if writes == 0 {
+            0.0
+        } else {
+            write_sum_ms / writes as f64
+        }),
+    );
     let int = |k: &str| f.status.get(k).and_then(Value::as_u64).unwrap_or(0);
     put("rebuilt_bytes", json!(int("rebuilt_bytes")));
     put(

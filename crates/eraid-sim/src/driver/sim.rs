@@ -578,7 +578,7 @@ impl Simulation {
                 }
                 let latency_ns = self.now_ns.saturating_sub(user.request.arrival_ns);
                 if let Some(f) = &mut self.failure {
-                    f.record(user.request.arrival_ns, latency_ns);
+                    f.record(user.request.arrival_ns, latency_ns, user.request.is_read);
                 }
                 if let Some(g) = &mut self.growth {
                     let arrival = user.request.arrival_ns;

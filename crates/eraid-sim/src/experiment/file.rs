@@ -98,7 +98,7 @@
 //! time_slice_ms = 100           # pro, pro-dor: the most popular zone's turn
 //! popularity_half_life_ms = 10000 # pro, pro-dor: a zone's access count halves this often
 //! dor_reads_ahead = 4           # dor, pro-dor: units each surviving disk reads ahead
-//! redirect_reads = true         # users read rebuilt units from the replacement (false: MD 2.6.11's PR, never until done)
+//! redirect_reads = true         # users read rebuilt units from the replacement, for reads and writes' parity (false: MD 2.6.11's PR, never until done)
 //! sample_ms = 1000              # period of the rebuild samples (rebuild.csv)
 //! enabled = true                # a variant may set false: no failure
 //!

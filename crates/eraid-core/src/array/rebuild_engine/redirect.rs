@@ -1,12 +1,14 @@
-//! Where users read a replacement's chunks during a rebuild: from it once
-//! rebuilt (redirection of reads), or, with `redirect_reads` off (Linux MD
-//! 2.6.11's PR, the PRO paper's baseline), from the other members until the
-//! rebuild is done.
+//! Whether users' ops read a replacement's chunks during a rebuild: once
+//! rebuilt (redirection of reads, and reads for parity), or, with
+//! `redirect_reads` off (Linux MD 2.6.11's PR, the PRO paper's baseline),
+//! never until the rebuild is done: reads go to the other members, writes
+//! compute parity without it (they still write to it).
 
 use super::super::Array;
 
 impl Array {
-    /// Whether a user read may take `member`'s shard of `stripe`.
+    /// Whether a user's read or write op may read `member`'s shard of
+    /// `stripe`.
     pub(in crate::array) fn shard_readable_by_users(&self, member: usize, stripe: u64) -> bool {
         let redirect = self
             .rebuild_record()

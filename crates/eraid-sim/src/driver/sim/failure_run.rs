@@ -21,6 +21,8 @@ pub(super) struct FailureRun {
     /// Response times of requests that arrived after the failure and
     /// before the rebuild finished.
     during: LatencyRecorder,
+    /// The same, reads alone (writes are `during` less these).
+    reads_during: LatencyRecorder,
     samples: Vec<RebuildSample>,
     /// Responses since the last sample: count, sum and max (ns).
     since_sample: (u64, u128, u64),
@@ -37,6 +39,7 @@ impl FailureRun {
             started_ns: None,
             finished_ns: None,
             during: LatencyRecorder::new(),
+            reads_during: LatencyRecorder::new(),
             samples: Vec::new(),
             since_sample: (0, 0, 0),
             status: Value::Null,
@@ -49,11 +52,14 @@ impl FailureRun {
     }
 
     /// Notes one answered user request.
-    pub fn record(&mut self, arrival_ns: u64, latency_ns: u64) {
+    pub fn record(&mut self, arrival_ns: u64, latency_ns: u64, is_read: bool) {
         let after_failure = self.failed_ns.is_some_and(|f| arrival_ns >= f);
         let before_end = self.finished_ns.is_none_or(|f| arrival_ns < f);
         if after_failure && before_end {
             self.during.record(latency_ns);
+            if is_read {
+                self.reads_during.record(latency_ns);
+            }
         }
         if self.failed_ns.is_some() {
             let (n, sum, max) = &mut self.since_sample;
@@ -236,6 +242,8 @@ impl Simulation {
             mean_response_ms_during: f.during.mean_ns() / 1e6,
             p99_response_ms_during: f.during.p99_ns() as f64 / 1e6,
             max_response_ms_during: f.during.max_ns() as f64 / 1e6,
+            reads_during: f.reads_during.count(),
+            mean_read_response_ms_during: f.reads_during.mean_ns() / 1e6,
             status,
             samples: std::mem::take(&mut f.samples),
         })
