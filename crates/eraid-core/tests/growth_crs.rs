@@ -8,6 +8,7 @@ mod common;
 use common::*;
 use eraid_core::geometry::{Level, ParityLayout, SECTOR_BYTES};
 use eraid_core::growth::config::ReshapeStrategy;
+use eraid_core::growth::scale_crs::CrsMatrix;
 use eraid_core::io::{AdminCommand, Machine, UserOp};
 use eraid_core::testing::{MemHarness, MemMember};
 use eraid_core::Array;
@@ -55,12 +56,12 @@ fn filled_and_growing(
     seed: u64,
     (from, m, w, add): (usize, usize, usize, usize),
     strategy: ReshapeStrategy,
+    matrix: CrsMatrix,
     aggregation_chunks: u64,
     member_chunks: u64,
 ) -> (MemHarness, Array, Vec<u8>, ChaCha8Rng) {
     let level = crs_level(m, w);
     let g = geometry(level, ParityLayout::LeftSymmetric, from, member_chunks);
-    let member_bytes = g.data_offset_bytes + g.member_data_bytes;
     let mut h = MemHarness::create(g, seed);
     let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0xc45);
     let mut array = open(&mut h);
@@ -71,14 +72,35 @@ fn filled_and_growing(
         fua: true,
     };
     call(&mut h, &mut array, 1, write).expect("initial data");
+    start_growth(
+        &mut h,
+        &mut array,
+        add,
+        strategy,
+        matrix,
+        aggregation_chunks * chunk_bytes(level),
+    );
+    (h, array, model, rng)
+}
+
+/// Starts growing the open array onto `add` blank members.
+fn start_growth(
+    h: &mut MemHarness,
+    array: &mut Array,
+    add: usize,
+    strategy: ReshapeStrategy,
+    matrix: CrsMatrix,
+    aggregation_bytes: u64,
+) {
+    let member_bytes = h.members[0].as_ref().expect("present").current.len() as u64;
     let members = h.add_blank_members(add, member_bytes);
     let config = eraid_core::growth::config::ReshapeConfig {
-        aggregation_bytes: aggregation_chunks * chunk_bytes(level),
+        aggregation_bytes,
+        crs_matrix: matrix,
         ..growth_config(strategy, 1 << 30)
     };
     let reply = array.handle_admin(h.now, AdminCommand::StartGrow { members, config });
     assert!(reply.get("error").is_none(), "growth started: {reply}");
-    (h, array, model, rng)
 }
 
 fn snapshot(h: &MemHarness) -> Vec<(Vec<u8>, Vec<u8>)> {
@@ -141,14 +163,121 @@ fn any_m_missing_reads_back(h: &mut MemHarness, m: usize, model: &[u8], what: &s
     restore(h, &saved);
 }
 
-fn grow_under_load(seed: u64, shape: (usize, usize, usize, usize), strategy: ReshapeStrategy) {
-    let what = format!("seed {seed} {shape:?} {}", strategy.name());
+/// A second growth after the first: members added, strategy, matrix.
+type Then = Option<(usize, ReshapeStrategy, CrsMatrix)>;
+
+/// A growth under random load (and then, if `then` says so, a second one
+/// over the grown layout, the first growth's added space filled first):
+/// every read mid-growth and every byte after equal the model, parity
+/// checks clean, the array reopens, and any m members may be missing.
+fn grow_under_load(
+    seed: u64,
+    shape: (usize, usize, usize, usize),
+    strategy: ReshapeStrategy,
+    matrix: CrsMatrix,
+    then: Then,
+) {
+    let what = format!(
+        "seed {seed} {shape:?} {} {} then {then:?}",
+        strategy.name(),
+        matrix.name()
+    );
     let (mut h, mut array, mut model, mut rng) =
-        filled_and_growing(seed, shape, strategy, 6, MEMBER_CHUNKS);
-    let capacity = array.capacity_bytes();
+        filled_and_growing(seed, shape, strategy, matrix, 6, MEMBER_CHUNKS);
     let mut id = 10u64;
+    let (from, m, w, add) = shape;
+    load_until_done(
+        &mut h, &mut array, &mut model, &mut rng, &mut id, shape, strategy, &what,
+    );
+    assert_eq!(array.status_json()["crs_matrix"], matrix.name(), "{what}");
+    fill_added_space(
+        &mut h,
+        &mut array,
+        &mut model,
+        &mut rng,
+        &mut id,
+        &format!("{what}, first growth"),
+    );
+    if let Some((add2, strategy2, matrix2)) = then {
+        let aggregation = 6 * chunk_bytes(crs_level(m, w));
+        start_growth(&mut h, &mut array, add2, strategy2, matrix2, aggregation);
+        let second = (from + add, m, w, add2);
+        load_until_done(
+            &mut h, &mut array, &mut model, &mut rng, &mut id, second, strategy2, &what,
+        );
+        let status = array.status_json();
+        assert_eq!(status["crs_matrix"], matrix2.name(), "{what}");
+        assert_eq!(
+            status["crs_growths"].as_array().unwrap().len(),
+            2,
+            "{status}"
+        );
+        fill_added_space(
+            &mut h,
+            &mut array,
+            &mut model,
+            &mut rng,
+            &mut id,
+            &format!("{what}, second growth"),
+        );
+    }
+    close(&mut h, &mut array);
+    let mut array = open(&mut h);
+    assert_eq!(array.capacity_bytes(), model.len() as u64);
+    let got = read_everything(&mut h, &mut array, id + 1, model.len());
+    assert!(got == model, "{what}: data differs after reopening");
+    close(&mut h, &mut array);
+    any_m_missing_reads_back(&mut h, m, &model, &what);
+}
+
+/// After a growth: the old data reads back, the added space holds what
+/// users write there (the model grows by it), parity checks clean.
+fn fill_added_space(
+    h: &mut MemHarness,
+    array: &mut Array,
+    model: &mut Vec<u8>,
+    rng: &mut ChaCha8Rng,
+    id: &mut u64,
+    what: &str,
+) {
+    let capacity = model.len() as u64;
+    let got = read_everything(h, array, *id + 1, model.len());
+    assert!(got == *model, "{what}: data differs after the growth");
+    let tail: Vec<u8> = (0..array.capacity_bytes() - capacity)
+        .map(|_| rng.gen())
+        .collect();
+    let op = UserOp::Write {
+        offset_bytes: capacity,
+        data: tail.clone(),
+        fua: false,
+    };
+    call(h, array, *id + 2, op).expect("write the added space");
+    *id += 3;
+    model.extend_from_slice(&tail);
+    assert_eq!(check(h, array, false), (0, 0), "{what}: parity clean");
+}
+
+/// Random reads and writes (checked against `model`) while the growth of
+/// `shape` runs, until it is done; then its counters and capacity.
+#[allow(clippy::too_many_arguments)]
+fn load_until_done(
+    h: &mut MemHarness,
+    array: &mut Array,
+    model: &mut [u8],
+    rng: &mut ChaCha8Rng,
+    id: &mut u64,
+    shape: (usize, usize, usize, usize),
+    strategy: ReshapeStrategy,
+    what: &str,
+) {
+    let capacity = array.capacity_bytes();
+    assert_eq!(
+        capacity,
+        model.len() as u64,
+        "{what}: the model is the array"
+    );
     let mut rounds = 0;
-    while state(&array) == "running" {
+    while state(array) == "running" {
         rounds += 1;
         assert!(rounds < 20_000, "{what}: growth does not finish");
         let mut batch = Vec::new();
@@ -162,7 +291,7 @@ fn grow_under_load(seed: u64, shape: (usize, usize, usize, usize), strategy: Res
                 continue;
             }
             taken.push(range);
-            id += 1;
+            *id += 1;
             if rng.gen_bool(0.5) {
                 let data: Vec<u8> = (0..range.1).map(|_| rng.gen()).collect();
                 model[range.0 as usize..(range.0 + range.1) as usize].copy_from_slice(&data);
@@ -171,15 +300,15 @@ fn grow_under_load(seed: u64, shape: (usize, usize, usize, usize), strategy: Res
                     data,
                     fua: false,
                 };
-                h.submit(&mut array, id, op);
-                batch.push((id, None));
+                h.submit(array, *id, op);
+                batch.push((*id, None));
             } else {
                 let op = UserOp::Read {
                     offset_bytes: range.0,
                     len_bytes: range.1 as usize,
                 };
-                h.submit(&mut array, id, op);
-                batch.push((id, Some(range)));
+                h.submit(array, *id, op);
+                batch.push((*id, Some(range)));
             }
         }
         let ids: Vec<u64> = batch.iter().map(|(i, _)| *i).collect();
@@ -187,7 +316,7 @@ fn grow_under_load(seed: u64, shape: (usize, usize, usize, usize), strategy: Res
         while !ids.iter().all(|i| h.replies.iter().any(|r| r.id.0 == *i)) {
             steps += 1;
             assert!(
-                steps < 1_000_000 && h.step(&mut array),
+                steps < 1_000_000 && h.step(array),
                 "{what}: requests stuck: {}",
                 array.status_json()
             );
@@ -204,7 +333,7 @@ fn grow_under_load(seed: u64, shape: (usize, usize, usize, usize), strategy: Res
         }
     }
     let status = array.status_json();
-    assert_eq!(state(&array), "done", "{what}: {status}");
+    assert_eq!(state(array), "done", "{what}: {status}");
     let (from, m, _, add) = shape;
     assert_eq!(status["member_count"], (from + add) as u64);
     let counters = &status["reshape"];
@@ -215,34 +344,10 @@ fn grow_under_load(seed: u64, shape: (usize, usize, usize, usize), strategy: Res
     if strategy == ReshapeStrategy::ScaleCrs {
         assert_eq!(counters["rcw_units"], 0, "{what}: Scale-CRS uses RMW only");
     }
-    let new_capacity = array.capacity_bytes();
     assert_eq!(
-        new_capacity * (from - m) as u64,
+        array.capacity_bytes() * (from - m) as u64,
         capacity * (from + add - m) as u64
     );
-    let got = read_everything(&mut h, &mut array, id + 1, model.len());
-    assert!(got == model, "{what}: data differs after the growth");
-    // The added space holds what users write there.
-    let tail: Vec<u8> = (0..new_capacity - capacity).map(|_| rng.gen()).collect();
-    let op = UserOp::Write {
-        offset_bytes: capacity,
-        data: tail.clone(),
-        fua: false,
-    };
-    call(&mut h, &mut array, id + 2, op).expect("write the added space");
-    model.extend_from_slice(&tail);
-    assert_eq!(
-        check(&mut h, &mut array, false),
-        (0, 0),
-        "{what}: parity clean"
-    );
-    close(&mut h, &mut array);
-    let mut array = open(&mut h);
-    assert_eq!(array.capacity_bytes(), new_capacity);
-    let got = read_everything(&mut h, &mut array, id + 3, model.len());
-    assert!(got == model, "{what}: data differs after reopening");
-    close(&mut h, &mut array);
-    any_m_missing_reads_back(&mut h, m, &model, &what);
 }
 
 fn seeds(name: &str, default: u64) -> u64 {
@@ -257,8 +362,54 @@ fn crs_strategies_grow_under_load() {
     for seed in 0..seeds("ERAID_GROWTH_SEEDS", 2) {
         for shape in SHAPES {
             for strategy in STRATEGIES {
-                grow_under_load(seed, shape, strategy);
+                grow_under_load(seed, shape, strategy, CrsMatrix::Jerasure, None);
             }
+        }
+    }
+}
+
+/// The optimised post-scaling matrix (Table II of the EPU paper's [25]) in
+/// the array: the same growths under load, data equal, check clean, any m
+/// members missing.
+#[test]
+fn crs_strategies_grow_with_the_optimized_matrix() {
+    for seed in 0..seeds("ERAID_GROWTH_SEEDS", 1) {
+        for shape in SHAPES {
+            for strategy in STRATEGIES {
+                grow_under_load(seed, shape, strategy, CrsMatrix::Optimized, None);
+            }
+        }
+    }
+}
+
+/// A CRS array grows twice: the second growth runs over the first one's
+/// layout (its added space filled with data first), under load, with each
+/// matrix and strategy mixed.
+#[test]
+fn a_grown_crs_array_grows_again() {
+    let cases = [
+        (
+            (6, 2, 3, 1),
+            ReshapeStrategy::Epu,
+            CrsMatrix::Jerasure,
+            (1, ReshapeStrategy::ScaleCrs, CrsMatrix::Jerasure),
+        ),
+        (
+            (6, 3, 4, 1),
+            ReshapeStrategy::ScaleCrs,
+            CrsMatrix::Optimized,
+            (2, ReshapeStrategy::Epu, CrsMatrix::Optimized),
+        ),
+        (
+            (5, 3, 4, 2),
+            ReshapeStrategy::Epu,
+            CrsMatrix::Optimized,
+            (1, ReshapeStrategy::Epu, CrsMatrix::Jerasure),
+        ),
+    ];
+    for seed in 0..seeds("ERAID_GROWTH_SEEDS", 1) {
+        for (shape, strategy, matrix, then) in cases {
+            grow_under_load(seed, shape, strategy, matrix, Some(then));
         }
     }
 }
@@ -272,7 +423,8 @@ fn epu_reads_less_than_scale_crs_where_the_study_says_so() {
     let mut reads = Vec::new();
     for strategy in STRATEGIES {
         // 49 rows: 7 whole units of 7 rows.
-        let (mut h, mut array, model, _) = filled_and_growing(1, (9, 3, 4, 1), strategy, 7, 49);
+        let (mut h, mut array, model, _) =
+            filled_and_growing(1, (9, 3, 4, 1), strategy, CrsMatrix::Jerasure, 7, 49);
         h.run(&mut array);
         assert_eq!(state(&array), "done");
         let r = array.status_json()["reshape"].clone();
@@ -312,7 +464,9 @@ fn crashes_during_crs_growth_lose_nothing() {
     for seed in 0..seeds("ERAID_GROWTH_CRASH_SEEDS", 10) {
         for strategy in STRATEGIES {
             let shape = SHAPES[(seed % 3) as usize];
-            redone += crash_once(seed, shape, strategy);
+            // Odd seeds grow with the optimised post-scaling matrix.
+            let matrix = CrsMatrix::ALL[(seed % 2) as usize];
+            redone += crash_once(seed, shape, strategy, matrix);
         }
     }
     assert!(
@@ -322,10 +476,19 @@ fn crashes_during_crs_growth_lose_nothing() {
 }
 
 /// Returns 1 if the crash left a recorded window to redo.
-fn crash_once(seed: u64, shape: (usize, usize, usize, usize), strategy: ReshapeStrategy) -> u64 {
-    let what = format!("seed {seed} {shape:?} {}", strategy.name());
+fn crash_once(
+    seed: u64,
+    shape: (usize, usize, usize, usize),
+    strategy: ReshapeStrategy,
+    matrix: CrsMatrix,
+) -> u64 {
+    let what = format!(
+        "seed {seed} {shape:?} {} {}",
+        strategy.name(),
+        matrix.name()
+    );
     let (mut h, mut array, initial, mut rng) =
-        filled_and_growing(seed, shape, strategy, 3, MEMBER_CHUNKS);
+        filled_and_growing(seed, shape, strategy, matrix, 3, MEMBER_CHUNKS);
     let capacity = array.capacity_bytes();
     let mut acked = initial.clone();
     let mut flushed = initial;
@@ -401,6 +564,7 @@ fn crash_once(seed: u64, shape: (usize, usize, usize, usize), strategy: ReshapeS
     let grown = h.members.len() > shape.0;
     if grown {
         assert_eq!(state(&array), "done", "{what}: {}", array.status_json());
+        assert_eq!(array.status_json()["crs_matrix"], matrix.name(), "{what}");
     }
     assert_flushed_sectors_survive(&mut h, &mut array, &flushed, &touched, &what);
     assert_eq!(

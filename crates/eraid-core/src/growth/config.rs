@@ -2,6 +2,7 @@
 //! tunables. Recorded in the superblock so a resumed growth behaves the same.
 
 use super::fastscale::GrowthStrategy;
+use super::scale_crs::CrsMatrix;
 use serde::{Deserialize, Serialize};
 
 /// md-reshape: which user requests wait while a window is moved, i.e. how
@@ -266,6 +267,8 @@ pub struct ReshapeConfig {
     pub io_slot_ms: u64,
     /// The rate control's block (the paper's 4 KiB).
     pub io_block_bytes: u64,
+    /// scale-crs, epu: the post-scaling coding matrix.
+    pub crs_matrix: CrsMatrix,
 }
 
 impl Default for ReshapeConfig {
@@ -290,6 +293,7 @@ impl Default for ReshapeConfig {
             io_rate_max_blocks_s: 0,
             io_slot_ms: 1_000,
             io_block_bytes: 4096,
+            crs_matrix: CrsMatrix::Jerasure,
         }
     }
 }
