@@ -124,24 +124,9 @@ impl Array {
             status["data_members"] = self.geometry.data_per_stripe().into();
             status["parity_members"] = parity_members.into();
             status["w"] = w.into();
-            // The coding matrix: Jerasure's at creation, then the last
-            // growth's choice; every scale-crs or epu growth, oldest first.
-            let growths = self.superblock.crs_growths();
-            status["crs_matrix"] = growths
-                .last()
-                .map_or("jerasure", |g| g.matrix.name())
-                .into();
-            status["crs_growths"] = growths
-                .iter()
-                .map(|g| {
-                    json!({
-                        "data_members_before": g.old_data_members,
-                        "data_members_added": g.added_members,
-                        "matrix": g.matrix.name(),
-                    })
-                })
-                .collect::<Vec<_>>()
-                .into();
+            for (field, value) in self.superblock.crs_growths_json() {
+                status[field] = value;
+            }
         }
         status
     }

@@ -169,6 +169,26 @@ pub struct Retirement {
 }
 
 impl Superblock {
+    /// A CRS array's `detail --json` fields on its growths: `crs_matrix`,
+    /// the coding matrix now (Jerasure's at creation, then the last
+    /// growth's choice), and `crs_growths`, every scale-crs or epu growth,
+    /// oldest first.
+    pub fn crs_growths_json(&self) -> [(&'static str, serde_json::Value); 2] {
+        let growths = self.crs_growths();
+        let matrix = growths.last().map_or("jerasure", |g| g.matrix.name());
+        let list: Vec<serde_json::Value> = growths
+            .iter()
+            .map(|g| {
+                serde_json::json!({
+                    "data_members_before": g.old_data_members,
+                    "data_members_added": g.added_members,
+                    "matrix": g.matrix.name(),
+                })
+            })
+            .collect();
+        [("crs_matrix", matrix.into()), ("crs_growths", list.into())]
+    }
+
     /// Every scale-crs or epu growth of this CRS array, oldest first (the
     /// last one may be running).
     pub fn crs_growths(&self) -> Vec<crate::growth::scale_crs::CrsScaledShape> {
