@@ -630,3 +630,116 @@ fn the_io_rate_budget_paces_the_growth() {
     );
     assert!(free_ns < 1_000_000_000, "unpaced: {free_ns} ns");
 }
+
+/// An EPU growth of (6,3,4) + 1 on 49 rows (7 whole units) with
+/// `overlap_bytes` of I/O overlap buffer. Before its first window a user
+/// reads the whole array (the read, checked, leaves its blocks behind);
+/// then, if `rewrite`, users write over `rewrite` chunks spread over the
+/// array and wait for them. The growth then runs alone. Returns the
+/// growth's counters, after checking every byte and the parity.
+fn overlap_run(overlap_bytes: u64, rewrite: usize) -> serde_json::Value {
+    let shape = (9, 3, 4, 1);
+    let level = crs_level(shape.1, shape.2);
+    let g = geometry(level, ParityLayout::LeftSymmetric, shape.0, 49);
+    let mut h = MemHarness::create(g, 11);
+    let mut rng = ChaCha8Rng::seed_from_u64(0x0e9);
+    let mut array = open(&mut h);
+    let mut model: Vec<u8> = (0..array.capacity_bytes()).map(|_| rng.gen()).collect();
+    let write = UserOp::Write {
+        offset_bytes: 0,
+        data: model.clone(),
+        fua: true,
+    };
+    call(&mut h, &mut array, 1, write).expect("initial data");
+    let chunk = chunk_bytes(level);
+    let member_bytes = h.members[0].as_ref().expect("present").current.len() as u64;
+    let members = h.add_blank_members(1, member_bytes);
+    let config = eraid_core::growth::config::ReshapeConfig {
+        aggregation_bytes: 7 * chunk,
+        overlap_buffer_bytes: overlap_bytes,
+        ..growth_config(ReshapeStrategy::Epu, 1 << 30)
+    };
+    let reply = array.handle_admin(h.now, AdminCommand::StartGrow { members, config });
+    assert!(reply.get("error").is_none(), "{reply}");
+    // The read and the writes after it go in together, before the first
+    // window (which waits for them: they touch its chunks).
+    let read = UserOp::Read {
+        offset_bytes: 0,
+        len_bytes: model.len(),
+    };
+    h.submit(&mut array, 2, read);
+    let before = model.clone();
+    let chunks = model.len() as u64 / chunk;
+    for i in 0..rewrite as u64 {
+        // Part of a chunk (two packets' worth from its middle), spread.
+        let at = (i * 7 + 3) % chunks * chunk + chunk / 4;
+        let data: Vec<u8> = (0..chunk / 2).map(|_| rng.gen()).collect();
+        model[at as usize..(at + chunk / 2) as usize].copy_from_slice(&data);
+        let op = UserOp::Write {
+            offset_bytes: at,
+            data,
+            fua: false,
+        };
+        h.submit(&mut array, 10 + i, op);
+    }
+    h.run(&mut array);
+    let got = h.take_reply(2).expect("read answered").result;
+    assert!(
+        got.expect("read").expect("bytes") == before,
+        "the read before the writes"
+    );
+    for i in 0..rewrite as u64 {
+        let reply = h.take_reply(10 + i).expect("write answered");
+        reply.result.expect("write");
+    }
+    h.run(&mut array);
+    assert_eq!(state(&array), "done", "{}", array.status_json());
+    let counters = array.status_json()["reshape"].clone();
+    let got = read_everything(&mut h, &mut array, 5, model.len());
+    assert!(
+        got == model,
+        "overlap {overlap_bytes} B, {rewrite} rewrites: data after the growth"
+    );
+    assert_eq!(
+        check(&mut h, &mut array, false),
+        (0, 0),
+        "overlap {overlap_bytes} B, {rewrite} rewrites: parity"
+    );
+    counters
+}
+
+/// EPU's I/O overlap: blocks a user read brought in are not read again.
+/// Every block the growth took from memory is one fewer read, and with
+/// the whole array read just before, the growth reads only what the
+/// read did not bring (nothing: EPU reconstructs parity here).
+#[test]
+fn epu_overlap_takes_blocks_a_user_read_brought_in() {
+    let u = |v: &serde_json::Value, f: &str| v[f].as_u64().unwrap();
+    let off = overlap_run(0, 0);
+    let on = overlap_run(64 << 20, 0);
+    assert_eq!(u(&off, "overlap_blocks"), 0, "{off}");
+    assert_eq!(u(&off, "scaling_read_blocks"), 7 * (24 + 144), "{off}");
+    assert!(u(&on, "overlap_blocks") > 0, "{on}");
+    assert_eq!(
+        u(&on, "scaling_read_blocks") + u(&on, "overlap_blocks"),
+        u(&off, "scaling_read_blocks"),
+        "{on}"
+    );
+    assert_eq!(u(&on, "scaling_read_blocks"), 0, "{on}");
+    assert!(u(&on, "redistribution_reads") < u(&off, "redistribution_reads"));
+    assert_eq!(u(&on, "moved_bytes"), u(&off, "moved_bytes"));
+}
+
+/// A write after the user read makes the blocks it touched stale: the
+/// growth reads them again and no written byte is lost (every rewritten
+/// chunk is one the growth moves or reconstructs from).
+#[test]
+fn a_write_after_the_user_read_is_never_lost() {
+    let u = |v: &serde_json::Value, f: &str| v[f].as_u64().unwrap();
+    let on = overlap_run(64 << 20, 40);
+    assert!(u(&on, "overlap_blocks") > 0, "{on}");
+    assert!(
+        u(&on, "scaling_read_blocks") > 0,
+        "{on}: the rewritten blocks are read"
+    );
+}

@@ -157,17 +157,6 @@ impl Array {
         self.layout.stripe_map(row).parity[parity].member
     }
 
-    fn crs_packet_region(&self, unit_row: u64, p: &OldPacket, packet_bytes: usize) -> Region {
-        let row = unit_row + p.row as u64;
-        Region {
-            member: self.crs_member(row, p.column),
-            row,
-            start: p.packet * packet_bytes,
-            len: packet_bytes,
-            purpose: Purpose::ParityUpdate,
-        }
-    }
-
     /// Device runs for `regions`: successive bytes of one member merge up
     /// to `aggregation_bytes`; EPU merges the migration's and the parity
     /// update's I/O (access aggregation), Scale-CRS keeps them apart.
@@ -212,13 +201,40 @@ impl Array {
 
     /// Reads what the window's units need: moved chunks (from their old
     /// places, or from their new ones when redoing a recorded window) and
-    /// what each unit's method reads.
+    /// what each unit's method reads. EPU takes the blocks a user read
+    /// has just brought in from memory instead (I/O overlap; never when
+    /// redoing a window: then the old places may be overwritten).
     pub(super) fn crs_issue_reads(&mut self) {
         let window = self.take_crs();
         let chunk = self.geometry.chunk_bytes as usize;
-        let packet = chunk / self.crs_w();
+        let w = self.crs_w();
+        let packet = chunk / w;
         let restore = self.window_ref().restore;
+        let overlap = match &self.reshape {
+            Some(r) if !restore => r.overlap.as_ref(),
+            _ => None,
+        };
         let mut regions = Vec::new();
+        let mut parity_regions = Vec::new();
+        let mut migration_regions = Vec::new();
+        // Blocks taken from the overlap buffer: image offset and bytes.
+        let mut taken: Vec<(usize, Vec<u8>)> = Vec::new();
+        let mut want = |member: usize, row: u64, column: usize, p: usize, purpose: Purpose| {
+            let reused = overlap.and_then(|b| b.get((row, column, p)));
+            match reused {
+                Some(bytes) => taken.push((
+                    window.offset(member, row, p * packet, chunk),
+                    bytes.to_vec(),
+                )),
+                None => regions.push(Region {
+                    member,
+                    row,
+                    start: p * packet,
+                    len: packet,
+                    purpose,
+                }),
+            }
+        };
         for unit in &window.units {
             let base = unit.plan.span.first_row;
             for mv in &unit.plan.moves {
@@ -227,19 +243,27 @@ impl Array {
                 } else {
                     (base + mv.from_row as u64, mv.column)
                 };
-                regions.push(Region {
-                    member: self.crs_member(row, column),
-                    row,
-                    start: 0,
-                    len: chunk,
-                    purpose: Purpose::Migration,
-                });
+                let member = self.crs_member(row, column);
+                if (0..w).any(|p| overlap.is_some_and(|b| b.get((row, column, p)).is_some())) {
+                    for p in 0..w {
+                        want(member, row, column, p, Purpose::Migration);
+                    }
+                } else {
+                    // One region, as without the overlap buffer.
+                    migration_regions.push(Region {
+                        member,
+                        row,
+                        start: 0,
+                        len: chunk,
+                        purpose: Purpose::Migration,
+                    });
+                }
             }
             let data = match unit.method {
                 UpdateMethod::ReadModifyWrite => {
                     for p in &unit.plan.changed {
                         let row = base + p.row as u64;
-                        regions.push(Region {
+                        parity_regions.push(Region {
                             member: self.crs_parity_member(row, p.parity),
                             row,
                             start: p.packet * packet,
@@ -251,10 +275,27 @@ impl Array {
                 }
                 UpdateMethod::ReconstructWrite => &unit.plan.rcw_reads,
             };
-            regions.extend(data.iter().map(|p| self.crs_packet_region(base, p, packet)));
+            for p in data {
+                let row = base + p.row as u64;
+                let member = self.crs_member(row, p.column);
+                want(member, row, p.column, p.packet, Purpose::ParityUpdate);
+            }
         }
+        regions.extend(parity_regions);
+        regions.extend(migration_regions);
         let blocks: usize = regions.iter().map(|r| r.len / packet).sum();
-        self.reshape_record_mut().counters.scaling_read_blocks += blocks as u64;
+        let counters = &mut self.reshape_record_mut().counters;
+        counters.scaling_read_blocks += blocks as u64;
+        counters.overlap_blocks += taken.len() as u64;
+        let end_row = window.first_row + window.rows as u64;
+        if let Some(buffer) = self.reshape.as_mut().and_then(|r| r.overlap.as_mut()) {
+            // These rows' old places are being rewritten: none is needed again.
+            buffer.drop_rows_below(end_row);
+        }
+        let image = &mut self.window_mut_pub().data;
+        for (at, bytes) in taken {
+            image[at..at + bytes.len()].copy_from_slice(&bytes);
+        }
         let runs = self.crs_runs(&window, regions);
         self.put_crs(window);
         self.issue_runs(runs, false);

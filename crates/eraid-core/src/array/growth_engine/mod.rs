@@ -20,6 +20,7 @@ mod control;
 mod crs_window;
 mod io_slots;
 mod mover;
+mod overlap;
 mod pacing;
 mod routing;
 mod window;
@@ -76,6 +77,8 @@ pub(super) struct Reshape {
     /// times this old k, plus its data index) is looked up (None: the
     /// logical chunk is its own place).
     pub scattered_old_k: Option<u64>,
+    /// EPU's I/O overlap: blocks user reads brought in (None: off).
+    pub overlap: Option<overlap::OverlapBuffer>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -137,6 +140,18 @@ impl Reshape {
             started_at: now,
             scattered_old_k: (record.config.strategy.grows_crs() && !crs_before.is_empty())
                 .then_some(record.old_geometry.data_per_stripe() as u64),
+            overlap: match new_geometry.level {
+                Level::Crs { w, .. }
+                    if record.config.strategy == ReshapeStrategy::Epu
+                        && record.config.overlap_buffer_bytes > 0 =>
+                {
+                    Some(overlap::OverlapBuffer::new(
+                        new_geometry.chunk_bytes as usize / w,
+                        record.config.overlap_buffer_bytes,
+                    ))
+                }
+                _ => None,
+            },
         }
         .with_valve_started(now)
     }
