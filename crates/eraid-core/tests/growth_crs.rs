@@ -742,4 +742,12 @@ fn a_write_after_the_user_read_is_never_lost() {
         u(&on, "scaling_read_blocks") > 0,
         "{on}: the rewritten blocks are read"
     );
+    // Blocks in memory between blocks read anyway are read with them: the
+    // overlap never adds a device I/O.
+    let off = overlap_run(0, 40);
+    assert_eq!(
+        u(&on, "scaling_read_blocks") + u(&on, "overlap_blocks"),
+        u(&off, "scaling_read_blocks")
+    );
+    assert!(u(&on, "redistribution_reads") <= u(&off, "redistribution_reads"));
 }

@@ -85,6 +85,7 @@
 //! sample_ms = 1000              # period of the progress samples (growth.csv)
 //! io_rate_max = 1500            # scale-crs, epu: the EPU paper's budget, blocks of 4 KiB per second (default: none)
 //! crs_matrix = "jerasure"       # scale-crs, epu: the coding matrix after the growth: jerasure (default; the EPU paper's Table I) | optimized (Scale-CRS's, Table II)
+//! overlap_buffer = "16M"        # epu: I/O overlap, blocks user reads brought in kept for the scaling (default 16M; 0: off)
 //! enabled = true                # a variant may set false: no growth
 //!
 //! [failure]                   # optional: a member fails while the array runs
@@ -282,6 +283,8 @@ pub struct GrowthTable {
     pub io_rate_max: Option<u64>,
     /// scale-crs, epu: the post-scaling coding matrix (jerasure | optimized).
     pub crs_matrix: Option<String>,
+    /// epu: the I/O overlap buffer (a size; 0: off).
+    pub overlap_buffer: Option<IntOrText>,
 }
 
 /// `[failure]`: a member fails while the array runs (see the module docs).
@@ -429,7 +432,7 @@ overlay_fields!(GrowthTable {
     sliding_window_max,
     speed_min, speed_max, valve_period_ms, latency_bound_ms, slack, valve_latency, idle_check_ms,
     idle_user, idle_in_flight,
-    sample_ms, io_rate_max, crs_matrix
+    sample_ms, io_rate_max, crs_matrix, overlap_buffer
 } nested {});
 overlay_fields!(FailureTable {
     enabled, member, at_s, spare, strategy, speed_min, speed_max, idle_check_ms, window_stripes,

@@ -214,26 +214,12 @@ impl Array {
             Some(r) if !restore => r.overlap.as_ref(),
             _ => None,
         };
-        let mut regions = Vec::new();
-        let mut parity_regions = Vec::new();
-        let mut migration_regions = Vec::new();
-        // Blocks taken from the overlap buffer: image offset and bytes.
-        let mut taken: Vec<(usize, Vec<u8>)> = Vec::new();
-        let mut want = |member: usize, row: u64, column: usize, p: usize, purpose: Purpose| {
-            let reused = overlap.and_then(|b| b.get((row, column, p)));
-            match reused {
-                Some(bytes) => taken.push((
-                    window.offset(member, row, p * packet, chunk),
-                    bytes.to_vec(),
-                )),
-                None => regions.push(Region {
-                    member,
-                    row,
-                    start: p * packet,
-                    len: packet,
-                    purpose,
-                }),
-            }
+        // Every block to read, with its bytes if a user read left them.
+        let mut wanted: Vec<(Region, Option<Vec<u8>>)> = Vec::new();
+        let in_memory = |row: u64, column: usize, p: usize| {
+            overlap
+                .and_then(|b| b.get((row, column, p)))
+                .map(<[u8]>::to_vec)
         };
         for unit in &window.units {
             let base = unit.plan.span.first_row;
@@ -244,32 +230,34 @@ impl Array {
                     (base + mv.from_row as u64, mv.column)
                 };
                 let member = self.crs_member(row, column);
-                if (0..w).any(|p| overlap.is_some_and(|b| b.get((row, column, p)).is_some())) {
+                let region = |start: usize, len: usize| Region {
+                    member,
+                    row,
+                    start,
+                    len,
+                    purpose: Purpose::Migration,
+                };
+                if (0..w).any(|p| in_memory(row, column, p).is_some()) {
                     for p in 0..w {
-                        want(member, row, column, p, Purpose::Migration);
+                        wanted.push((region(p * packet, packet), in_memory(row, column, p)));
                     }
                 } else {
                     // One region, as without the overlap buffer.
-                    migration_regions.push(Region {
-                        member,
-                        row,
-                        start: 0,
-                        len: chunk,
-                        purpose: Purpose::Migration,
-                    });
+                    wanted.push((region(0, chunk), None));
                 }
             }
             let data = match unit.method {
                 UpdateMethod::ReadModifyWrite => {
                     for p in &unit.plan.changed {
                         let row = base + p.row as u64;
-                        parity_regions.push(Region {
+                        let parity = Region {
                             member: self.crs_parity_member(row, p.parity),
                             row,
                             start: p.packet * packet,
                             len: packet,
                             purpose: Purpose::ParityUpdate,
-                        });
+                        };
+                        wanted.push((parity, None));
                     }
                     &unit.plan.rmw_reads
                 }
@@ -277,12 +265,17 @@ impl Array {
             };
             for p in data {
                 let row = base + p.row as u64;
-                let member = self.crs_member(row, p.column);
-                want(member, row, p.column, p.packet, Purpose::ParityUpdate);
+                let region = Region {
+                    member: self.crs_member(row, p.column),
+                    row,
+                    start: p.packet * packet,
+                    len: packet,
+                    purpose: Purpose::ParityUpdate,
+                };
+                wanted.push((region, in_memory(row, p.column, p.packet)));
             }
         }
-        regions.extend(parity_regions);
-        regions.extend(migration_regions);
+        let (regions, taken) = self.crs_trim_reused(wanted);
         let blocks: usize = regions.iter().map(|r| r.len / packet).sum();
         let counters = &mut self.reshape_record_mut().counters;
         counters.scaling_read_blocks += blocks as u64;
@@ -293,12 +286,59 @@ impl Array {
             buffer.drop_rows_below(end_row);
         }
         let image = &mut self.window_mut_pub().data;
-        for (at, bytes) in taken {
+        for (region, bytes) in taken {
+            let at = window.offset(region.member, region.row, region.start, chunk);
             image[at..at + bytes.len()].copy_from_slice(&bytes);
         }
         let runs = self.crs_runs(&window, regions);
         self.put_crs(window);
         self.issue_runs(runs, false);
+    }
+
+    /// Splits the blocks a window wants into those to read and those taken
+    /// from memory. A block in memory is taken only at either end of a
+    /// stretch of blocks one device I/O would read (same member, contiguous
+    /// on disk, merged as `crs_runs` merges); between blocks read anyway it
+    /// is read with them, since leaving it out would split that I/O in
+    /// two. So the overlap never adds a device I/O.
+    fn crs_trim_reused(
+        &self,
+        mut wanted: Vec<(Region, Option<Vec<u8>>)>,
+    ) -> (Vec<Region>, Vec<(Region, Vec<u8>)>) {
+        let chunk = self.geometry.chunk_bytes as usize;
+        let aggregate =
+            self.reshape_config().strategy == crate::growth::config::ReshapeStrategy::Epu;
+        let purpose = |r: &Region| if aggregate { None } else { Some(r.purpose) };
+        wanted.sort_by_key(|(r, _)| (r.member, purpose(r), r.row, r.start));
+        let disk = |r: &Region| r.row as usize * chunk + r.start;
+        let follows = |a: &Region, b: &Region| {
+            a.member == b.member && purpose(a) == purpose(b) && disk(a) + a.len == disk(b)
+        };
+        let mut read = Vec::new();
+        let mut taken = Vec::new();
+        let mut stretch: Vec<(Region, Option<Vec<u8>>)> = Vec::new();
+        let mut flush = |stretch: &mut Vec<(Region, Option<Vec<u8>>)>| {
+            let first = stretch.iter().position(|(_, b)| b.is_none());
+            let last = stretch.iter().rposition(|(_, b)| b.is_none());
+            for (i, (region, bytes)) in stretch.drain(..).enumerate() {
+                let inside = first.is_some_and(|f| i >= f) && last.is_some_and(|l| i <= l);
+                match bytes {
+                    Some(bytes) if !inside => taken.push((region, bytes)),
+                    _ => read.push(region),
+                }
+            }
+        };
+        for item in wanted {
+            if stretch
+                .last()
+                .is_some_and(|(last, _)| !follows(last, &item.0))
+            {
+                flush(&mut stretch);
+            }
+            stretch.push(item);
+        }
+        flush(&mut stretch);
+        (read, taken)
     }
 
     fn crs_w(&self) -> usize {
