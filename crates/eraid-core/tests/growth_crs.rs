@@ -466,7 +466,7 @@ fn crashes_during_crs_growth_lose_nothing() {
             let shape = SHAPES[(seed % 3) as usize];
             // Odd seeds grow with the optimised post-scaling matrix.
             let matrix = CrsMatrix::ALL[(seed % 2) as usize];
-            redone += crash_once(seed, shape, strategy, matrix);
+            redone += crash_once(seed, shape, strategy, matrix, false);
         }
     }
     assert!(
@@ -475,20 +475,59 @@ fn crashes_during_crs_growth_lose_nothing() {
     );
 }
 
+/// Crashes during a second growth (over the first one's layout, its added
+/// space holding data): the same guarantees.
+#[test]
+fn crashes_during_a_second_crs_growth_lose_nothing() {
+    let mut redone = 0;
+    for seed in 0..seeds("ERAID_GROWTH_CRASH_SEEDS", 10) {
+        let strategy = STRATEGIES[(seed % 2) as usize];
+        let matrix = CrsMatrix::ALL[(seed / 2 % 2) as usize];
+        let shape = [(6, 2, 3, 1), (5, 3, 4, 1)][(seed % 2) as usize];
+        redone += crash_once(seed, shape, strategy, matrix, true);
+    }
+    assert!(
+        redone >= 2,
+        "only {redone} crashes fell between a window's two phases"
+    );
+}
+
 /// Returns 1 if the crash left a recorded window to redo.
+/// `again`: the crash is in a second growth by one member (the first,
+/// `shape`'s, finished and its added space filled first).
 fn crash_once(
     seed: u64,
     shape: (usize, usize, usize, usize),
     strategy: ReshapeStrategy,
     matrix: CrsMatrix,
+    again: bool,
 ) -> u64 {
     let what = format!(
-        "seed {seed} {shape:?} {} {}",
+        "seed {seed} {shape:?} {} {} again {again}",
         strategy.name(),
         matrix.name()
     );
-    let (mut h, mut array, initial, mut rng) =
+    let (mut h, mut array, mut initial, mut rng) =
         filled_and_growing(seed, shape, strategy, matrix, 3, MEMBER_CHUNKS);
+    // Members before the growth the crash hits, and their parity members.
+    let mut members_before = shape.0;
+    if again {
+        h.run(&mut array);
+        assert_eq!(state(&array), "done", "{what}: the first growth");
+        let tail: Vec<u8> = (0..array.capacity_bytes() - initial.len() as u64)
+            .map(|_| rng.gen())
+            .collect();
+        let op = UserOp::Write {
+            offset_bytes: initial.len() as u64,
+            data: tail.clone(),
+            fua: true,
+        };
+        call(&mut h, &mut array, 3, op).expect("fill the added space");
+        initial.extend_from_slice(&tail);
+        let aggregation = 3 * chunk_bytes(crs_level(shape.1, shape.2));
+        start_growth(&mut h, &mut array, 1, strategy, matrix, aggregation);
+        members_before += shape.3;
+    }
     let capacity = array.capacity_bytes();
     let mut acked = initial.clone();
     let mut flushed = initial;
@@ -554,14 +593,14 @@ fn crash_once(
         // The crash came before the growth's first superblock reached the
         // new members: the array is the old one.
         Err(_) => {
-            h.members.truncate(shape.0);
+            h.members.truncate(members_before);
             h.assemble()
                 .unwrap_or_else(|e| panic!("{what}: reassembly failed: {e}"))
         }
     };
     let mut array = Array::open(assembly, options(), h.now);
     h.run(&mut array);
-    let grown = h.members.len() > shape.0;
+    let grown = h.members.len() > members_before;
     if grown {
         assert_eq!(state(&array), "done", "{what}: {}", array.status_json());
         assert_eq!(array.status_json()["crs_matrix"], matrix.name(), "{what}");
