@@ -62,7 +62,9 @@ use std::time::{Duration, Instant};
 ///   epu          the same migration; each unit's parity is updated by
 ///                read-modify-write or reconstruct-write, whichever reads
 ///                fewer blocks (EPU's Algorithm 1), and the unit's reads are
-///                merged into as few I/Os as possible.
+///                merged into as few I/Os as possible; blocks a user read
+///                has just brought in (up to 16 MiB) are not read again
+///                (I/O overlap).
 ///   A grown CRS array grows again over its grown layout; --matrix picks
 ///   the coding matrix after each growth (`detail --json`: crs_matrix,
 ///   crs_growths).
