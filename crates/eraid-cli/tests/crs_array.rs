@@ -254,3 +254,60 @@ fn a_served_crs_array_shows_its_shape_and_refuses_a_raid_growth() {
     assert!(live(dir, "ctl.sock")["reshape"].is_null());
     server.stop();
 }
+
+/// The optimised post-scaling matrix, twice: a 4+2 array holding data
+/// grows offline by epu then by scale-crs, each `--matrix optimized`;
+/// `detail --json` names the matrix and both growths, `check` is clean,
+/// the data reads back, and with two members away (old, the newest) too.
+/// A bad `--matrix` is refused, naming it, and changes nothing.
+#[test]
+fn a_crs_array_grows_twice_with_the_optimized_matrix() {
+    if !require_tools("crs grows twice", &["nbdcopy"]) {
+        return;
+    }
+    let scratch = scratch();
+    let dir = scratch.path();
+    create_4_plus_2(dir);
+    write_random(&dir.join("data.bin"), DATA_BYTES, 43);
+    let model = std::fs::read(dir.join("data.bin")).unwrap();
+    let server = Server::start(dir, &MEMBERS);
+    run_tool(dir, "nbdcopy", &["data.bin", &server.uri]).expect_ok();
+    server.stop();
+    blank(dir, "d6", 48 * MIB);
+    blank(dir, "d7", 48 * MIB);
+    let mut bad = vec!["grow"];
+    bad.extend_from_slice(&MEMBERS);
+    bad.extend_from_slice(&["--add", "d6", "--strategy", "epu", "--matrix", "cauchy"]);
+    rejected(dir, &bad, &["--matrix", "cauchy", "jerasure or optimized"]);
+
+    let all: Vec<&str> = MEMBERS.iter().copied().chain(["d6", "d7"]).collect();
+    for (members, added, strategy) in [(6, "d6", "epu"), (7, "d7", "scale-crs")] {
+        let mut args = vec!["grow"];
+        args.extend_from_slice(&all[..members]);
+        args.extend_from_slice(&["--add", added, "--strategy", strategy]);
+        args.extend_from_slice(&["--matrix", "optimized"]);
+        eraid(dir, &args).expect_ok();
+        let detail = detail_json(dir, &all[..members + 1]);
+        assert_eq!(detail["data_members"], members - 1, "{detail:#}");
+        assert_eq!(detail["crs_matrix"], "optimized", "{detail:#}");
+        let growths = detail["crs_growths"].as_array().unwrap();
+        assert_eq!(growths.len(), members - 5, "{detail:#}");
+        assert!(
+            growths.iter().all(|g| g["matrix"] == "optimized"),
+            "{detail:#}"
+        );
+        let out = check(dir, false, &all[..members + 1]);
+        assert!(out.ok() && out.stdout.contains("0 mismatches"), "{out}");
+    }
+    let server = Server::start(dir, &all);
+    read_back_equals(dir, &server.uri, &model, "after two growths");
+    server.stop();
+    let survivors: Vec<&str> = all
+        .iter()
+        .copied()
+        .filter(|m| *m != "d1" && *m != "d7")
+        .collect();
+    let server = Server::start(dir, &survivors);
+    read_back_equals(dir, &server.uri, &model, "d1 and d7 missing");
+    server.stop();
+}

@@ -4,7 +4,7 @@
 //! the data reads back equal, `check` finds 0 mismatches, and with two
 //! members removed (several pairs, the new member among them) the data
 //! still reads back equal. Also each strategy with the server SIGKILLed
-//! mid-growth and restarted. Members are on tmpfs when available.
+//! mid-growth and restarted (scale-crs with `--matrix optimized`). Members are on tmpfs when available.
 
 mod support;
 
@@ -221,7 +221,7 @@ fn crs_4_plus_2_grows_with_scale_crs_while_nbdcopy_writes() {
 /// SIGKILL mid-growth, restart: the growth resumes (redoing the window a
 /// kill may have cut between its two write phases) and finishes; the data
 /// reads back, check is clean, and two members may be missing.
-fn killed_mid_growth(test: &str, strategy: &str, seed: u64) {
+fn killed_mid_growth(test: &str, strategy: &str, matrix: &str, seed: u64) {
     if !require_tools(test, &["nbdcopy", "nbdinfo", "nbdkit"]) {
         return;
     }
@@ -238,6 +238,8 @@ fn killed_mid_growth(test: &str, strategy: &str, seed: u64) {
         "d6",
         "--strategy",
         strategy,
+        "--matrix",
+        matrix,
         "--speed-max",
         "20000",
         "--no-wait",
@@ -274,6 +276,7 @@ fn killed_mid_growth(test: &str, strategy: &str, seed: u64) {
     );
     let detail = detail_json(dir, &ALL);
     assert_eq!(detail["reshape"]["state"], "running", "{test}: {detail:#}");
+    assert_eq!(detail["crs_matrix"], matrix, "{test}: {detail:#}");
     let mut server = Server::start_with(dir, &["--control", "ctl.sock"], &ALL);
     server.wait_for_log("resuming", Duration::from_secs(30));
     let status = wait_done(test, dir, "ctl.sock", &mut server);
@@ -291,14 +294,20 @@ fn killed_mid_growth(test: &str, strategy: &str, seed: u64) {
 
 #[test]
 fn crs_epu_growth_survives_sigkill() {
-    killed_mid_growth("issue 18 acceptance 2 (CRS 4+2, epu, SIGKILL)", "epu", 1804);
+    killed_mid_growth(
+        "issue 18 acceptance 2 (CRS 4+2, epu, SIGKILL)",
+        "epu",
+        "jerasure",
+        1804,
+    );
 }
 
 #[test]
 fn crs_scale_crs_growth_survives_sigkill() {
     killed_mid_growth(
-        "issue 18 acceptance 2 (CRS 4+2, scale-crs, SIGKILL)",
+        "issue 18 acceptance 2 (CRS 4+2, scale-crs, optimized matrix, SIGKILL)",
         "scale-crs",
+        "optimized",
         1805,
     );
 }

@@ -6,7 +6,9 @@
 use std::collections::BTreeSet;
 
 use eraid_codes::crs::matrix_to_bitmatrix;
-use eraid_codes::crs_scaling::matrices::{post_scaling_matrix, pre_scaling_matrix};
+use eraid_codes::crs_scaling::matrices::{
+    extend_optimized, post_scaling_matrix, pre_scaling_matrix,
+};
 use eraid_codes::crs_scaling::{
     count_reads, run_study, study_case, MatrixChoice, ScalingUnit, UpdateMethod,
 };
@@ -138,33 +140,63 @@ fn optimized_matrices_keep_old_columns_and_are_mds() {
                 "row {i}"
             );
         }
-        let code = CauchyReedSolomon::from_matrix(k + t, m, w, new).unwrap();
-        let n = k + t + m;
-        let len = w * 8;
-        let stripe: Vec<Vec<u8>> = {
-            let data: Vec<Vec<u8>> = (0..k + t)
-                .map(|d| (0..len).map(|b| (d * 37 + b * 11 + 5) as u8).collect())
-                .collect();
-            let refs: Vec<&[u8]> = data.iter().map(|d| &d[..]).collect();
-            let mut parity = vec![vec![0u8; len]; m];
-            let mut prefs: Vec<&mut [u8]> = parity.iter_mut().map(|p| &mut p[..]).collect();
-            code.encode(&refs, &mut prefs).unwrap();
-            data.into_iter().chain(parity).collect()
-        };
-        // Every set of m lost shards (bit masks with m ones).
-        for mask in (0u32..1 << n).filter(|x| x.count_ones() as usize == m) {
-            let present: Vec<bool> = (0..n).map(|i| mask & (1 << i) == 0).collect();
-            let mut shards = stripe.clone();
-            for (i, shard) in shards.iter_mut().enumerate() {
-                if !present[i] {
-                    shard.fill(0);
-                }
-            }
-            let mut refs: Vec<&mut [u8]> = shards.iter_mut().map(|s| &mut s[..]).collect();
-            code.reconstruct(&mut refs, &present)
-                .unwrap_or_else(|e| panic!("({k},{t},{m},{w}) lost {mask:b}: {e}"));
-            assert_eq!(shards, stripe, "({k},{t},{m},{w}) lost {mask:b}");
+        assert_mds(k + t, m, w, new, &format!("({k},{t},{m},{w})"));
+    }
+}
+
+/// Growing twice with the optimised matrix (each growth extends the
+/// matrix the last one made) keeps every earlier column and stays MDS.
+#[test]
+fn optimized_matrices_extend_again() {
+    for (k, t1, t2, m, w) in [
+        (3, 1, 1, 2, 3),
+        (3, 1, 1, 3, 3),
+        (6, 1, 1, 3, 4),
+        (2, 2, 3, 4, 4),
+    ] {
+        let first = post_scaling_matrix(MatrixChoice::Optimized, k, t1, m, w).unwrap();
+        let k1 = k + t1;
+        let second = extend_optimized(&first, k1, t2, m, w).unwrap();
+        for i in 0..m {
+            assert_eq!(
+                first[i * k1..(i + 1) * k1],
+                second[i * (k1 + t2)..i * (k1 + t2) + k1],
+                "row {i}"
+            );
         }
+        assert_mds(k1 + t2, m, w, second, &format!("({k},{t1}+{t2},{m},{w})"));
+    }
+    assert!(extend_optimized(&pre_scaling_matrix(4, 2, 3).unwrap(), 4, 3, 2, 3).is_none());
+}
+
+/// Every set of m lost shards of a stripe coded by `matrix` decodes.
+fn assert_mds(k: usize, m: usize, w: usize, matrix: Vec<u32>, name: &str) {
+    let code = CauchyReedSolomon::from_matrix(k, m, w, matrix).unwrap();
+    let n = k + m;
+    let len = w * 8;
+    let stripe: Vec<Vec<u8>> = {
+        let data: Vec<Vec<u8>> = (0..k)
+            .map(|d| (0..len).map(|b| (d * 37 + b * 11 + 5) as u8).collect())
+            .collect();
+        let refs: Vec<&[u8]> = data.iter().map(|d| &d[..]).collect();
+        let mut parity = vec![vec![0u8; len]; m];
+        let mut prefs: Vec<&mut [u8]> = parity.iter_mut().map(|p| &mut p[..]).collect();
+        code.encode(&refs, &mut prefs).unwrap();
+        data.into_iter().chain(parity).collect()
+    };
+    // Every set of m lost shards (bit masks with m ones).
+    for mask in (0u32..1 << n).filter(|x| x.count_ones() as usize == m) {
+        let present: Vec<bool> = (0..n).map(|i| mask & (1 << i) == 0).collect();
+        let mut shards = stripe.clone();
+        for (i, shard) in shards.iter_mut().enumerate() {
+            if !present[i] {
+                shard.fill(0);
+            }
+        }
+        let mut refs: Vec<&mut [u8]> = shards.iter_mut().map(|s| &mut s[..]).collect();
+        code.reconstruct(&mut refs, &present)
+            .unwrap_or_else(|e| panic!("{name} lost {mask:b}: {e}"));
+        assert_eq!(shards, stripe, "{name} lost {mask:b}");
     }
 }
 

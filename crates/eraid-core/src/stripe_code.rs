@@ -32,6 +32,35 @@ impl StripeCode {
         })
     }
 
+    /// The code of an array with `geometry` whose CRS layout was grown by
+    /// `crs_growths` (oldest first; empty: never grown, `for_geometry`).
+    pub fn for_array(
+        geometry: &Geometry,
+        crs_growths: &[crate::growth::scale_crs::CrsScaledShape],
+    ) -> Result<Option<StripeCode>, String> {
+        let (Level::Crs { parity_members, w }, Some(first)) = (geometry.level, crs_growths.first())
+        else {
+            return StripeCode::for_geometry(geometry);
+        };
+        let k = geometry.data_per_stripe();
+        let matrix = crate::growth::scale_crs::crs_coding_matrix(
+            first.old_data_members,
+            parity_members,
+            w,
+            crs_growths,
+        )?;
+        if matrix.len() != k * parity_members {
+            return Err(format!(
+                "the recorded growths make {} data members, the geometry has {k}",
+                matrix.len() / parity_members
+            ));
+        }
+        Ok(Some(StripeCode::Crs(
+            CauchyReedSolomon::from_matrix(k, parity_members, w, matrix)
+                .map_err(|e| e.to_string())?,
+        )))
+    }
+
     /// Whether stripe operations must cover whole chunks (see
     /// `Level::whole_chunk_stripes`).
     pub fn whole_chunks(&self) -> bool {

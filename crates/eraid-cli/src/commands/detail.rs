@@ -367,6 +367,9 @@ impl DetailArgs {
             detail["data_members"] = g.data_per_stripe().into();
             detail["parity_members"] = parity_members.into();
             detail["w"] = w.into();
+            for (field, value) in sb.crs_growths_json() {
+                detail[field] = value;
+            }
         }
         if self.json {
             println!("{}", serde_json::to_string_pretty(&detail)?);

@@ -8,6 +8,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use clap::Args;
 use eraid_core::growth::config::{GrowthTuning, ReshapeConfig, ReshapeStrategy, ValveLatency};
 use eraid_core::growth::record::ReshapeState;
+use eraid_core::growth::scale_crs::CrsMatrix;
 use eraid_core::io::AdminCommand;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::{json, Value};
@@ -61,8 +62,12 @@ use std::time::{Duration, Instant};
 ///   epu          the same migration; each unit's parity is updated by
 ///                read-modify-write or reconstruct-write, whichever reads
 ///                fewer blocks (EPU's Algorithm 1), and the unit's reads are
-///                merged into as few I/Os as possible. A CRS array grows
-///                once this way (not a second time).
+///                merged into as few I/Os as possible; blocks a user read
+///                has just brought in (up to 16 MiB) are not read again
+///                (I/O overlap).
+///   A grown CRS array grows again over its grown layout; --matrix picks
+///   the coding matrix after each growth (`detail --json`: crs_matrix,
+///   crs_growths).
 ///
 /// Without --no-wait a progress bar shows moved bytes, rate and ETA until
 /// the growth is done (exit 0) or pauses (exit 1, with the reason); a
@@ -123,6 +128,13 @@ pub struct GrowArgs {
     /// whose budget they spent (the paper uses 1200 to 1500). Default: off.
     #[arg(long = "io-rate-max", value_name = "BLOCKS/S")]
     io_rate_max: Option<u64>,
+    /// scale-crs, epu: the coding matrix after the growth. jerasure
+    /// (default): Jerasure's own matrix for the new width, as the EPU
+    /// paper's Table I, Fig. 4 and experiments. optimized: Scale-CRS's
+    /// (the paper's Table II): the old columns kept, new ones appended, so
+    /// unmoved data never enter a parity update.
+    #[arg(long, value_name = "MATRIX")]
+    matrix: Option<String>,
     /// The control socket of a running `eraid serve --control PATH`.
     #[arg(long, value_name = "PATH", conflicts_with = "members")]
     control: Option<PathBuf>,
@@ -248,6 +260,15 @@ impl GrowArgs {
         flags.check()?;
         flags.check_strategy(strategy)?;
         let mut config = ReshapeConfig::with_strategy(strategy);
+        if let Some(name) = &self.matrix {
+            if !strategy.grows_crs() {
+                bail!(
+                    "--matrix chooses a CRS array's coding matrix; {} does not grow CRS arrays",
+                    strategy.name()
+                );
+            }
+            config.crs_matrix = CrsMatrix::parse(name).map_err(|e| anyhow!("--matrix: {e}"))?;
+        }
         if let Some(kib) = self.aggregation_kib {
             config.aggregation_bytes = kib * 1024;
         }
@@ -313,6 +334,9 @@ impl GrowArgs {
         if let Some(name) = &self.valve_latency {
             parse_valve_latency(name)?;
         }
+        if let Some(name) = &self.matrix {
+            CrsMatrix::parse(name).map_err(|e| anyhow!("--matrix: {e}"))?;
+        }
         self.flags().check()
     }
 
@@ -376,12 +400,6 @@ impl GrowArgs {
             None => GrowLevel::Crs,
         };
         let config = self.config(level)?;
-        if sb.crs_scaled.is_some() {
-            bail!(
-                "this CRS array was grown by scale-crs or epu already; growing it again is \
-                 not supported (the array is unchanged)"
-            );
-        }
         // A RAID-0 grown by fastscale or semi-rr keeps growing that way
         // (the core refuses otherwise; say so before anything is written).
         if let Some(placement) = &sb.placement {

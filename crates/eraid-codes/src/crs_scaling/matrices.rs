@@ -51,20 +51,27 @@ pub fn post_scaling_matrix(
     m: usize,
     w: usize,
 ) -> Option<Vec<u32>> {
-    let jerasure_new = jerasure::cauchy_good_general_coding_matrix(k + t, m, w)?;
     match choice {
-        MatrixChoice::Jerasure => Some(jerasure_new),
-        MatrixChoice::Optimized => {
-            let old = pre_scaling_matrix(k, m, w)?;
-            if keeps_old_columns(&old, &jerasure_new, k, t, m) {
-                return Some(jerasure_new);
-            }
-            if m == 2 {
-                return Some(extend_two_rows(&old, k, t, w));
-            }
-            Some(extend_scaled_cauchy(&old, k, t, m, w))
-        }
+        MatrixChoice::Jerasure => jerasure::cauchy_good_general_coding_matrix(k + t, m, w),
+        MatrixChoice::Optimized => extend_optimized(&pre_scaling_matrix(k, m, w)?, k, t, m, w),
     }
+}
+
+/// The optimised post-scaling matrix grown from `old` (m x k, row-major):
+/// `old`'s k columns kept, t columns appended. `old` is Jerasure's matrix
+/// for (k, m, w) or one this function made (its columns are Jerasure's
+/// Cauchy points with the same row and column scaling), so an array can
+/// grow again with it. None when k + t + m > 2^w.
+pub fn extend_optimized(old: &[u32], k: usize, t: usize, m: usize, w: usize) -> Option<Vec<u32>> {
+    assert_eq!(old.len(), m * k, "old is an m x k matrix");
+    let jerasure_new = jerasure::cauchy_good_general_coding_matrix(k + t, m, w)?;
+    if keeps_old_columns(old, &jerasure_new, k, t, m) {
+        return Some(jerasure_new);
+    }
+    if m == 2 {
+        return Some(extend_two_rows(old, k, t, w));
+    }
+    Some(extend_scaled_cauchy(old, k, t, m, w))
 }
 
 fn keeps_old_columns(old: &[u32], new: &[u32], k: usize, t: usize, m: usize) -> bool {

@@ -707,6 +707,7 @@ impl Array {
         if op.kind == OpKind::Write {
             self.forget_clean_copies(&op);
         }
+        self.overlap_note_op(&op, error.is_none());
         for granted in self.locks.release(op.lock_key, op.lock) {
             self.ready.push(Ready::OpLocked(granted));
         }

@@ -289,13 +289,14 @@ impl Array {
     /// superblocks dirty (and recording missing or stale members as faulty).
     pub fn open(assembly: Assembly, options: ArrayOptions, now: TimeNs) -> Array {
         let geometry = assembly.superblock.geometry;
+        let crs_growths = assembly.superblock.crs_growths();
         let layout = layout_of(
             &geometry,
             assembly.superblock.placement.as_ref(),
-            assembly.superblock.crs_scaled.as_ref(),
+            &crs_growths,
         );
         // The superblock's validation built this code once already.
-        let code = StripeCode::for_geometry(&geometry)
+        let code = StripeCode::for_array(&geometry, &crs_growths)
             .expect("a validated geometry has a code")
             .map(Arc::new);
         let present: Vec<bool> = assembly

@@ -124,6 +124,9 @@ impl Array {
             status["data_members"] = self.geometry.data_per_stripe().into();
             status["parity_members"] = parity_members.into();
             status["w"] = w.into();
+            for (field, value) in self.superblock.crs_growths_json() {
+                status[field] = value;
+            }
         }
         status
     }

@@ -2,6 +2,7 @@
 //! tunables. Recorded in the superblock so a resumed growth behaves the same.
 
 use super::fastscale::GrowthStrategy;
+use super::scale_crs::CrsMatrix;
 use serde::{Deserialize, Serialize};
 
 /// md-reshape: which user requests wait while a window is moved, i.e. how
@@ -201,6 +202,10 @@ impl ReshapeStrategy {
 
 /// Largest aggregation (per-member I/O) a growth accepts.
 pub const AGGREGATION_BYTES_MAX: u64 = 256 << 20;
+/// EPU's I/O overlap buffer by default (the paper gives no size): 16 MiB.
+pub const OVERLAP_BUFFER_BYTES_DEFAULT: u64 = 16 << 20;
+/// Largest I/O overlap buffer a growth accepts.
+pub const OVERLAP_BUFFER_BYTES_MAX: u64 = 1 << 30;
 /// Largest md-reshape window a growth accepts.
 pub const MD_WINDOW_BYTES_MAX: u64 = 1 << 30;
 
@@ -266,6 +271,12 @@ pub struct ReshapeConfig {
     pub io_slot_ms: u64,
     /// The rate control's block (the paper's 4 KiB).
     pub io_block_bytes: u64,
+    /// scale-crs, epu: the post-scaling coding matrix.
+    pub crs_matrix: CrsMatrix,
+    /// epu: I/O overlap. Up to this many bytes of data blocks user reads
+    /// brought in are kept for the scaling to take instead of reading them
+    /// again (0: off; Scale-CRS never overlaps).
+    pub overlap_buffer_bytes: u64,
 }
 
 impl Default for ReshapeConfig {
@@ -290,6 +301,8 @@ impl Default for ReshapeConfig {
             io_rate_max_blocks_s: 0,
             io_slot_ms: 1_000,
             io_block_bytes: 4096,
+            crs_matrix: CrsMatrix::Jerasure,
+            overlap_buffer_bytes: OVERLAP_BUFFER_BYTES_DEFAULT,
         }
     }
 }
@@ -309,6 +322,12 @@ impl ReshapeConfig {
             return Err(format!(
                 "aggregation_bytes must be within 1..={AGGREGATION_BYTES_MAX}, got {}",
                 self.aggregation_bytes
+            ));
+        }
+        if self.overlap_buffer_bytes > OVERLAP_BUFFER_BYTES_MAX {
+            return Err(format!(
+                "overlap_buffer_bytes must be at most {OVERLAP_BUFFER_BYTES_MAX}, got {}",
+                self.overlap_buffer_bytes
             ));
         }
         if self.md_window_bytes > MD_WINDOW_BYTES_MAX || self.md_page_bytes > MD_WINDOW_BYTES_MAX {

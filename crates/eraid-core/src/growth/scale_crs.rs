@@ -23,8 +23,48 @@
 //! of every 5.
 
 use eraid_codes::crs::BitMatrix;
-use eraid_codes::crs_scaling::{count_reads, BlockPlace, ParityUpdateReads, ScalingUnit};
+use eraid_codes::crs_scaling::{
+    count_reads, BlockPlace, MatrixChoice, ParityUpdateReads, ScalingUnit,
+};
 use serde::{Deserialize, Serialize};
+
+/// The post-scaling coding matrix a growth chooses (the EPU paper's
+/// Section IV compares both).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CrsMatrix {
+    /// Jerasure's own matrix for (k + t, m, w) (the paper's Table I, and
+    /// the matrix of its Fig. 4 and its experiments).
+    #[default]
+    Jerasure,
+    /// Scale-CRS's optimised matrix (ref. [25], Table II): the old columns
+    /// kept, t columns appended (`crs_scaling::matrices::extend_optimized`).
+    Optimized,
+}
+
+impl CrsMatrix {
+    pub const ALL: [CrsMatrix; 2] = [CrsMatrix::Jerasure, CrsMatrix::Optimized];
+
+    pub fn name(self) -> &'static str {
+        self.choice().name()
+    }
+
+    pub fn choice(self) -> MatrixChoice {
+        match self {
+            CrsMatrix::Jerasure => MatrixChoice::Jerasure,
+            CrsMatrix::Optimized => MatrixChoice::Optimized,
+        }
+    }
+
+    pub fn parse(text: &str) -> Result<CrsMatrix, String> {
+        Self::ALL
+            .into_iter()
+            .find(|c| c.name() == text)
+            .ok_or_else(|| {
+                format!("unknown post-scaling matrix {text:?}: expected jerasure or optimized")
+            })
+    }
+}
 
 /// The shape of a CRS array grown by Scale-CRS or EPU (recorded in the
 /// superblock: the layout is a function of it and the geometry).
@@ -36,6 +76,46 @@ pub struct CrsScaledShape {
     pub parity_members: usize,
     /// t: data members added.
     pub added_members: usize,
+    /// The coding matrix after the growth (superblocks written before the
+    /// choice existed have none: Jerasure's, the only one then).
+    #[serde(default)]
+    pub matrix: CrsMatrix,
+}
+
+/// The m x k coding matrix (row-major, GF(2^w) elements) of a CRS array
+/// created with `created_data_members` data members and grown by
+/// `growths`, oldest first: Jerasure's at creation, then each growth's
+/// choice (Jerasure's for the new width, or the last matrix extended).
+pub fn crs_coding_matrix(
+    created_data_members: usize,
+    m: usize,
+    w: usize,
+    growths: &[CrsScaledShape],
+) -> Result<Vec<u32>, String> {
+    let no_matrix = |k: usize| format!("no Cauchy matrix for k = {k}, m = {m} over GF(2^{w})");
+    let mut k = created_data_members;
+    let mut matrix = eraid_codes::jerasure::cauchy_good_general_coding_matrix(k, m, w)
+        .ok_or_else(|| no_matrix(k))?;
+    for growth in growths {
+        if growth.old_data_members != k || growth.parity_members != m {
+            return Err(format!(
+                "a growth from k = {}, m = {} follows an array of k = {k}, m = {m}",
+                growth.old_data_members, growth.parity_members
+            ));
+        }
+        let t = growth.added_members;
+        matrix = match growth.matrix {
+            CrsMatrix::Jerasure => {
+                eraid_codes::jerasure::cauchy_good_general_coding_matrix(k + t, m, w)
+            }
+            CrsMatrix::Optimized => {
+                eraid_codes::crs_scaling::matrices::extend_optimized(&matrix, k, t, m, w)
+            }
+        }
+        .ok_or_else(|| no_matrix(k + t))?;
+        k += t;
+    }
+    Ok(matrix)
 }
 
 fn gcd(a: usize, b: usize) -> usize {
@@ -363,6 +443,7 @@ mod tests {
             old_data_members: k,
             parity_members: m,
             added_members: t,
+            matrix: CrsMatrix::Jerasure,
         }
     }
 

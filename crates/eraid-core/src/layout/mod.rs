@@ -65,35 +65,35 @@ pub fn layout_with(
     }
 }
 
-/// The layout of a CRS array grown by Scale-CRS or EPU.
+/// The layout of a CRS array grown by Scale-CRS or EPU (`shapes`: every
+/// growth, oldest first; at least one).
 pub fn scaled_crs_layout(
     geometry: &Geometry,
-    shape: &crate::growth::scale_crs::CrsScaledShape,
+    shapes: &[crate::growth::scale_crs::CrsScaledShape],
 ) -> Box<dyn Layout> {
+    let last = shapes.last().expect("a grown CRS layout has a growth");
     assert_eq!(
         geometry.data_per_stripe(),
-        shape.new_data_members(),
+        last.new_data_members(),
         "the grown geometry has k + t data members"
     );
     Box::new(scaled_crs::ScaledCrs {
         geometry: *geometry,
-        shape: *shape,
+        shapes: shapes.to_vec(),
     })
 }
 
-/// The layout a superblock describes: a grown CRS layout, a RAID-0
-/// placement, or the level's usual layout.
+/// The layout a superblock describes: a grown CRS layout (`crs_growths`,
+/// oldest first), a RAID-0 placement, or the level's usual layout.
 pub fn layout_of(
     geometry: &Geometry,
     placement: Option<&crate::growth::record::Placement>,
-    crs_scaled: Option<&crate::growth::scale_crs::CrsScaledShape>,
+    crs_growths: &[crate::growth::scale_crs::CrsScaledShape],
 ) -> Box<dyn Layout> {
-    match crs_scaled {
-        Some(shape) if matches!(geometry.level, Level::Crs { .. }) => {
-            scaled_crs_layout(geometry, shape)
-        }
-        _ => layout_with(geometry, placement),
+    if !crs_growths.is_empty() && matches!(geometry.level, Level::Crs { .. }) {
+        return scaled_crs_layout(geometry, crs_growths);
     }
+    layout_with(geometry, placement)
 }
 
 /// The layout the geometry names.

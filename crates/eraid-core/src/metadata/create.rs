@@ -63,6 +63,7 @@ pub fn new_superblock(
         created_unix_s,
         placement: None,
         crs_scaled: None,
+        crs_grown_before: Vec::new(),
         reshape: None,
         spares: Vec::new(),
         rebuild: None,

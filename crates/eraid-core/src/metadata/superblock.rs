@@ -93,6 +93,10 @@ pub struct Superblock {
     /// the usual rotated CRS layout).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub crs_scaled: Option<crate::growth::scale_crs::CrsScaledShape>,
+    /// The growths of this CRS array before `crs_scaled`, oldest first
+    /// (empty: grown at most once).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub crs_grown_before: Vec<crate::growth::scale_crs::CrsScaledShape>,
     /// The growth in progress, or the last one.
     #[serde(default)]
     pub reshape: Option<ReshapeRecord>,
@@ -165,6 +169,36 @@ pub struct Retirement {
 }
 
 impl Superblock {
+    /// A CRS array's `detail --json` fields on its growths: `crs_matrix`,
+    /// the coding matrix now (Jerasure's at creation, then the last
+    /// growth's choice), and `crs_growths`, every scale-crs or epu growth,
+    /// oldest first.
+    pub fn crs_growths_json(&self) -> [(&'static str, serde_json::Value); 2] {
+        let growths = self.crs_growths();
+        let matrix = growths.last().map_or("jerasure", |g| g.matrix.name());
+        let list: Vec<serde_json::Value> = growths
+            .iter()
+            .map(|g| {
+                serde_json::json!({
+                    "data_members_before": g.old_data_members,
+                    "data_members_added": g.added_members,
+                    "matrix": g.matrix.name(),
+                })
+            })
+            .collect();
+        [("crs_matrix", matrix.into()), ("crs_growths", list.into())]
+    }
+
+    /// Every scale-crs or epu growth of this CRS array, oldest first (the
+    /// last one may be running).
+    pub fn crs_growths(&self) -> Vec<crate::growth::scale_crs::CrsScaledShape> {
+        self.crs_grown_before
+            .iter()
+            .chain(self.crs_scaled.iter())
+            .copied()
+            .collect()
+    }
+
     /// Encodes this copy for `this_member`. Free text (path hints, failure
     /// and pause reasons) is bounded on the way out, so with at most
     /// `MEMBER_COUNT_MAX` members and valid UUIDs the record always fits
@@ -298,6 +332,7 @@ mod tests {
             created_unix_s: 0,
             placement: None,
             crs_scaled: None,
+            crs_grown_before: Vec::new(),
             reshape: None,
             spares: Vec::new(),
             rebuild: None,
@@ -441,6 +476,7 @@ mod tests {
                 history: history(MEMBER_COUNT_MAX),
             }),
             crs_scaled: None,
+            crs_grown_before: Vec::new(),
             reshape: Some(record),
             spares: (0..crate::metadata::SPARES_MAX)
                 .map(|i| MemberRecord {
@@ -704,16 +740,53 @@ mod crs_tests {
     /// decode, naming the record.
     #[test]
     fn a_grown_crs_shape_must_describe_the_array() {
+        use crate::growth::scale_crs::CrsMatrix;
         use crate::growth::scale_crs::CrsScaledShape;
         let shape = |k, m, t| CrsScaledShape {
             old_data_members: k,
             parity_members: m,
             added_members: t,
+            matrix: CrsMatrix::Jerasure,
         };
         let mut sb = crs_sample(3, 4, 7);
         sb.crs_scaled = Some(shape(3, 3, 1));
         let decoded = Superblock::decode_newest(&area_with_geometry_edit(&sb, |_| {})).unwrap();
         assert_eq!(decoded.crs_scaled, Some(shape(3, 3, 1)));
+        // A superblock from before the matrix choice: Jerasure's.
+        let body = serde_json::to_vec(&serde_json::to_value(&sb).unwrap()).unwrap();
+        let old_body = String::from_utf8(body)
+            .unwrap()
+            .replace(",\"matrix\":\"jerasure\"", "");
+        assert!(!old_body.contains("matrix"), "{old_body}");
+        let bytes = record::encode(&SUPERBLOCK_KIND, sb.events, old_body.as_bytes());
+        let mut area = vec![0u8; METADATA_BYTES as usize];
+        let at = Superblock::slot_offset_bytes(sb.events) as usize;
+        area[at..at + bytes.len()].copy_from_slice(&bytes);
+        let decoded = Superblock::decode_newest(&area).unwrap();
+        assert_eq!(decoded.crs_scaled, Some(shape(3, 3, 1)));
+        // The optimised matrix, and two growths (2 -> 3 -> 4 data members).
+        let optimized = CrsScaledShape {
+            matrix: CrsMatrix::Optimized,
+            ..shape(3, 3, 1)
+        };
+        sb.crs_scaled = Some(optimized);
+        sb.crs_grown_before = vec![CrsScaledShape {
+            matrix: CrsMatrix::Optimized,
+            ..shape(2, 3, 1)
+        }];
+        let decoded = Superblock::decode_newest(&area_with_geometry_edit(&sb, |_| {})).unwrap();
+        assert_eq!(decoded.crs_growths(), [sb.crs_grown_before[0], optimized]);
+        for (before, last) in [
+            (vec![shape(2, 3, 2)], Some(shape(3, 3, 1))),
+            (vec![shape(1, 3, 1)], Some(shape(3, 3, 1))),
+            (vec![shape(3, 3, 1)], None),
+        ] {
+            sb.crs_grown_before = before;
+            sb.crs_scaled = last;
+            let error = decode_error(&area_with_geometry_edit(&sb, |_| {}));
+            assert!(error.contains("grown CRS layout"), "{error}");
+        }
+        sb.crs_grown_before.clear();
         for bad in [
             shape(0, 3, 4),
             shape(3, 2, 1),

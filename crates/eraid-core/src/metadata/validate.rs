@@ -12,7 +12,6 @@ use crate::geometry::{Geometry, Level};
 use crate::growth::config::{ReshapeConfig, ReshapeStrategy};
 use crate::growth::fastscale::GrowthStrategy;
 use crate::growth::record::{BackupRecord, Placement, ReshapeRecord, ReshapeState};
-use crate::growth::scale_crs::CrsScaledShape;
 
 /// The largest member this format describes (64 PiB): every capacity and
 /// offset derived from it stays far below 2^64.
@@ -97,8 +96,8 @@ pub fn superblock(sb: &mut Superblock) -> Result<(), String> {
     if let Some(placement) = &sb.placement {
         self::placement(placement, &g).map_err(|e| format!("placement: {e}"))?;
     }
-    if let Some(shape) = &sb.crs_scaled {
-        crs_scaled(shape, &g).map_err(|e| format!("grown CRS layout: {e}"))?;
+    if sb.crs_scaled.is_some() || !sb.crs_grown_before.is_empty() {
+        crs_growths(sb, &g).map_err(|e| format!("grown CRS layout: {e}"))?;
     }
     if let Some(record) = &sb.reshape {
         if record.config.strategy.grows_crs() {
@@ -116,27 +115,47 @@ pub fn superblock(sb: &mut Superblock) -> Result<(), String> {
     Ok(())
 }
 
-/// A grown CRS shape that describes `g`: k + t data members, m parity.
-fn crs_scaled(shape: &CrsScaledShape, g: &Geometry) -> Result<(), String> {
+/// The CRS growths (earlier ones and the last) chain from a created array
+/// to `g`: each starts where the one before ended, the last ends at `g`'s
+/// k + t data members, m stays, and the coding matrix they make exists.
+fn crs_growths(sb: &Superblock, g: &Geometry) -> Result<(), String> {
     if !matches!(g.level, Level::Crs { .. }) {
         return Err(format!("the array is {}, not CRS", g.level.name()));
     }
-    let (k, m, t) = (
-        shape.old_data_members,
-        shape.parity_members,
-        shape.added_members,
-    );
-    if k == 0
-        || t == 0
-        || m != g.parity_per_stripe()
-        || k.checked_add(t) != Some(g.data_per_stripe())
-    {
+    if sb.crs_scaled.is_none() {
+        return Err("earlier growths are recorded without the last one".into());
+    }
+    let growths = sb.crs_growths();
+    let mut data_members = growths[0].old_data_members;
+    for shape in &growths {
+        let (k, m, t) = (
+            shape.old_data_members,
+            shape.parity_members,
+            shape.added_members,
+        );
+        if k == 0 || t == 0 || k != data_members || m != g.parity_per_stripe() {
+            return Err(format!(
+                "a growth of k = {k}, m = {m}, t = {t} does not follow {data_members} data and {} parity members",
+                g.parity_per_stripe()
+            ));
+        }
+        data_members = k
+            .checked_add(t)
+            .filter(|&n| n <= g.data_per_stripe())
+            .ok_or_else(|| {
+                format!(
+                    "growths add more than the {} data members there are",
+                    g.data_per_stripe()
+                )
+            })?;
+    }
+    if data_members != g.data_per_stripe() {
         return Err(format!(
-            "k = {k}, m = {m}, t = {t} does not describe {} data and {} parity members",
-            g.data_per_stripe(),
-            g.parity_per_stripe()
+            "the growths end at {data_members} data members, the geometry has {}",
+            g.data_per_stripe()
         ));
     }
+    crate::stripe_code::StripeCode::for_array(g, &growths).map_err(|e| format!("no code: {e}"))?;
     Ok(())
 }
 

@@ -203,6 +203,7 @@ fn growth_metrics(g: &GrowthReport, requests: u64, put: &mut impl FnMut(&str, Va
         "zeroed_bytes",
         "rmw_units",
         "rcw_units",
+        "overlap_blocks",
     ] {
         put(k, json!(sum(k)));
     }

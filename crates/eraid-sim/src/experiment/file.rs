@@ -83,6 +83,9 @@
 //! idle_user = "2M"              # md-style throttling: user data on one member that makes the array busy (Linux 2.6.18: 2M; 0: any user I/O within idle_check_ms)
 //! idle_in_flight = false        # md-style throttling: 2.6.18's in-flight term (users counted at completion, less MD's own I/O in flight; also judged while a window's reads are out)
 //! sample_ms = 1000              # period of the progress samples (growth.csv)
+//! io_rate_max = 1500            # scale-crs, epu: the EPU paper's budget, blocks of 4 KiB per second (default: none)
+//! crs_matrix = "jerasure"       # scale-crs, epu: the coding matrix after the growth: jerasure (default; the EPU paper's Table I) | optimized (Scale-CRS's, Table II)
+//! overlap_buffer = "16M"        # epu: I/O overlap, blocks user reads brought in kept for the scaling (default 16M; 0: off)
 //! enabled = true                # a variant may set false: no growth
 //!
 //! [failure]                   # optional: a member fails while the array runs
@@ -278,6 +281,10 @@ pub struct GrowthTable {
     pub sample_ms: Option<u64>,
     /// The EPU paper's rate control: device I/O blocks (4 KiB) per second.
     pub io_rate_max: Option<u64>,
+    /// scale-crs, epu: the post-scaling coding matrix (jerasure | optimized).
+    pub crs_matrix: Option<String>,
+    /// epu: the I/O overlap buffer (a size; 0: off).
+    pub overlap_buffer: Option<IntOrText>,
 }
 
 /// `[failure]`: a member fails while the array runs (see the module docs).
@@ -425,7 +432,7 @@ overlay_fields!(GrowthTable {
     sliding_window_max,
     speed_min, speed_max, valve_period_ms, latency_bound_ms, slack, valve_latency, idle_check_ms,
     idle_user, idle_in_flight,
-    sample_ms, io_rate_max
+    sample_ms, io_rate_max, crs_matrix, overlap_buffer
 } nested {});
 overlay_fields!(FailureTable {
     enabled, member, at_s, spare, strategy, speed_min, speed_max, idle_check_ms, window_stripes,

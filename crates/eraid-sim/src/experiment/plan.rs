@@ -555,6 +555,26 @@ fn resolve_growth(
             config.speed_min_kib_s, config.speed_max_kib_s
         ));
     }
+    if let Some(name) = &g.crs_matrix {
+        if !strategy.grows_crs() {
+            return Err(format!(
+                "[growth] crs_matrix: only scale-crs and epu choose a coding matrix, not {}",
+                strategy.name()
+            ));
+        }
+        config.crs_matrix = eraid_core::growth::scale_crs::CrsMatrix::parse(name)
+            .map_err(|e| format!("[growth] crs_matrix: {e}"))?;
+    }
+    if let Some(v) = &g.overlap_buffer {
+        if strategy != ReshapeStrategy::Epu {
+            return Err(format!(
+                "[growth] overlap_buffer: only epu overlaps scaling reads with user reads, not {}",
+                strategy.name()
+            ));
+        }
+        config.overlap_buffer_bytes =
+            size(v).map_err(|e| format!("[growth] overlap_buffer: {e}"))?;
+    }
     if let Some(blocks) = g.io_rate_max {
         if blocks == 0 {
             return Err(

@@ -157,17 +157,6 @@ impl Array {
         self.layout.stripe_map(row).parity[parity].member
     }
 
-    fn crs_packet_region(&self, unit_row: u64, p: &OldPacket, packet_bytes: usize) -> Region {
-        let row = unit_row + p.row as u64;
-        Region {
-            member: self.crs_member(row, p.column),
-            row,
-            start: p.packet * packet_bytes,
-            len: packet_bytes,
-            purpose: Purpose::ParityUpdate,
-        }
-    }
-
     /// Device runs for `regions`: successive bytes of one member merge up
     /// to `aggregation_bytes`; EPU merges the migration's and the parity
     /// update's I/O (access aggregation), Scale-CRS keeps them apart.
@@ -212,13 +201,26 @@ impl Array {
 
     /// Reads what the window's units need: moved chunks (from their old
     /// places, or from their new ones when redoing a recorded window) and
-    /// what each unit's method reads.
+    /// what each unit's method reads. EPU takes the blocks a user read
+    /// has just brought in from memory instead (I/O overlap; never when
+    /// redoing a window: then the old places may be overwritten).
     pub(super) fn crs_issue_reads(&mut self) {
         let window = self.take_crs();
         let chunk = self.geometry.chunk_bytes as usize;
-        let packet = chunk / self.crs_w();
+        let w = self.crs_w();
+        let packet = chunk / w;
         let restore = self.window_ref().restore;
-        let mut regions = Vec::new();
+        let overlap = match &self.reshape {
+            Some(r) if !restore => r.overlap.as_ref(),
+            _ => None,
+        };
+        // Every block to read, with its bytes if a user read left them.
+        let mut wanted: Vec<(Region, Option<Vec<u8>>)> = Vec::new();
+        let in_memory = |row: u64, column: usize, p: usize| {
+            overlap
+                .and_then(|b| b.get((row, column, p)))
+                .map(<[u8]>::to_vec)
+        };
         for unit in &window.units {
             let base = unit.plan.span.first_row;
             for mv in &unit.plan.moves {
@@ -227,37 +229,116 @@ impl Array {
                 } else {
                     (base + mv.from_row as u64, mv.column)
                 };
-                regions.push(Region {
-                    member: self.crs_member(row, column),
+                let member = self.crs_member(row, column);
+                let region = |start: usize, len: usize| Region {
+                    member,
                     row,
-                    start: 0,
-                    len: chunk,
+                    start,
+                    len,
                     purpose: Purpose::Migration,
-                });
+                };
+                if (0..w).any(|p| in_memory(row, column, p).is_some()) {
+                    for p in 0..w {
+                        wanted.push((region(p * packet, packet), in_memory(row, column, p)));
+                    }
+                } else {
+                    // One region, as without the overlap buffer.
+                    wanted.push((region(0, chunk), None));
+                }
             }
             let data = match unit.method {
                 UpdateMethod::ReadModifyWrite => {
                     for p in &unit.plan.changed {
                         let row = base + p.row as u64;
-                        regions.push(Region {
+                        let parity = Region {
                             member: self.crs_parity_member(row, p.parity),
                             row,
                             start: p.packet * packet,
                             len: packet,
                             purpose: Purpose::ParityUpdate,
-                        });
+                        };
+                        wanted.push((parity, None));
                     }
                     &unit.plan.rmw_reads
                 }
                 UpdateMethod::ReconstructWrite => &unit.plan.rcw_reads,
             };
-            regions.extend(data.iter().map(|p| self.crs_packet_region(base, p, packet)));
+            for p in data {
+                let row = base + p.row as u64;
+                let region = Region {
+                    member: self.crs_member(row, p.column),
+                    row,
+                    start: p.packet * packet,
+                    len: packet,
+                    purpose: Purpose::ParityUpdate,
+                };
+                wanted.push((region, in_memory(row, p.column, p.packet)));
+            }
         }
+        let (regions, taken) = self.crs_trim_reused(wanted);
         let blocks: usize = regions.iter().map(|r| r.len / packet).sum();
-        self.reshape_record_mut().counters.scaling_read_blocks += blocks as u64;
+        let counters = &mut self.reshape_record_mut().counters;
+        counters.scaling_read_blocks += blocks as u64;
+        counters.overlap_blocks += taken.len() as u64;
+        let end_row = window.first_row + window.rows as u64;
+        if let Some(buffer) = self.reshape.as_mut().and_then(|r| r.overlap.as_mut()) {
+            // These rows' old places are being rewritten: none is needed again.
+            buffer.drop_rows_below(end_row);
+        }
+        let image = &mut self.window_mut_pub().data;
+        for (region, bytes) in taken {
+            let at = window.offset(region.member, region.row, region.start, chunk);
+            image[at..at + bytes.len()].copy_from_slice(&bytes);
+        }
         let runs = self.crs_runs(&window, regions);
         self.put_crs(window);
         self.issue_runs(runs, false);
+    }
+
+    /// Splits the blocks a window wants into those to read and those taken
+    /// from memory. A block in memory is taken only at either end of a
+    /// stretch of blocks one device I/O would read (same member, contiguous
+    /// on disk, merged as `crs_runs` merges); between blocks read anyway it
+    /// is read with them, since leaving it out would split that I/O in
+    /// two. So the overlap never adds a device I/O.
+    fn crs_trim_reused(
+        &self,
+        mut wanted: Vec<(Region, Option<Vec<u8>>)>,
+    ) -> (Vec<Region>, Vec<(Region, Vec<u8>)>) {
+        let chunk = self.geometry.chunk_bytes as usize;
+        let aggregate =
+            self.reshape_config().strategy == crate::growth::config::ReshapeStrategy::Epu;
+        let purpose = |r: &Region| if aggregate { None } else { Some(r.purpose) };
+        wanted.sort_by_key(|(r, _)| (r.member, purpose(r), r.row, r.start));
+        let disk = |r: &Region| r.row as usize * chunk + r.start;
+        let follows = |a: &Region, b: &Region| {
+            a.member == b.member && purpose(a) == purpose(b) && disk(a) + a.len == disk(b)
+        };
+        let mut read = Vec::new();
+        let mut taken = Vec::new();
+        let mut stretch: Vec<(Region, Option<Vec<u8>>)> = Vec::new();
+        let mut flush = |stretch: &mut Vec<(Region, Option<Vec<u8>>)>| {
+            let first = stretch.iter().position(|(_, b)| b.is_none());
+            let last = stretch.iter().rposition(|(_, b)| b.is_none());
+            for (i, (region, bytes)) in stretch.drain(..).enumerate() {
+                let inside = first.is_some_and(|f| i >= f) && last.is_some_and(|l| i <= l);
+                match bytes {
+                    Some(bytes) if !inside => taken.push((region, bytes)),
+                    _ => read.push(region),
+                }
+            }
+        };
+        for item in wanted {
+            if stretch
+                .last()
+                .is_some_and(|(last, _)| !follows(last, &item.0))
+            {
+                flush(&mut stretch);
+            }
+            stretch.push(item);
+        }
+        flush(&mut stretch);
+        (read, taken)
     }
 
     fn crs_w(&self) -> usize {

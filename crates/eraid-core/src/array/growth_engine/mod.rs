@@ -20,6 +20,7 @@ mod control;
 mod crs_window;
 mod io_slots;
 mod mover;
+mod overlap;
 mod pacing;
 mod routing;
 mod window;
@@ -71,6 +72,13 @@ pub(super) struct Reshape {
     /// The pending backup failed its checksum: it is not tried again.
     pub backup_damaged: bool,
     pub started_at: TimeNs,
+    /// A CRS array's second or later growth: its old layout is not row
+    /// major, so a logical chunk's place in the growth's order (old row
+    /// times this old k, plus its data index) is looked up (None: the
+    /// logical chunk is its own place).
+    pub scattered_old_k: Option<u64>,
+    /// EPU's I/O overlap: blocks user reads brought in (None: off).
+    pub overlap: Option<overlap::OverlapBuffer>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -86,9 +94,26 @@ impl Reshape {
         self.window.is_some() || self.ahead.is_some() || self.checkpoint_stage.is_some()
     }
 
-    fn build(record: &ReshapeRecord, new_geometry: &Geometry, now: TimeNs) -> Reshape {
-        let old_layout = layout_with(&record.old_geometry, record.old_placement.as_ref());
-        let old_code = old_code_for(&record.old_geometry);
+    /// `crs_before`: a CRS array's growths before this one, oldest first.
+    fn build(
+        record: &ReshapeRecord,
+        new_geometry: &Geometry,
+        crs_before: &[CrsScaledShape],
+        now: TimeNs,
+    ) -> Reshape {
+        let (old_layout, old_code) = if record.config.strategy.grows_crs() {
+            let code = StripeCode::for_array(&record.old_geometry, crs_before)
+                .expect("a validated growth record has its old code");
+            (
+                layout_of(&record.old_geometry, None, crs_before),
+                code.map(Arc::new),
+            )
+        } else {
+            (
+                layout_with(&record.old_geometry, record.old_placement.as_ref()),
+                old_code_for(&record.old_geometry),
+            )
+        };
         let new_row_chunks = match new_geometry.level {
             Level::Raid0 => new_geometry.member_count as u64,
             // Scale-CRS keeps rows: a row is in the new layout once its old
@@ -113,8 +138,46 @@ impl Reshape {
             deferred_resync: None,
             backup_damaged: false,
             started_at: now,
+            scattered_old_k: (record.config.strategy.grows_crs() && !crs_before.is_empty())
+                .then_some(record.old_geometry.data_per_stripe() as u64),
+            overlap: match new_geometry.level {
+                Level::Crs { w, .. }
+                    if record.config.strategy == ReshapeStrategy::Epu
+                        && record.config.overlap_buffer_bytes > 0 =>
+                {
+                    Some(overlap::OverlapBuffer::new(
+                        new_geometry.chunk_bytes as usize / w,
+                        record.config.overlap_buffer_bytes,
+                    ))
+                }
+                _ => None,
+            },
         }
         .with_valve_started(now)
+    }
+
+    /// Where the growth's order puts `logical_chunk` (windows, `copied_end`
+    /// and the checkpoint count in it).
+    pub(in crate::array) fn position(&self, logical_chunk: u64) -> u64 {
+        match self.scattered_old_k {
+            None => logical_chunk,
+            Some(old_k) => {
+                let (row, index) = self.old_layout.locate(logical_chunk);
+                row * old_k + index as u64
+            }
+        }
+    }
+
+    /// Whether any of logical chunks `[first, end)` is at a place in
+    /// `[start, stop)` of the growth's order.
+    pub(in crate::array) fn touches(&self, first: u64, end: u64, start: u64, stop: u64) -> bool {
+        if start >= stop {
+            return false;
+        }
+        match self.scattered_old_k {
+            None => first < stop && start < end,
+            Some(_) => (first..end).any(|c| (start..stop).contains(&self.position(c))),
+        }
     }
 
     fn with_valve_started(mut self, now: TimeNs) -> Reshape {
@@ -170,7 +233,13 @@ impl Array {
         if record.state == ReshapeState::Done {
             return;
         }
-        self.reshape = Some(Reshape::build(record, &self.geometry, self.now));
+        let crs_before = self.superblock.crs_grown_before.clone();
+        self.reshape = Some(Reshape::build(
+            record,
+            &self.geometry,
+            &crs_before,
+            self.now,
+        ));
         // A growth paused by a failure retries once every member is back;
         // if the cause remains it pauses again, saying why. One the
         // operator paused stays paused, and one a rebuild holds goes on
@@ -246,15 +315,8 @@ impl Array {
                     strategy.name()
                 ))
             }
-            (Level::Crs { .. }, _) if strategy.grows_crs() => {
-                if self.superblock.crs_scaled.is_some() {
-                    return Err(
-                        "this CRS array was grown by scale-crs or epu already; growing it again \
-                         is not supported"
-                            .into(),
-                    );
-                }
-            }
+            // A grown CRS array grows again over its grown layout.
+            (Level::Crs { .. }, _) if strategy.grows_crs() => {}
             (Level::Crs { .. }, _) => {
                 return Err(format!(
                     "{} grows {grows}; for CRS use scale-crs or epu",
@@ -306,12 +368,23 @@ impl Array {
             old_data_members: old.data_per_stripe(),
             parity_members: old.parity_per_stripe(),
             added_members: members.len(),
+            matrix: config.crs_matrix,
         });
-        if crs_scaled.is_some() {
-            // Jerasure needs k + t + m distinct points of GF(2^w).
-            StripeCode::for_geometry(&new_geometry)
-                .map_err(|e| format!("cannot grow to {new_count} members: {e}"))?;
-        }
+        // The CRS growths before this one (the last growth, if any, is done).
+        let crs_before = self.superblock.crs_growths();
+        let new_code = match crs_scaled {
+            Some(shape) => {
+                // A Cauchy matrix needs k + t + m distinct points of GF(2^w).
+                let growths: Vec<CrsScaledShape> =
+                    crs_before.iter().copied().chain([shape]).collect();
+                Some(
+                    StripeCode::for_array(&new_geometry, &growths)
+                        .map_err(|e| format!("cannot grow to {new_count} members: {e}"))?
+                        .map(Arc::new),
+                )
+            }
+            None => None,
+        };
         // RAID-0 placement after the growth.
         let old_placement = self.superblock.placement.clone();
         let new_placement = match strategy.raid0_placement() {
@@ -390,17 +463,24 @@ impl Array {
         self.geometry = new_geometry;
         self.superblock.geometry = new_geometry;
         self.superblock.placement = new_placement;
+        if crs_scaled.is_some() {
+            self.superblock.crs_grown_before = crs_before.clone();
+        }
         self.superblock.crs_scaled = crs_scaled;
         self.layout = layout_of(
             &new_geometry,
             self.superblock.placement.as_ref(),
-            self.superblock.crs_scaled.as_ref(),
+            &self.superblock.crs_growths(),
         );
-        self.code = old_code_for(&new_geometry).or_else(|| self.code.clone());
+        self.code = match new_code {
+            Some(code) => code,
+            None => old_code_for(&new_geometry).or_else(|| self.code.clone()),
+        };
         self.superblock.reshape = Some(record);
         let reshape = Reshape::build(
             self.superblock.reshape.as_ref().expect("record"),
             &new_geometry,
+            &crs_before,
             self.now,
         );
         self.reshape = Some(reshape);

@@ -338,9 +338,10 @@ impl Array {
     }
 
     fn users_overlap(&self, start: u64, end: u64) -> bool {
+        let reshape = self.reshape.as_ref().expect("growth");
         self.requests
             .values()
-            .any(|p| p.chunks.start < end && start < p.chunks.end)
+            .any(|p| reshape.touches(p.chunks.start, p.chunks.end, start, end))
     }
 
     fn new_window(&self, start: u64, end: u64, backup: bool, restore: bool) -> Window {

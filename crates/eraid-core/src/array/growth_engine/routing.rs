@@ -47,7 +47,9 @@ impl Array {
         // the backup until it is rewritten: wait for that, or fail if the
         // backup's member is missing (never serve the half-overwritten
         // old places).
-        if let Some(b) = pending_backup.filter(|b| first < b.end_chunk && b.start_chunk < end) {
+        if let Some(b) =
+            pending_backup.filter(|b| reshape.touches(first, end, b.start_chunk, b.end_chunk))
+        {
             if !backup_usable {
                 self.outbox_reply.push_back(crate::io::UserReply {
                     id: request.id,
@@ -65,11 +67,11 @@ impl Array {
         let in_window = reshape
             .window
             .as_ref()
-            .is_some_and(|w| first < w.end && w.start < end)
+            .is_some_and(|w| reshape.touches(first, end, w.start, w.end))
             || reshape
                 .ahead
                 .as_ref()
-                .is_some_and(|w| first < w.end && w.start < end);
+                .is_some_and(|w| reshape.touches(first, end, w.start, w.end));
         // md-reshape's 3 MiB window is MD's whole stripe cache (256 stripes
         // of 4 KiB pages over the new data disks): while one is moved, no
         // stripe head is free and every user request waits.
@@ -84,10 +86,8 @@ impl Array {
         let writes = !matches!(request.op, UserOp::Read { .. });
         // A write into copied-but-not-checkpointed chunks: the copy it
         // would update is not yet the one a crash would come back to.
-        let needs_checkpoint = writes
-            && reshape.checkpoint < reshape.copied_end
-            && first < reshape.copied_end
-            && reshape.checkpoint < end;
+        let needs_checkpoint =
+            writes && reshape.touches(first, end, reshape.checkpoint, reshape.copied_end);
         if in_window || needs_checkpoint {
             if valve_latency == ValveLatency::Response {
                 reshape.pacing.user_congested();
@@ -107,7 +107,7 @@ impl Array {
     /// so the new copy is current).
     pub(in crate::array) fn route_chunk(&self, logical_chunk: u64) -> (OpTarget, usize) {
         match &self.reshape {
-            Some(reshape) if logical_chunk >= reshape.copied_end => {
+            Some(reshape) if reshape.position(logical_chunk) >= reshape.copied_end => {
                 let (stripe, index) = reshape.old_layout.locate(logical_chunk);
                 (
                     OpTarget {
