@@ -9,6 +9,7 @@
 mod support;
 
 use std::path::Path;
+use std::time::Duration;
 use support::*;
 
 const DATA_BYTES: u64 = 24 * MIB;
@@ -137,8 +138,12 @@ fn a_crs_array_serves_checks_repairs_and_survives_two_missing_members() {
         args.extend_from_slice(&MEMBERS);
         eraid(dir, &args).expect_ok();
         std::fs::write(dir.join("model.bin"), &model).unwrap();
-        let server = Server::start(dir, &MEMBERS);
+        let mut server = Server::start(dir, &MEMBERS);
         run_tool(dir, "nbdcopy", &["model.bin", &server.uri]).expect_ok();
+        // Members that held data are resynchronised in full on the first
+        // start after `create --force`; stopped before that ends, the next
+        // round's degraded start is (rightly) refused as unsynchronised.
+        server.wait_for_log("ResyncFinished", Duration::from_secs(300));
         server.stop();
     }
     let out = check(dir, false, &MEMBERS);
