@@ -113,13 +113,11 @@ pub struct MemHarness {
     pub ios_by_cause: std::collections::HashMap<IoCause, u64>,
     /// Latent sector errors injected into the members.
     pub bad_sectors: Vec<BadSectors>,
-    /// Read errors returned to the machine, per device: failing reads
-    /// that met a latent error no earlier failing read met (the array's
-    /// repair reads the failing range again, sector by sector, to find
-    /// the bad sectors: the same error, counted once).
+    /// Read errors returned to the machine, per device, on reads of more
+    /// than one sector: a read repair reads each sector of a failing range
+    /// alone to find the bad ones, which is the same error again (the
+    /// array counts one per repaired shard).
     pub read_errors_returned: Vec<u64>,
-    /// The latent errors (device, offset, length) a read has met.
-    met_bad_sectors: Vec<(usize, u64, u64)>,
     /// Devices whose I/Os never complete (a hung member): `step` and `run`
     /// leave them in flight; a crash drops them.
     pub hung_devices: Vec<usize>,
@@ -162,7 +160,6 @@ impl MemHarness {
             ios_by_cause: Default::default(),
             bad_sectors: Vec::new(),
             read_errors_returned: Vec::new(),
-            met_bad_sectors: Vec::new(),
             hung_devices: Vec::new(),
             journal: None,
             journal_inflight: Vec::new(),
@@ -283,10 +280,6 @@ impl MemHarness {
             .hung_devices
             .iter()
             .filter_map(|&d| new_index(d))
-            .collect();
-        self.met_bad_sectors = std::mem::take(&mut self.met_bad_sectors)
-            .into_iter()
-            .filter_map(|(device, at, len)| new_index(device).map(|d| (d, at, len)))
             .collect();
         let returned = std::mem::take(&mut self.read_errors_returned);
         self.read_errors_returned = from
@@ -522,20 +515,12 @@ impl MemHarness {
             .iter()
             .position(|b| b.overlaps(io.member, offset_bytes, len_bytes))?;
         let kind = self.bad_sectors[hit].kind;
-        let key = |b: &BadSectors| (b.device, b.offset_bytes, b.len_bytes);
         if is_read {
-            let met: Vec<_> = self
-                .bad_sectors
-                .iter()
-                .filter(|b| b.overlaps(io.member, offset_bytes, len_bytes))
-                .map(key)
-                .collect();
-            if met.iter().any(|m| !self.met_bad_sectors.contains(m)) {
-                if self.read_errors_returned.len() <= io.member {
-                    self.read_errors_returned.resize(io.member + 1, 0);
-                }
+            if self.read_errors_returned.len() <= io.member {
+                self.read_errors_returned.resize(io.member + 1, 0);
+            }
+            if len_bytes > crate::geometry::SECTOR_BYTES {
                 self.read_errors_returned[io.member] += 1;
-                self.met_bad_sectors.extend(met);
             }
             return Some(IoCompletion::ReadError(format!(
                 "member {}: read at {offset_bytes} hit a bad sector (injected)",
@@ -544,8 +529,7 @@ impl MemHarness {
         }
         match kind {
             BadSectorKind::HealsOnWrite => {
-                let healed = key(&self.bad_sectors.remove(hit));
-                self.met_bad_sectors.retain(|m| *m != healed);
+                self.bad_sectors.remove(hit);
                 None
             }
             BadSectorKind::Persists => None,

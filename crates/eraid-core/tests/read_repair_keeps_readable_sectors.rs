@@ -11,7 +11,7 @@
 mod common;
 use common::*;
 use eraid_core::geometry::{Level, SECTOR_BYTES};
-use eraid_core::io::UserOp;
+use eraid_core::io::{AdminCommand, UserOp};
 use eraid_core::testing::{BadSectorKind, BadSectors, MemHarness};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -94,7 +94,10 @@ fn a_read_repair_from_stale_parity_keeps_the_readable_sectors() {
                 "{what}: readable sector {sector} of data chunk 0 was overwritten by the repair"
             );
         }
-        assert!(h.bad_sectors.is_empty(), "{what}: the bad sectors were not rewritten");
+        assert!(
+            h.bad_sectors.is_empty(),
+            "{what}: the bad sectors were not rewritten"
+        );
         // What the read returned is what the member now holds.
         let again = read(&mut h, &mut array, 4, chunk);
         assert!(
@@ -112,4 +115,70 @@ fn a_read_repair_from_stale_parity_keeps_the_readable_sectors() {
         assert_eq!(status["read_errors_recent"], 1, "{what}: {status}");
         close(&mut h, &mut array);
     }
+}
+
+/// DST seed 353 (found with the sector probes): a read error's member is
+/// failed, and a spare takes its slot, before the repair starts. The
+/// spare holds none of the stripe yet, so its sectors must not be probed
+/// as the bad shard's: the op plans again without it.
+#[test]
+fn a_repair_whose_member_a_spare_replaced_plans_again() {
+    let g = geometry(
+        Level::Raid5,
+        eraid_core::geometry::ParityLayout::LeftSymmetric,
+        4,
+        MEMBER_CHUNKS,
+    );
+    let mut h = MemHarness::create(g, 353);
+    let mut array = open(&mut h);
+    let mut rng = ChaCha8Rng::seed_from_u64(353);
+    let model = fill(&mut h, &mut array, &mut rng);
+    let member = common::lifecycle::blank_member(&mut h);
+    common::lifecycle::admin_ok(
+        &mut h,
+        &mut array,
+        AdminCommand::AddMember {
+            member,
+            spare: true,
+        },
+    );
+    h.run(&mut array);
+    let map = eraid_core::layout::layout_for(&g).stripe_map(0);
+    let data0 = map.data[0];
+    h.bad_sectors = vec![BadSectors {
+        device: data0.member,
+        offset_bytes: g.data_offset_bytes + data0.member_chunk * g.chunk_bytes,
+        len_bytes: g.chunk_bytes,
+        kind: BadSectorKind::HealsOnWrite,
+    }];
+    // Stripe 0's data: one read per data member.
+    let len_bytes = g.data_per_stripe() * g.chunk_bytes as usize;
+    h.submit(
+        &mut array,
+        2,
+        UserOp::Read {
+            offset_bytes: 0,
+            len_bytes,
+        },
+    );
+    assert!(h.step_where(&mut array, |io| io.member == data0.member));
+    assert!(h.inflight() > 0, "the other data reads are still in flight");
+    common::lifecycle::admin_ok(
+        &mut h,
+        &mut array,
+        AdminCommand::FailMember { slot: data0.member },
+    );
+    h.run(&mut array);
+    let got = h
+        .take_reply(2)
+        .expect("read answered")
+        .result
+        .expect("read ok")
+        .expect("read data");
+    assert!(
+        got == model[..len_bytes],
+        "the read returned other bytes than stripe 0 holds"
+    );
+    assert_eq!(read_all(&mut h, &mut array, 3), model);
+    assert_eq!(check(&mut h, &mut array, false), (0, 0));
 }

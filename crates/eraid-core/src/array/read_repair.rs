@@ -38,6 +38,9 @@ enum Stage {
 pub(super) struct Repair {
     /// The shards that returned read errors, repaired together.
     bad: Vec<usize>,
+    /// The device under each bad shard when the repair started: a spare
+    /// that took its slot since holds none of its sectors.
+    bad_devices: Vec<usize>,
     /// The intra-chunk byte range repaired on each of them.
     range: Range<u64>,
     stage: Stage,
@@ -78,6 +81,18 @@ impl Array {
         };
         let stripe = op.stripe;
         let places: Vec<_> = op.map.shards().collect();
+        let replaced = |b: &usize| {
+            let member = places[*b].member;
+            self.present[member] && !self.shard_readable(member, stripe)
+        };
+        if bad.iter().any(replaced) {
+            // A spare took a bad shard's slot since it was read and holds
+            // none of this stripe yet: plan again without it. (A member
+            // failed with no spare to take its slot is repaired as before:
+            // its I/Os fail, or the rewrite lands where nothing reads it.)
+            self.op_replan(op_id);
+            return;
+        }
         let good: Vec<usize> = (0..shard_count)
             .filter(|i| !bad.contains(i) && self.shard_readable(places[*i].member, stripe))
             .take(k)
@@ -98,9 +113,14 @@ impl Array {
             "a repair range is whole sectors"
         );
         let sectors = len / SECTOR;
+        let bad_devices = bad
+            .iter()
+            .map(|&b| self.slot_device[places[b].member])
+            .collect();
         let op = self.ops.get_mut(&op_id).expect("op");
         op.repair = Some(Box::new(Repair {
             bad: bad.clone(),
+            bad_devices,
             range: range.clone(),
             stage: Stage::ReadingOthers,
             pending: good.len() + bad.len() * sectors,
@@ -237,10 +257,18 @@ impl Array {
         if repair.pending > 0 {
             return;
         }
-        if repair.member_failed {
+        let places: Vec<_> = op.map.shards().collect();
+        let moved = repair
+            .bad
+            .iter()
+            .zip(&repair.bad_devices)
+            .any(|(&b, &device)| self.slot_device[places[b].member] != device);
+        if repair.member_failed || moved {
             self.op_replan(op_id);
             return;
         }
+        let op = self.ops.get_mut(&op_id).expect("op");
+        let repair = op.repair.as_mut().expect("op under repair");
         match repair.stage {
             Stage::ReadingOthers if !repair.more_bad.is_empty() => {
                 let (mut bad, more_bad) = (repair.bad.clone(), repair.more_bad.clone());
