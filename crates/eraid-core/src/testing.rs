@@ -398,6 +398,16 @@ impl MemHarness {
             .count()
     }
 
+    /// Completes the oldest journal batch in flight; false if none is.
+    pub fn step_journal(&mut self, machine: &mut dyn Machine) -> bool {
+        self.collect(machine);
+        if self.journal_inflight.is_empty() {
+            return false;
+        }
+        self.complete_journal_batch(machine, 0);
+        true
+    }
+
     fn complete_journal_batch(&mut self, machine: &mut dyn Machine, index: usize) {
         let batch = self.journal_inflight.swap_remove(index);
         self.now = TimeNs(self.now.0 + self.rng.gen_range(10_000..500_000));

@@ -69,6 +69,9 @@ pub struct Scenario {
     pub geometry: Geometry,
     pub bitmap: bool,
     pub cache: Option<CacheConfig>,
+    /// The journal device's size, for a write-back cache (as `create
+    /// --journal` requires): it makes the cache durable across crashes.
+    pub journal_bytes: Option<u64>,
     pub rebuild_strategy: RebuildStrategy,
     pub activity: Activity,
     /// (step, member slot) pairs: the member's device fails then.
@@ -233,14 +236,9 @@ impl Scenario {
             .iter()
             .map(|&slot| (rng.gen_range(0..steps), slot))
             .collect();
-        // The write-back cache is volatile here (the simulator models it as
-        // NVRAM; real arrays offer none): a crash would lose what it holds,
-        // acknowledged FUA writes included, so cached seeds do not crash.
-        let crash_count = if cache.is_some() {
-            0
-        } else {
-            *[0, 0, 1, 1, 1, 2, 3].choose(&mut rng).unwrap()
-        };
+        // A write-back cache runs with a journal (as the product requires),
+        // so cached seeds crash like the others.
+        let crash_count = *[0, 0, 1, 1, 1, 2, 3].choose(&mut rng).unwrap();
         let mut crashes: Vec<Crash> = (0..crash_count)
             .map(|_| Crash {
                 at_step: rng.gen_range(0..steps),
@@ -254,6 +252,7 @@ impl Scenario {
             geometry,
             bitmap: rng.gen_bool(0.8),
             cache,
+            journal_bytes: None,
             rebuild_strategy: *[
                 RebuildStrategy::Pr,
                 RebuildStrategy::Dor,
@@ -274,6 +273,12 @@ impl Scenario {
         };
         // Drawn last, so the seeds' earlier draws keep their meaning.
         scenario.draw_hangs_and_latent_errors(&mut rng, &slots[failure_count..]);
+        if scenario.cache.is_some() {
+            // Small logs wrap and checkpoint often; each holds the largest
+            // request (4 chunks per member) several times over.
+            scenario.journal_bytes =
+                Some(*[1u64 << 20, 2 << 20, 4 << 20].choose(&mut rng).unwrap());
+        }
         scenario
     }
 
@@ -331,7 +336,7 @@ impl Scenario {
     pub fn describe(&self) -> String {
         let g = &self.geometry;
         format!(
-            "{} {} x{} chunk {} B, {} chunks/member, bitmap {}, cache {}, rebuild {:?}, activity {:?}, failures {:?}, hangs {:?}, latent errors {:?}, crashes {:?}, slow {:?}, {} steps, depth {}",
+            "{} {} x{} chunk {} B, {} chunks/member, bitmap {}, cache {}, journal {}, rebuild {:?}, activity {:?}, failures {:?}, hangs {:?}, latent errors {:?}, crashes {:?}, slow {:?}, {} steps, depth {}",
             g.level.name(),
             g.layout.name(),
             g.member_count,
@@ -339,6 +344,7 @@ impl Scenario {
             (g.member_data_bytes) / g.chunk_bytes,
             self.bitmap,
             self.cache.as_ref().map_or("none", |c| c.policy.name()),
+            self.journal_bytes.map_or("none".to_string(), |b| format!("{} KiB", b >> 10)),
             self.rebuild_strategy,
             self.activity,
             self.failures,

@@ -1060,7 +1060,10 @@ impl Machine for Array {
             }
         }
         match self.phase {
+            // Acknowledged writes the journal replays come before any new
+            // request (a read must see them; a new write must land after).
             Phase::Opening => self.held.push_back(request),
+            Phase::Running if self.journal_replaying() => self.held.push_back(request),
             // A held write may need a checkpoint started: `run_ready`
             // lets the growth go on.
             Phase::Running => self.submit(request),

@@ -37,6 +37,9 @@ pub(super) enum Ready {
     /// A growth window (or the one read ahead) finished a stage without
     /// device I/O.
     WindowStageDone { ahead: bool },
+    /// The journal's replayed writes are all in: serve the requests that
+    /// arrived meanwhile.
+    ReplayDone,
 }
 
 #[derive(Default)]
@@ -117,6 +120,11 @@ impl Array {
             Ready::MetadataStageDone => self.metadata_stage_done(),
             Ready::WindowStageDone { ahead: true } => self.ahead_reads_done(),
             Ready::WindowStageDone { ahead: false } => self.window_stage_done(),
+            Ready::ReplayDone => {
+                for request in std::mem::take(&mut self.held) {
+                    self.submit(request);
+                }
+            }
         }
     }
 }

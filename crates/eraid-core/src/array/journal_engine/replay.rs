@@ -80,8 +80,16 @@ impl Array {
         }
     }
 
+    /// Replayed user writes are not all answered yet: new requests wait.
+    pub(in crate::array) fn journal_replaying(&self) -> bool {
+        self.journal
+            .as_ref()
+            .is_some_and(|j| !j.replay_ids.is_empty())
+    }
+
     /// Submits the journal's user writes, oldest first, before any new
-    /// request; their replies are swallowed.
+    /// request (those wait until all are answered: `handle_request`);
+    /// their replies are swallowed.
     pub(in crate::array) fn journal_replay_users(&mut self) {
         let Some(journal) = &mut self.journal else {
             return;
