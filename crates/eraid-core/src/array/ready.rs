@@ -37,9 +37,6 @@ pub(super) enum Ready {
     /// A growth window (or the one read ahead) finished a stage without
     /// device I/O.
     WindowStageDone { ahead: bool },
-    /// The journal's replayed writes are all in: serve the requests that
-    /// arrived meanwhile.
-    ReplayDone,
 }
 
 #[derive(Default)]
@@ -101,6 +98,7 @@ impl Array {
             self.pump_reshape();
             self.pump_journal();
             self.advance_close();
+            self.release_held_after_replay();
             if self.ready.is_empty() {
                 break;
             }
@@ -120,11 +118,6 @@ impl Array {
             Ready::MetadataStageDone => self.metadata_stage_done(),
             Ready::WindowStageDone { ahead: true } => self.ahead_reads_done(),
             Ready::WindowStageDone { ahead: false } => self.window_stage_done(),
-            Ready::ReplayDone => {
-                for request in std::mem::take(&mut self.held) {
-                    self.submit(request);
-                }
-            }
         }
     }
 }

@@ -161,9 +161,6 @@ impl Array {
             if let Some(seq) = journal.request_seq.remove(&reply.id) {
                 journal.live_remove(seq);
             }
-            if journal.replay_ids.is_empty() {
-                self.ready.push(Ready::ReplayDone);
-            }
             // Replayed requests have no caller; swallowed.
             return true;
         }

@@ -80,11 +80,27 @@ impl Array {
         }
     }
 
-    /// Replayed user writes are not all answered yet: new requests wait.
+    /// Replayed user writes are not all answered yet (an answer waiting in
+    /// the outbox counts: the write is in the cache or on the members):
+    /// new requests wait.
     pub(in crate::array) fn journal_replaying(&self) -> bool {
-        self.journal
-            .as_ref()
-            .is_some_and(|j| !j.replay_ids.is_empty())
+        self.journal.as_ref().is_some_and(|j| {
+            j.replay_ids
+                .iter()
+                .any(|id| !self.outbox_reply.iter().any(|r| r.id == *id))
+        })
+    }
+
+    /// The requests held while the replay ran are served once it is over.
+    pub(in crate::array) fn release_held_after_replay(&mut self) {
+        if self.phase == crate::array::Phase::Running
+            && !self.held.is_empty()
+            && !self.journal_replaying()
+        {
+            for request in std::mem::take(&mut self.held) {
+                self.submit(request);
+            }
+        }
     }
 
     /// Submits the journal's user writes, oldest first, before any new
