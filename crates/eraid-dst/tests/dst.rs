@@ -98,8 +98,12 @@ fn seeds_that_found_core_bugs_pass() {
     // (read_repair_keeps_readable_sectors.rs).
     // With a journal (cached seeds crash since): 802, a read after the
     // restart was served before the replayed writes (journal_replay_order.rs);
-    // 321, requests held for the replay were never released (liveness).
-    for seed in [1465, 4678, 16048, 20967, 5378, 11339, 17853, 802, 321] {
+    // 321, requests held for the replay were never released (liveness);
+    // 5292 and 2474, a checkpoint during the replay retired records whose
+    // copies the replay had not appended yet (journal_replay_order.rs).
+    for seed in [
+        1465, 4678, 16048, 20967, 5378, 11339, 17853, 802, 321, 5292, 2474,
+    ] {
         run_seed(seed, None).unwrap_or_else(|f| panic!("{f}"));
     }
 }
