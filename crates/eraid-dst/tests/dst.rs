@@ -101,6 +101,8 @@ fn seeds_that_found_core_bugs_pass() {
     // 321, requests held for the replay were never released (liveness);
     // 5292 and 2474, a checkpoint during the replay retired records whose
     // copies the replay had not appended yet (journal_replay_order.rs).
+    // Those three were found with journals of 1 to 4 MiB; seeds now get
+    // the smallest journal `create` accepts, or twice it.
     for seed in [
         1465, 4678, 16048, 20967, 5378, 11339, 17853, 802, 321, 5292, 2474,
     ] {
