@@ -113,7 +113,10 @@ pub struct MemHarness {
     pub ios_by_cause: std::collections::HashMap<IoCause, u64>,
     /// Latent sector errors injected into the members.
     pub bad_sectors: Vec<BadSectors>,
-    /// Read errors returned to the machine, per device.
+    /// Read errors returned to the machine, per device, on reads of more
+    /// than one sector: a read repair reads each sector of a failing range
+    /// alone to find the bad ones, which is the same error again (the
+    /// array counts one per repaired shard).
     pub read_errors_returned: Vec<u64>,
     /// Devices whose I/Os never complete (a hung member): `step` and `run`
     /// leave them in flight; a crash drops them.
@@ -395,6 +398,16 @@ impl MemHarness {
             .count()
     }
 
+    /// Completes the oldest journal batch in flight; false if none is.
+    pub fn step_journal(&mut self, machine: &mut dyn Machine) -> bool {
+        self.collect(machine);
+        if self.journal_inflight.is_empty() {
+            return false;
+        }
+        self.complete_journal_batch(machine, 0);
+        true
+    }
+
     fn complete_journal_batch(&mut self, machine: &mut dyn Machine, index: usize) {
         let batch = self.journal_inflight.swap_remove(index);
         self.now = TimeNs(self.now.0 + self.rng.gen_range(10_000..500_000));
@@ -516,7 +529,9 @@ impl MemHarness {
             if self.read_errors_returned.len() <= io.member {
                 self.read_errors_returned.resize(io.member + 1, 0);
             }
-            self.read_errors_returned[io.member] += 1;
+            if len_bytes > crate::geometry::SECTOR_BYTES {
+                self.read_errors_returned[io.member] += 1;
+            }
             return Some(IoCompletion::ReadError(format!(
                 "member {}: read at {offset_bytes} hit a bad sector (injected)",
                 io.member

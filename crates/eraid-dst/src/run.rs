@@ -11,7 +11,7 @@ use eraid_core::io::{AdminCommand, ArrayEvent, Machine, TimeNs, UserOp, UserRepl
 use eraid_core::metadata::assemble::Assembly;
 use eraid_core::metadata::superblock::Superblock;
 use eraid_core::testing::{
-    test_array_options, test_growth_config, test_rebuild_config, BadSectors, MemHarness,
+    test_array_options, test_growth_config, test_rebuild_config, BadSectors, MemHarness, MemJournal,
 };
 use eraid_core::{Array, ArrayOptions};
 use rand::{Rng, SeedableRng};
@@ -34,6 +34,9 @@ pub struct Coverage {
     pub hung_members_timed_out: u64,
     pub latent_errors: u64,
     pub read_errors_returned: u64,
+    /// Crashes of arrays with a journal, and the records replayed after.
+    pub journaled_crashes: u64,
+    pub journal_records_replayed: u64,
 }
 
 impl Coverage {
@@ -51,6 +54,8 @@ impl Coverage {
         self.hung_members_timed_out += other.hung_members_timed_out;
         self.latent_errors += other.latent_errors;
         self.read_errors_returned += other.read_errors_returned;
+        self.journaled_crashes += other.journaled_crashes;
+        self.journal_records_replayed += other.journal_records_replayed;
     }
 }
 
@@ -113,7 +118,11 @@ pub fn run(scenario: Scenario) -> Outcome<Coverage> {
 
 impl Sim {
     fn start(scenario: Scenario) -> Outcome<Sim> {
-        let h = MemHarness::create(scenario.geometry, scenario.seed);
+        let mut h = MemHarness::create(scenario.geometry, scenario.seed);
+        if let Some(journal_bytes) = scenario.journal_bytes {
+            let uuid = format!("array-{}", scenario.seed);
+            h.journal = Some(MemJournal::fresh(journal_bytes, scenario.seed, &uuid));
+        }
         let mut options = ArrayOptions {
             write_intent_bitmap: scenario.bitmap,
             rebuild: test_rebuild_config(scenario.rebuild_strategy, scenario.geometry.chunk_bytes),
@@ -127,7 +136,7 @@ impl Sim {
         let assembly = h
             .assemble()
             .map_err(|e| format!("new array does not assemble: {e}"))?;
-        let array = Array::open(assembly, options.clone(), h.now);
+        let array = Array::open(assembly, with_journal(&options, &h)?, h.now);
         let capacity = array.capacity_bytes();
         let mut sim = Sim {
             rng: ChaCha8Rng::seed_from_u64(scenario.seed.wrapping_mul(0x2545_f491_4f6c_dd1d)),
@@ -239,7 +248,7 @@ impl Sim {
         }
     }
 
-    /// Completes one device I/O, slow members' rarely.
+    /// Completes one device I/O or journal batch, slow members' rarely.
     fn complete_one(&mut self) -> bool {
         self.h.collect(&mut self.array);
         let hung = &self.h.hung_devices;
@@ -250,7 +259,8 @@ impl Sim {
             .filter(|io| !hung.contains(&io.member))
             .cloned()
             .collect();
-        if ios.is_empty() {
+        let journal_busy = self.h.journal_busy();
+        if ios.is_empty() && !journal_busy {
             // Only hung members' I/Os are left: time passes to the next
             // deadline (the member timeout, sooner timers first).
             return self.h.hung_inflight() > 0 && self.jump_to_deadline();
@@ -262,8 +272,14 @@ impl Sim {
                 20
             }
         };
-        let total: u32 = ios.iter().map(|io| weight(io.member)).sum();
-        let mut pick = self.rng.gen_range(0..total);
+        // The journal device answers like a member that is not slow.
+        const JOURNAL_WEIGHT: u32 = 20;
+        let devices_total: u32 = ios.iter().map(|io| weight(io.member)).sum();
+        let journal_weight = if journal_busy { JOURNAL_WEIGHT } else { 0 };
+        let mut pick = self.rng.gen_range(0..devices_total + journal_weight);
+        if pick >= devices_total {
+            return self.h.step_journal(&mut self.array);
+        }
         let (mut chosen, mut member) = (ios[0].id, ios[0].member);
         for io in &ios {
             let w = weight(io.member);
@@ -418,7 +434,10 @@ impl Sim {
                 self.judge_sectors(first, &data, from, at, &format!("read {id}"))?;
             }
             Pending::Write { first, count, fua } => {
-                self.model.write_acked(first, count, id, at, fua);
+                // The journal acknowledges a write once its record is
+                // durable: every acknowledged write survives a crash.
+                let durable = fua || self.scenario.journal_bytes.is_some();
+                self.model.write_acked(first, count, id, at, durable);
             }
             Pending::Flush { submitted } => {
                 self.model.flush_acked(submitted);
@@ -849,6 +868,16 @@ impl Sim {
             }
         }
         let mut unsettled = self.uncertain_parity_stripes();
+        // The journal replays every stripe write a crash interrupted, so
+        // no stripe is left inconsistent: no write hole, unless the log was
+        // ever so full that an op went out unrecorded (then as without).
+        let journal_closes_hole = self
+            .array
+            .journal_counters()
+            .is_some_and(|c| c.unjournaled_ops == 0);
+        if journal_closes_hole {
+            unsettled.fill(false);
+        }
         if let Some(earlier) = self.unsettled_by_crash.take() {
             for (now, before) in unsettled.iter_mut().zip(earlier) {
                 *now |= before;
@@ -886,6 +915,9 @@ impl Sim {
         }
         self.pending.clear();
         self.coverage.crashes += 1;
+        if self.h.journal.is_some() {
+            self.coverage.journaled_crashes += 1;
+        }
         // A failed device is still failed at restart: it is not given to assembly.
         for m in self.h.members.iter_mut() {
             if m.as_ref().is_some_and(|m| m.failed) {
@@ -893,9 +925,16 @@ impl Sim {
             }
         }
         let assembly = self.reassemble()?;
-        self.array = Array::open(assembly, self.options.clone(), self.h.now);
+        self.array = Array::open(assembly, with_journal(&self.options, &self.h)?, self.h.now);
         self.opened();
-        self.finish_opening()
+        self.finish_opening()?;
+        if let Some(counters) = self.array.journal_counters() {
+            if self.trace {
+                eprintln!("journal after the reopen: {counters:?}");
+            }
+            self.coverage.journal_records_replayed += counters.replayed_records;
+        }
+        Ok(())
     }
 
     fn reassemble(&mut self) -> Outcome<Assembly> {
@@ -1033,7 +1072,7 @@ impl Sim {
             .h
             .arrange_for_assembly()
             .map_err(|e| format!("clean reassembly failed: {e}"))?;
-        self.array = Array::open(assembly, self.options.clone(), self.h.now);
+        self.array = Array::open(assembly, with_journal(&self.options, &self.h)?, self.h.now);
         self.opened();
         self.h.run(&mut self.array);
         // A clean stop records the read-error counts: they come back.
@@ -1169,6 +1208,19 @@ impl Sim {
                 .unwrap_or(u64::MAX),
         ))
     }
+}
+
+/// The options to open with: a journaled array gets what its journal
+/// device holds now (the records to replay), as a driver reads it at start.
+fn with_journal(options: &ArrayOptions, h: &MemHarness) -> Outcome<ArrayOptions> {
+    let mut options = options.clone();
+    if let Some(journal) = &h.journal {
+        let setup = journal
+            .setup()
+            .map_err(|e| format!("the journal device does not open: {e}"))?;
+        options.journal = Some(setup);
+    }
+    Ok(options)
 }
 
 fn describe_tag(tag: Option<Tag>) -> String {

@@ -356,8 +356,10 @@ impl Array {
             }
         }
         self.journal_replay_users();
-        for request in std::mem::take(&mut self.held) {
-            self.submit(request);
+        if !self.journal_replaying() {
+            for request in std::mem::take(&mut self.held) {
+                self.submit(request);
+            }
         }
         // A rebuild to resume, or a spare to take a missing slot over.
         self.ready.push(Ready::Rebuild);

@@ -142,6 +142,13 @@ enum Owner {
         op: u64,
         shard: usize,
     },
+    /// One sector of a repair's bad shard, read alone to learn which
+    /// sectors really fail (only those are rewritten).
+    RepairProbe {
+        op: u64,
+        shard: usize,
+        sector: usize,
+    },
     /// A member write replayed from the journal at start.
     JournalReplay,
 }
@@ -944,6 +951,9 @@ impl Array {
             }
             Owner::Reshape(io) => self.reshape_io_done(io, completion),
             Owner::Repair { op, shard } => self.repair_io_done(op, shard, completion),
+            Owner::RepairProbe { op, shard, sector } => {
+                self.repair_probe_done(op, shard, sector, completion)
+            }
             Owner::JournalReplay => self.journal_replay_io_done(),
         }
     }
@@ -968,6 +978,9 @@ impl Array {
                 .get(&op)
                 .is_some_and(|o| o.kind != op::OpKind::Destage),
             Owner::Repair { .. } => true,
+            // The error that started the repair was counted; its sectors
+            // probed one by one are the same error.
+            Owner::RepairProbe { .. } => return IoCompletion::ReadError(reason),
             _ => false,
         };
         if !repairable {
@@ -1048,7 +1061,10 @@ impl Machine for Array {
             }
         }
         match self.phase {
+            // Acknowledged writes the journal replays come before any new
+            // request (a read must see them; a new write must land after).
             Phase::Opening => self.held.push_back(request),
+            Phase::Running if self.journal_replaying() => self.held.push_back(request),
             // A held write may need a checkpoint started: `run_ready`
             // lets the growth go on.
             Phase::Running => self.submit(request),

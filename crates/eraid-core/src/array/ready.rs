@@ -98,6 +98,7 @@ impl Array {
             self.pump_reshape();
             self.pump_journal();
             self.advance_close();
+            self.release_held_after_replay();
             if self.ready.is_empty() {
                 break;
             }

@@ -90,7 +90,8 @@ pub(super) struct JournalEngine {
     failure_generation: u64,
     /// Replay: member writes to issue before serving, then user records.
     replay_member_writes: VecDeque<Vec<MemberWrite>>,
-    replay_user: Vec<Record>,
+    /// User records to replay, with their sequence numbers.
+    replay_user: Vec<(u64, Record)>,
     replay_ios_pending: usize,
     replay_ids: HashSet<RequestId>,
     pub counters: JournalCounters,
@@ -106,10 +107,10 @@ impl JournalEngine {
         let ring = Ring::resume(&setup.header, &placed);
         let mut replay_member_writes = VecDeque::new();
         let mut replay_user = Vec::new();
-        for (_, record) in setup.found {
+        for (placed, record) in setup.found {
             match record {
                 Record::MemberWrites(writes) => replay_member_writes.push_back(writes),
-                user => replay_user.push(user),
+                user => replay_user.push((placed.seq, user)),
             }
         }
         let replayed_records = (replay_member_writes.len() + replay_user.len()) as u64;

@@ -1,8 +1,11 @@
 //! Replay at start, before serving: first the member writes of stripe ops
 //! that may have been cut short (so every such stripe is consistent again,
 //! whatever member is missing), then the users' writes, through the array
-//! and the journal again, as if they had just arrived. Their old records
-//! are retired by the first checkpoint, after a member flush.
+//! as if they had just arrived, each keeping its record (live until it
+//! is answered, then as a cached block's tag or retired by a checkpoint
+//! after a member flush, like any write's). Appending them again needed
+//! room the old records held, and a checkpoint could retire an old record
+//! whose copy still waited for that room (DST seed 5292).
 
 use crate::array::{Array, Owner};
 use crate::io::{DeviceOp, IoCause, RequestId, UserOp, UserRequest};
@@ -80,14 +83,38 @@ impl Array {
         }
     }
 
+    /// Replayed user writes are not all answered yet (an answer waiting in
+    /// the outbox counts: the write is in the cache or on the members):
+    /// new requests wait.
+    pub(in crate::array) fn journal_replaying(&self) -> bool {
+        self.journal.as_ref().is_some_and(|j| {
+            j.replay_ids
+                .iter()
+                .any(|id| !self.outbox_reply.iter().any(|r| r.id == *id))
+        })
+    }
+
+    /// The requests held while the replay ran are served once it is over.
+    pub(in crate::array) fn release_held_after_replay(&mut self) {
+        if self.phase == crate::array::Phase::Running
+            && !self.held.is_empty()
+            && !self.journal_replaying()
+        {
+            for request in std::mem::take(&mut self.held) {
+                self.submit(request);
+            }
+        }
+    }
+
     /// Submits the journal's user writes, oldest first, before any new
-    /// request; their replies are swallowed.
+    /// request (those wait until all are answered: `handle_request`);
+    /// their replies are swallowed.
     pub(in crate::array) fn journal_replay_users(&mut self) {
         let Some(journal) = &mut self.journal else {
             return;
         };
         let records = std::mem::take(&mut journal.replay_user);
-        for (n, record) in records.into_iter().enumerate() {
+        for (n, (record_seq, record)) in records.into_iter().enumerate() {
             let id = RequestId(super::REPLAY_REQUEST_ID_BASE + n as u64);
             let op = match record {
                 Record::UserWrite { offset_bytes, data } => UserOp::Write {
@@ -105,11 +132,12 @@ impl Array {
                 },
                 Record::MemberWrites(_) => unreachable!("split off at setup"),
             };
-            self.journal
-                .as_mut()
-                .expect("journal")
-                .replay_ids
-                .insert(id);
+            let journal = self.journal.as_mut().expect("journal");
+            journal.replay_ids.insert(id);
+            // Its record is in the log already (`journal_user_request`
+            // admits it as it is).
+            journal.request_seq.insert(id, record_seq);
+            journal.live_add(record_seq);
             self.submit(UserRequest { id, op });
         }
     }
