@@ -17,61 +17,64 @@ impl Array {
     /// it overlaps a write already in it (then it waits for the wave to
     /// finish), so a later record's bytes always land last.
     pub(in crate::array) fn journal_replay_members(&mut self) -> bool {
-        let Some(journal) = &mut self.journal else {
-            return false;
-        };
-        if journal.replay_ios_pending > 0 {
-            // Another superblock write finished while the replay runs.
-            return true;
-        }
-        let mut wave: Vec<(usize, u64, u64)> = Vec::new();
-        let mut ios = Vec::new();
-        while let Some(record) = journal.replay_member_writes.front() {
-            let span = |w: &crate::journal::format::MemberWrite| {
-                let len = match &w.data {
-                    MemberData::Bytes(data) => data.len() as u64,
-                    MemberData::Zeroes { len_bytes } => *len_bytes,
-                };
-                (w.slot as usize, w.offset_bytes, w.offset_bytes + len)
+        loop {
+            let Some(journal) = &mut self.journal else {
+                return false;
             };
-            let overlaps = record.iter().map(span).any(|(slot, start, end)| {
-                wave.iter()
-                    .any(|&(s, a, b)| s == slot && start < b && a < end)
-            });
-            if overlaps {
-                break;
+            if journal.replay_ios_pending > 0 {
+                // Another superblock write finished while the replay runs.
+                return true;
             }
-            let record = journal.replay_member_writes.pop_front().expect("front");
-            wave.extend(record.iter().map(span));
-            ios.extend(record);
-        }
-        let mut issued = 0;
-        for write in ios {
-            let slot = write.slot as usize;
-            // A member missing now is rebuilt from the others later.
-            if slot >= self.geometry.member_count || !self.present[slot] {
+            let mut wave: Vec<(usize, u64, u64)> = Vec::new();
+            let mut ios = Vec::new();
+            while let Some(record) = journal.replay_member_writes.front() {
+                let span = |w: &crate::journal::format::MemberWrite| {
+                    let len = match &w.data {
+                        MemberData::Bytes(data) => data.len() as u64,
+                        MemberData::Zeroes { len_bytes } => *len_bytes,
+                    };
+                    (w.slot as usize, w.offset_bytes, w.offset_bytes + len)
+                };
+                let overlaps = record.iter().map(span).any(|(slot, start, end)| {
+                    wave.iter()
+                        .any(|&(s, a, b)| s == slot && start < b && a < end)
+                });
+                if overlaps {
+                    break;
+                }
+                let record = journal.replay_member_writes.pop_front().expect("front");
+                wave.extend(record.iter().map(span));
+                ios.extend(record);
+            }
+            let mut issued = 0;
+            for write in ios {
+                let slot = write.slot as usize;
+                // A member missing now is rebuilt from the others later.
+                if slot >= self.geometry.member_count || !self.present[slot] {
+                    continue;
+                }
+                let op = match write.data {
+                    MemberData::Bytes(data) => DeviceOp::Write {
+                        offset_bytes: write.offset_bytes,
+                        data,
+                    },
+                    MemberData::Zeroes { len_bytes } => DeviceOp::WriteZeroes {
+                        offset_bytes: write.offset_bytes,
+                        len_bytes,
+                    },
+                };
+                self.issue(slot, op, IoCause::Destage, Owner::JournalReplay);
+                issued += 1;
+            }
+            let journal = self.journal.as_mut().expect("journal");
+            journal.replay_ios_pending = issued;
+            if issued == 0 && !journal.replay_member_writes.is_empty() {
+                // A wave with nothing to write (its member is missing): go
+                // on with the next one here, not by recursion.
                 continue;
             }
-            let op = match write.data {
-                MemberData::Bytes(data) => DeviceOp::Write {
-                    offset_bytes: write.offset_bytes,
-                    data,
-                },
-                MemberData::Zeroes { len_bytes } => DeviceOp::WriteZeroes {
-                    offset_bytes: write.offset_bytes,
-                    len_bytes,
-                },
-            };
-            self.issue(slot, op, IoCause::Destage, Owner::JournalReplay);
-            issued += 1;
+            return issued > 0;
         }
-        let journal = self.journal.as_mut().expect("journal");
-        journal.replay_ios_pending = issued;
-        if issued == 0 && !journal.replay_member_writes.is_empty() {
-            // A wave with nothing to write (its member is missing).
-            return self.journal_replay_members();
-        }
-        issued > 0
     }
 
     /// One replayed member write finished (a failure fails its member).
