@@ -32,8 +32,8 @@ use std::path::{Path, PathBuf};
 /// packets of a power of two bytes (default w x 16K, e.g. 48K for w = 3).
 /// Writes smaller than a chunk read and rewrite whole parity chunks
 /// (read-modify-write over the chunk), since each parity packet depends on
-/// every packet of the data chunk. CRS arrays grow (once) with `eraid grow
-/// --strategy scale-crs|epu`.
+/// every packet of the data chunk. CRS arrays grow (again and again) with
+/// `eraid grow --strategy scale-crs|epu [--matrix jerasure|optimized]`.
 #[derive(Args, Debug)]
 #[command(verbatim_doc_comment)]
 pub struct CreateArgs {
