@@ -22,7 +22,7 @@ pub struct ArrayExport {
 fn to_export_error(error: UserError, is_write: bool) -> ExportError {
     match error {
         UserError::OutOfRange { .. } if is_write => ExportError::NoSpace,
-        UserError::OutOfRange { .. } | UserError::Unaligned { .. } => {
+        UserError::OutOfRange { .. } | UserError::Unaligned { .. } | UserError::TooLong { .. } => {
             ExportError::Invalid(error.to_string())
         }
         UserError::Unavailable(_) => ExportError::Io(error.to_string()),

@@ -162,3 +162,68 @@ fn bad_journal_and_cache_flags_are_refused_changing_nothing() {
         .json();
     assert_eq!(recorded["clean"], true, "serve changed nothing: {recorded}");
 }
+
+/// A write longer than the journal takes at once (half its log) is
+/// refused with EINVAL at once, and the limit is advertised as the NBD
+/// export's maximum block size; before, a 16 MiB write to an array with
+/// the smallest journal `create` accepts waited for room for ever, and
+/// the server answered no write after it.
+#[test]
+fn a_write_longer_than_the_journal_takes_is_refused_not_left_waiting() {
+    let test = "journal write length";
+    if !require_tools(test, &["nbdcopy", "nbdinfo"]) {
+        return;
+    }
+    let scratch = scratch();
+    let dir = scratch.path();
+    let mut create = vec![
+        "create",
+        "--level",
+        "5",
+        "--chunk",
+        "64K",
+        "--size",
+        "64M",
+        "--journal",
+        "j.img",
+        "--journal-size",
+        "17M",
+    ];
+    create.extend(&MEMBERS[..4]);
+    eraid(dir, &create).expect_ok();
+    write_random(&dir.join("big.bin"), 16 * MIB, 77);
+    let server = Server::start(dir, &MEMBERS[..4]);
+    let info = run_tool(dir, "nbdinfo", &[&server.uri]).expect_ok();
+    let maximum: u64 = info
+        .stdout
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("block_size_maximum: "))
+        .expect("nbdinfo shows the maximum block size")
+        .trim()
+        .parse()
+        .expect("a number");
+    assert!(
+        maximum < 16 * MIB && maximum >= MIB,
+        "{test}: advertised maximum {maximum}"
+    );
+    let long = run_tool(
+        dir,
+        "nbdcopy",
+        &["--request-size=16777216", "big.bin", &server.uri],
+    );
+    assert!(
+        !long.ok() && long.stderr.contains("Invalid argument"),
+        "{test}: {long}"
+    );
+    // Writes within the limit still go through, and read back.
+    let request_size = format!("--request-size={}", 1 << 20);
+    run_tool(dir, "nbdcopy", &[&request_size, "big.bin", &server.uri]).expect_ok();
+    run_tool(dir, "nbdcopy", &[&server.uri, "back.bin"]).expect_ok();
+    assert_same_prefix(
+        &dir.join("big.bin"),
+        &dir.join("back.bin"),
+        16 * MIB,
+        &format!("{test}: data after the refused write"),
+    );
+    server.stop();
+}

@@ -184,6 +184,8 @@ pub enum UserError {
     Unavailable(String),
     #[error("the array is shutting down")]
     ShuttingDown,
+    #[error("a write of {len_bytes} bytes is longer than the journal takes at once ({max_bytes} bytes: half its log); send it in smaller pieces or use a larger --journal-size")]
+    TooLong { len_bytes: u64, max_bytes: u64 },
 }
 
 /// The core's answer to one user request.

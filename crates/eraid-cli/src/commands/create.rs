@@ -77,7 +77,9 @@ pub struct CreateArgs {
     /// A missing file is created with --journal-size.
     #[arg(long, value_name = "PATH")]
     journal: Option<PathBuf>,
-    /// Size of a journal file created by --journal (default 256M).
+    /// Size of a journal file created by --journal (default 256M). A write
+    /// longer than half of it is refused (EINVAL), a limit `serve`
+    /// advertises as the export's maximum block size.
     #[arg(long, value_name = "SIZE")]
     journal_size: Option<String>,
     /// Write-back cache policy recorded for serve: none, pbgc, sc or msc-ct

@@ -213,7 +213,7 @@ impl ServeArgs {
     pub fn run(self) -> Result<i32> {
         // TLS files are read first: a bad one stops serve before any member
         // is opened.
-        let server_config = self.server_config()?;
+        let mut server_config = self.server_config()?;
         let member_reconnect_s = match self.member_reconnect_s {
             Some(given) if given >= self.member_timeout_s => anyhow::bail!(
                 "--member-reconnect-s {given} must be less than --member-timeout-s {}: a member \
@@ -458,11 +458,22 @@ impl ServeArgs {
                     .map(|(j, _)| geometry.member_count + j),
             )
             .collect();
+        // A journal takes writes up to half its log at once; the array
+        // refuses longer ones, so clients are told the limit up front.
+        if let Some(journal) = superblock.journal.as_ref().filter(|j| j.failed.is_none()) {
+            let journal_max_bytes = eraid_core::journal::user_write_bytes_max(journal.size_bytes);
+            server_config.max_request_bytes = server_config
+                .max_request_bytes
+                .min(u32::try_from(journal_max_bytes).unwrap_or(u32::MAX));
+        }
         let handle = Arc::new(OnceLock::new());
         let export = ArrayExport {
             handle: Arc::clone(&handle),
             size_bytes: Arc::clone(&size_bytes),
-            preferred_block_bytes: geometry.stripe_data_bytes().min(32 << 20) as u32,
+            preferred_block_bytes: geometry
+                .stripe_data_bytes()
+                .min(u64::from(server_config.max_request_bytes))
+                as u32,
             description: format!(
                 "eraid {} on {} members",
                 geometry.level.name(),

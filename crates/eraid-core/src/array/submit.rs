@@ -29,6 +29,13 @@ impl Array {
             });
             return;
         }
+        if let Err(error) = self.journal_check_length(&request.op, len_bytes) {
+            self.outbox_reply.push_back(UserReply {
+                id,
+                result: Err(error),
+            });
+            return;
+        }
         if len_bytes == 0 {
             self.outbox_reply.push_back(UserReply {
                 id,

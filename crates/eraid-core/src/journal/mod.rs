@@ -23,3 +23,13 @@ pub const JOURNAL_BYTES_MIN: u64 = 8 << 20;
 pub fn journal_bytes_min(stripe_bytes: u64) -> u64 {
     JOURNAL_BYTES_MIN.max(LOG_START_BYTES + 64 * stripe_bytes)
 }
+
+/// The longest user write a journal of `journal_size_bytes` takes. A
+/// user record must leave the destage band and the write-through room
+/// free, together at most half the log, so a record up to half the log
+/// (less its head) always finds room once the log drains; a longer one
+/// would wait for room for ever, so it is refused instead.
+pub fn user_write_bytes_max(journal_size_bytes: u64) -> u64 {
+    let half_log_bytes = journal_size_bytes.saturating_sub(LOG_START_BYTES) / 2;
+    half_log_bytes.saturating_sub(4096) / 4096 * 4096
+}

@@ -12,6 +12,27 @@ impl Array {
         self.journal.as_ref().is_some_and(|j| j.failed.is_none())
     }
 
+    /// A user write longer than the journal takes at once is refused (it
+    /// would wait for room for ever, and every write behind it).
+    pub(in crate::array) fn journal_check_length(
+        &self,
+        op: &UserOp,
+        len_bytes: u64,
+    ) -> Result<(), crate::io::UserError> {
+        // A failed journal writes through: no record, no limit.
+        let Some(journal) = self.journal.as_ref().filter(|j| j.failed.is_none()) else {
+            return Ok(());
+        };
+        let max_bytes = crate::journal::user_write_bytes_max(journal.header.size_bytes);
+        if matches!(op, UserOp::Write { .. }) && len_bytes > max_bytes {
+            return Err(crate::io::UserError::TooLong {
+                len_bytes,
+                max_bytes,
+            });
+        }
+        Ok(())
+    }
+
     /// Appends the record of a user write, trim or write of zeroes before
     /// it is served. Returns the request if it must wait for room in the
     /// log (it is queued then), or the request to serve now.
