@@ -34,53 +34,63 @@ fn journaled_options(h: &MemHarness, geometry: &Geometry, policy: CachePolicy) -
     }
 }
 
+/// A 4-member RAID-5 filled, then served with a small journal and `policy`,
+/// written `WRITTEN_BYTES` at offset 0 (acknowledged, mostly only in the
+/// cache), and crashed: the harness, its geometry, the data the array
+/// must hold, and what was written last.
+fn written_then_crashed(
+    seed: u64,
+    policy: CachePolicy,
+) -> (MemHarness, Geometry, Vec<u8>, Vec<u8>) {
+    let geometry = Geometry::new(
+        Level::Raid5,
+        ParityLayout::LeftSymmetric,
+        4,
+        CHUNK_BYTES,
+        METADATA_BYTES + 16 * CHUNK_BYTES,
+    )
+    .unwrap();
+    let mut h = MemHarness::create(geometry, seed);
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut array = open(&mut h);
+    let mut model = fill(&mut h, &mut array, &mut rng);
+    close(&mut h, &mut array);
+    // Small: the replay's records do not fit beside the old ones until a
+    // checkpoint retires those, so the replayed writes wait a while.
+    h.journal = Some(MemJournal::fresh(512 << 10, 7, &format!("array-{seed}")));
+    let options = journaled_options(&h, &geometry, policy);
+    let mut array = Array::open(h.assemble().unwrap(), options, h.now);
+    h.run(&mut array);
+    let written: Vec<u8> = (0..WRITTEN_BYTES).map(|_| rng.gen()).collect();
+    for (n, block) in written.chunks(4096).enumerate() {
+        h.submit(
+            &mut array,
+            10 + n as u64,
+            UserOp::Write {
+                offset_bytes: n as u64 * 4096,
+                data: block.to_vec(),
+                fua: false,
+            },
+        );
+    }
+    h.run(&mut array);
+    for n in 0..written.len() / 4096 {
+        let reply = h.take_reply(10 + n as u64).expect("write answered");
+        reply.result.expect("write");
+    }
+    model[..written.len()].copy_from_slice(&written);
+    h.crash();
+    drop(array);
+    (h, geometry, model, written)
+}
+
 #[test]
 fn a_request_after_the_restart_sees_the_replayed_writes() {
     for (seed, policy) in [CachePolicy::Pbgc, CachePolicy::Sc, CachePolicy::MscCt]
         .into_iter()
         .enumerate()
     {
-        let seed = seed as u64;
-        let geometry = Geometry::new(
-            Level::Raid5,
-            ParityLayout::LeftSymmetric,
-            4,
-            CHUNK_BYTES,
-            METADATA_BYTES + 16 * CHUNK_BYTES,
-        )
-        .unwrap();
-        let mut h = MemHarness::create(geometry, seed);
-        let mut rng = ChaCha8Rng::seed_from_u64(seed);
-        let mut array = open(&mut h);
-        let mut model = fill(&mut h, &mut array, &mut rng);
-        close(&mut h, &mut array);
-        // Small: the replay's records do not fit beside the old ones until
-        // a checkpoint retires those, so the replayed writes wait a while.
-        h.journal = Some(MemJournal::fresh(512 << 10, 7, &format!("array-{seed}")));
-        let options = journaled_options(&h, &geometry, policy);
-        let mut array = Array::open(h.assemble().unwrap(), options, h.now);
-        h.run(&mut array);
-        // Acknowledged (their records are durable), mostly only in the cache.
-        let written: Vec<u8> = (0..WRITTEN_BYTES).map(|_| rng.gen()).collect();
-        for (n, block) in written.chunks(4096).enumerate() {
-            h.submit(
-                &mut array,
-                10 + n as u64,
-                UserOp::Write {
-                    offset_bytes: n as u64 * 4096,
-                    data: block.to_vec(),
-                    fua: false,
-                },
-            );
-        }
-        h.run(&mut array);
-        for n in 0..written.len() / 4096 {
-            let reply = h.take_reply(10 + n as u64).expect("write answered");
-            reply.result.expect("write");
-        }
-        model[..written.len()].copy_from_slice(&written);
-        h.crash();
-        drop(array);
+        let (mut h, geometry, model, written) = written_then_crashed(seed as u64, policy);
         let options = journaled_options(&h, &geometry, policy);
         let mut array = Array::open(h.assemble().unwrap(), options, h.now);
         // A read arrives as soon as the array serves.
@@ -120,43 +130,7 @@ fn a_crash_during_the_replay_loses_no_acknowledged_write() {
     for steps in (0..60).step_by(3) {
         let seed = steps as u64;
         let policy = [CachePolicy::Pbgc, CachePolicy::Sc, CachePolicy::MscCt][steps % 3];
-        let geometry = Geometry::new(
-            Level::Raid5,
-            ParityLayout::LeftSymmetric,
-            4,
-            CHUNK_BYTES,
-            METADATA_BYTES + 16 * CHUNK_BYTES,
-        )
-        .unwrap();
-        let mut h = MemHarness::create(geometry, seed);
-        let mut rng = ChaCha8Rng::seed_from_u64(seed);
-        let mut array = open(&mut h);
-        let mut model = fill(&mut h, &mut array, &mut rng);
-        close(&mut h, &mut array);
-        h.journal = Some(MemJournal::fresh(512 << 10, 7, &format!("array-{seed}")));
-        let options = journaled_options(&h, &geometry, policy);
-        let mut array = Array::open(h.assemble().unwrap(), options, h.now);
-        h.run(&mut array);
-        let written: Vec<u8> = (0..WRITTEN_BYTES).map(|_| rng.gen()).collect();
-        for (n, block) in written.chunks(4096).enumerate() {
-            h.submit(
-                &mut array,
-                10 + n as u64,
-                UserOp::Write {
-                    offset_bytes: n as u64 * 4096,
-                    data: block.to_vec(),
-                    fua: false,
-                },
-            );
-        }
-        h.run(&mut array);
-        for n in 0..written.len() / 4096 {
-            let reply = h.take_reply(10 + n as u64).expect("write answered");
-            reply.result.expect("write");
-        }
-        model[..written.len()].copy_from_slice(&written);
-        h.crash();
-        drop(array);
+        let (mut h, geometry, model, _) = written_then_crashed(seed, policy);
         // Restart, and crash again `steps` I/Os into the replay.
         let options = journaled_options(&h, &geometry, policy);
         let mut array = Array::open(h.assemble().unwrap(), options, h.now);
