@@ -203,7 +203,7 @@ fn a_write_longer_than_the_journal_takes_is_refused_not_left_waiting() {
         .parse()
         .expect("a number");
     assert!(
-        maximum < 16 * MIB && maximum >= MIB,
+        (MIB..16 * MIB).contains(&maximum),
         "{test}: advertised maximum {maximum}"
     );
     let long = run_tool(

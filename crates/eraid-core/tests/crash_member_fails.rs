@@ -7,6 +7,7 @@
 //!   write-back journal is what closes it);
 //! - once a flush that saw the failure has been acknowledged, the failed
 //!   member never comes back as current.
+//!
 //! Failing runs print their seed; ERAID_CRASH_SEEDS sets how many.
 
 mod common;

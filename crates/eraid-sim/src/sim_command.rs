@@ -57,7 +57,7 @@ impl SimOptions {
                 level: Level::parse(&self.level).map_err(|e| format!("--level: {e}"))?,
                 layout: None,
                 chunk_bytes: parse_size_bytes(&self.chunk).map_err(|e| format!("--chunk: {e}"))?,
-                options: ArrayOptions::default(),
+                options: Box::new(ArrayOptions::default()),
             }
         };
         let mut config = SimConfig::new(target, self.disks, disk);

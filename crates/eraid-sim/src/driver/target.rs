@@ -20,7 +20,8 @@ pub enum Target {
         /// `None`: the level's default layout.
         layout: Option<ParityLayout>,
         chunk_bytes: u64,
-        options: ArrayOptions,
+        /// Boxed: the options are large and a `Disk` target has none.
+        options: Box<ArrayOptions>,
     },
     /// One bare drive (member 0); no RAID, no metadata.
     Disk,
@@ -116,7 +117,7 @@ pub fn build(
                 .cache
                 .validate(&geometry)
                 .map_err(|e| format!("[cache]: {e}"))?;
-            let array = Array::open(assembly, options.clone(), eraid_core::io::TimeNs(0));
+            let array = Array::open(assembly, (**options).clone(), eraid_core::io::TimeNs(0));
             let info = TargetInfo {
                 kind: match level.number() {
                     Some(number) => format!("raid{number}"),

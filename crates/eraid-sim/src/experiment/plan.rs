@@ -801,7 +801,7 @@ fn resolve_target(
         level,
         layout,
         chunk_bytes,
-        options,
+        options: Box::new(options),
     })
 }
 

@@ -15,7 +15,7 @@ pub fn small_array(level: Level, disks: usize, member_mib: u64) -> SimConfig {
         level,
         layout: None,
         chunk_bytes: 64 << 10,
-        options: ArrayOptions::default(),
+        options: Box::new(ArrayOptions::default()),
     };
     let mut config = SimConfig::new(target, disks, preset("cheetah-15k5").expect("preset"));
     config.member_bytes_max = Some(member_mib << 20);
