@@ -56,6 +56,37 @@ pub enum TlsSetupError {
 /// The CA that signs the clients' certificates, with `--tls-verify-peer`.
 pub const CA_CERT_FILE: &str = "ca-cert.pem";
 
+/// A PEM certificate chain (leaf first) and its private key, read from
+/// two files (the server's and a client's alike); an error names the file
+/// that was wrong and why. Both files are read before either is parsed, so
+/// a missing or unreadable one says so plainly.
+pub(crate) fn read_cert_and_key(
+    cert_path: &Path,
+    key_path: &Path,
+) -> Result<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>), (PathBuf, String)> {
+    let cert_pem =
+        std::fs::read(cert_path).map_err(|e| (cert_path.to_path_buf(), e.to_string()))?;
+    let key_pem = std::fs::read(key_path).map_err(|e| (key_path.to_path_buf(), e.to_string()))?;
+    let chain = CertificateDer::pem_slice_iter(&cert_pem)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| {
+            (
+                cert_path.to_path_buf(),
+                format!("not a PEM certificate file: {e}"),
+            )
+        })?;
+    if chain.is_empty() {
+        return Err((cert_path.to_path_buf(), "holds no CERTIFICATE block".into()));
+    }
+    let key = PrivateKeyDer::from_pem_slice(&key_pem).map_err(|e| {
+        (
+            key_path.to_path_buf(),
+            format!("no usable private key: {e}"),
+        )
+    })?;
+    Ok((chain, key))
+}
+
 /// Loads `server-cert.pem` (the chain, leaf first) and `server-key.pem`
 /// from `dir` and checks that the key belongs to the certificate.
 pub fn load_cert_dir(dir: &Path) -> Result<Arc<rustls::ServerConfig>, TlsSetupError> {
@@ -75,17 +106,8 @@ pub fn load_cert_dir_with(
         path: path.to_path_buf(),
         reason,
     };
-    // Read first so that a missing or unreadable file says so plainly.
-    let cert_pem = std::fs::read(&cert_path).map_err(|e| file_error(&cert_path, e.to_string()))?;
-    let key_pem = std::fs::read(&key_path).map_err(|e| file_error(&key_path, e.to_string()))?;
-    let chain = CertificateDer::pem_slice_iter(&cert_pem)
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| file_error(&cert_path, format!("not a PEM certificate file: {e}")))?;
-    if chain.is_empty() {
-        return Err(file_error(&cert_path, "holds no CERTIFICATE block".into()));
-    }
-    let key = PrivateKeyDer::from_pem_slice(&key_pem)
-        .map_err(|e| file_error(&key_path, format!("no usable private key: {e}")))?;
+    let (chain, key) = read_cert_and_key(&cert_path, &key_path)
+        .map_err(|(path, reason)| file_error(&path, reason))?;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let builder = rustls::ServerConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()

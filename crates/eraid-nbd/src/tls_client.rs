@@ -151,17 +151,7 @@ fn client_identity(
         }
         (true, true) => {}
     }
-    let file_error =
-        |path: &Path, reason: String| ClientError::Uri(format!("{}: {reason}", path.display()));
-    let cert_pem = std::fs::read(&cert_path).map_err(|e| file_error(&cert_path, e.to_string()))?;
-    let key_pem = std::fs::read(&key_path).map_err(|e| file_error(&key_path, e.to_string()))?;
-    let chain = CertificateDer::pem_slice_iter(&cert_pem)
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| file_error(&cert_path, format!("not a PEM certificate file: {e}")))?;
-    if chain.is_empty() {
-        return Err(file_error(&cert_path, "holds no CERTIFICATE block".into()));
-    }
-    let key = PrivateKeyDer::from_pem_slice(&key_pem)
-        .map_err(|e| file_error(&key_path, format!("no usable private key: {e}")))?;
+    let (chain, key) = crate::tls::read_cert_and_key(&cert_path, &key_path)
+        .map_err(|(path, reason)| ClientError::Uri(format!("{}: {reason}", path.display())))?;
     Ok(Some((chain, key)))
 }
