@@ -3,7 +3,9 @@
 # against, in one run, `nbdkit memory` (the transport's ceiling: an NBD
 # server that does no file I/O), `qemu-nbd` serving one raw file on tmpfs,
 # and `eraid serve` for RAID-0, RAID-5 and RAID-6 over four tmpfs members
-# with 64 KiB chunks.
+# with 64 KiB chunks, plus the RAID-0 again with `--io-path pool` (every
+# device I/O handed to the I/O worker threads, as for members on disks)
+# beside the default (the engine thread copies tmpfs members itself).
 #
 #   scripts/bench-fio.sh            # a few seconds per case; prints a Markdown table
 #   scripts/bench-fio.sh --long     # 10 s per case
@@ -113,7 +115,6 @@ fio_run() {
 WORKLOADS=("write 128k" "read 128k" "randread 4k" "randwrite 4k" "write 1m" "randrw 4k")
 LABELS=("sequential write 128k" "sequential read 128k" "random read 4k" "random write 4k"
   "sequential write 1m" "random 70/30 read/write 4k")
-TARGETS=(nbdkit qemu raid0 raid5 raid6)
 declare -A RESULT
 
 # measure TARGET: prefill, then every workload at every connection count;
@@ -162,6 +163,14 @@ for level in 0 5; do
   start_eraid r${level}a r${level}b r${level}c r${level}d
   measure raid$level
   stop_eraid
+  if [ $level = 0 ]; then
+    # The same array with every device I/O handed to the I/O worker
+    # threads, as members that are not in memory are: what the engine
+    # thread's own I/O on tmpfs members gains.
+    start_eraid --io-path pool r0a r0b r0c r0d
+    measure raid0pool
+    stop_eraid
+  fi
   rm -f "$WORK"/r${level}?
 done
 start_eraid r6a r6b r6c r6d
@@ -184,14 +193,14 @@ echo "Load after: $load_after"
 echo
 echo "MiB/s (read + write for the mix), and each target's ratio to nbdkit memory at the same connection count:"
 echo
-echo "| workload | conns | nbdkit memory | qemu-nbd | ratio | RAID-0 x4 | ratio | RAID-5 x4 | ratio | RAID-6 x4 | ratio |"
-echo "|---|---|---|---|---|---|---|---|---|---|---|"
+echo "| workload | conns | nbdkit memory | qemu-nbd | ratio | RAID-0 x4 | ratio | RAID-0 x4, --io-path pool | ratio | RAID-5 x4 | ratio | RAID-6 x4 | ratio |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 i=0
 for label in "${LABELS[@]}"; do
   for jobs in "${CONNECTIONS[@]}"; do
     base=${RESULT[nbdkit,$i,$jobs]}
     line="| $label | $jobs | $(mib "$base")"
-    for target in qemu raid0 raid5 raid6; do
+    for target in qemu raid0 raid0pool raid5 raid6; do
       v=${RESULT[$target,$i,$jobs]}
       line="$line | $(mib "$v") | $(ratio "$v" "$base")"
     done

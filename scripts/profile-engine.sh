@@ -9,7 +9,8 @@
 #
 #   scripts/profile-engine.sh
 #
-# Environment knobs: PROFILE_RUNTIME_S (default 10), FIO_IODEPTH (default
+# Environment knobs: PROFILE_LEVEL (default 5), PROFILE_RW (fio's --rw,
+# default randwrite), PROFILE_RUNTIME_S (default 10), FIO_IODEPTH (default
 # 32), BENCH_MEMBER_SIZE (default 256M), BENCH_DIR (default /dev/shm), ERAID
 # (a prebuilt binary; default: build target/release/eraid). Needs perf, fio
 # (with the nbd engine), jq.
@@ -17,6 +18,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 RUNTIME=${PROFILE_RUNTIME_S:-10}
+LEVEL=${PROFILE_LEVEL:-5}
+RW=${PROFILE_RW:-randwrite}
 IODEPTH=${FIO_IODEPTH:-32}
 MEMBER_SIZE=${BENCH_MEMBER_SIZE:-256M}
 PARENT=${BENCH_DIR:-/dev/shm}
@@ -37,7 +40,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-(cd "$WORK" && "$ERAID" create --level 5 --chunk 64K --size "$MEMBER_SIZE" a b c d >/dev/null)
+(cd "$WORK" && "$ERAID" create --level "$LEVEL" --chunk 64K --size "$MEMBER_SIZE" a b c d >/dev/null)
 SIZE=$("$ERAID" detail --json "$WORK"/a "$WORK"/b "$WORK"/c "$WORK"/d | jq -r .capacity_bytes)
 SOCKET=$WORK/eraid.sock
 (cd "$WORK" && exec "$ERAID" serve --socket "$SOCKET" a b c d >"$WORK/serve.out" 2>"$WORK/serve.log") &
@@ -53,14 +56,14 @@ perf record -F 999 -e cpu-clock -g -p "$SERVER_PID" -o "$WORK/perf.data" -- slee
   >"$WORK/perf.log" 2>&1 &
 PERF_PID=$!
 sleep 0.5
-fio --name=randwrite --ioengine=nbd --uri="$URI" --rw=randwrite --bs=4k --iodepth="$IODEPTH" \
+fio --name="$RW" --ioengine=nbd --uri="$URI" --rw="$RW" --bs="${PROFILE_BS:-4k}" --iodepth="$IODEPTH" \
   --size="$SIZE" --time_based=1 --runtime="$RUNTIME" --randrepeat=0 --output-format=json \
   2>/dev/null | sed -n '/^{/,$p' >"$WORK/fio.json"
 wait "$PERF_PID" || { echo "profile-engine: perf record failed:" >&2; cat "$WORK/perf.log" >&2; exit 1; }
 
 echo "load: $(uptime)"
-echo "random write 4k, RAID-5 x4 on $PARENT, iodepth $IODEPTH, one connection, ${RUNTIME}s:" \
-  "$(jq -r '.jobs[0].write.iops | floor' "$WORK/fio.json") IOPS"
+echo "$RW 4k, RAID-$LEVEL x4 on $PARENT, iodepth $IODEPTH, one connection, ${RUNTIME}s:" \
+  "$(jq -r '(.jobs[0].read.iops + .jobs[0].write.iops) | floor' "$WORK/fio.json") IOPS"
 echo
 echo "share of the server's samples by thread (eraid-io-* summed):"
 perf report -i "$WORK/perf.data" --no-children --percentage relative --sort comm --stdio -g none 2>/dev/null |

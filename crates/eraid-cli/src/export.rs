@@ -48,59 +48,79 @@ impl Export for ArrayExport {
     }
 
     fn submit(&self, command: ExportCommand, done: Done) {
-        let (op, is_write) = match command {
-            ExportCommand::Read {
+        let (op, reply) = to_request(command, done);
+        match self.handle.get() {
+            Some(handle) => handle.submit(op, reply),
+            None => reply(Err(UserError::ShuttingDown)),
+        }
+    }
+
+    fn submit_batch(&self, commands: Vec<(ExportCommand, Done)>) {
+        let requests: Vec<_> = commands
+            .into_iter()
+            .map(|(command, done)| to_request(command, done))
+            .collect();
+        match self.handle.get() {
+            Some(handle) => handle.submit_batch(requests),
+            None => {
+                for (_, reply) in requests {
+                    reply(Err(UserError::ShuttingDown));
+                }
+            }
+        }
+    }
+}
+
+/// The user request an NBD command becomes, and its reply callback.
+fn to_request(command: ExportCommand, done: Done) -> (UserOp, eraid_driver::ReplyFn) {
+    let (op, is_write) = match command {
+        ExportCommand::Read {
+            offset_bytes,
+            len_bytes,
+        } => (
+            UserOp::Read {
                 offset_bytes,
-                len_bytes,
-            } => (
-                UserOp::Read {
-                    offset_bytes,
-                    len_bytes: len_bytes as usize,
-                },
-                false,
-            ),
-            ExportCommand::Write {
+                len_bytes: len_bytes as usize,
+            },
+            false,
+        ),
+        ExportCommand::Write {
+            offset_bytes,
+            data,
+            fua,
+        } => (
+            UserOp::Write {
                 offset_bytes,
                 data,
                 fua,
-            } => (
-                UserOp::Write {
-                    offset_bytes,
-                    data,
-                    fua,
-                },
-                true,
-            ),
-            ExportCommand::Flush => (UserOp::Flush, false),
-            ExportCommand::Trim {
+            },
+            true,
+        ),
+        ExportCommand::Flush => (UserOp::Flush, false),
+        ExportCommand::Trim {
+            offset_bytes,
+            len_bytes,
+        } => (
+            UserOp::Trim {
                 offset_bytes,
-                len_bytes,
-            } => (
-                UserOp::Trim {
-                    offset_bytes,
-                    len_bytes: len_bytes as u64,
-                },
-                true,
-            ),
-            ExportCommand::WriteZeroes {
+                len_bytes: len_bytes as u64,
+            },
+            true,
+        ),
+        ExportCommand::WriteZeroes {
+            offset_bytes,
+            len_bytes,
+            fua,
+        } => (
+            UserOp::WriteZeroes {
                 offset_bytes,
-                len_bytes,
+                len_bytes: len_bytes as u64,
                 fua,
-            } => (
-                UserOp::WriteZeroes {
-                    offset_bytes,
-                    len_bytes: len_bytes as u64,
-                    fua,
-                },
-                true,
-            ),
-        };
-        match self.handle.get() {
-            Some(handle) => handle.submit(
-                op,
-                Box::new(move |result| done(result.map_err(|e| to_export_error(e, is_write)))),
-            ),
-            None => done(Err(ExportError::ShuttingDown)),
-        }
-    }
+            },
+            true,
+        ),
+    };
+    let reply: eraid_driver::ReplyFn =
+        Box::new(move |result| done(result.map_err(|e| to_export_error(e, is_write))));
+    (op, reply)
 }

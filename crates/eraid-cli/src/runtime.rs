@@ -48,8 +48,29 @@ pub fn real_member_options() -> ArrayOptions {
 /// superblock last saw it).
 pub fn start_assembled(
     assembled: Assembled,
+    options: ArrayOptions,
+    journal_path: Option<&std::path::Path>,
+) -> Result<Running> {
+    start_assembled_with(assembled, options, journal_path, IoPath::Auto)
+}
+
+/// Where device I/Os run (`serve --io-path`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum IoPath {
+    /// Members in memory (files on tmpfs or ramfs) are read and written by
+    /// the engine thread itself; every other member by the I/O workers.
+    #[default]
+    Auto,
+    /// Every device I/O goes to the I/O worker threads.
+    Pool,
+}
+
+/// [`start_assembled`] with the I/O path chosen.
+pub fn start_assembled_with(
+    assembled: Assembled,
     mut options: ArrayOptions,
     journal_path: Option<&std::path::Path>,
+    io_path: IoPath,
 ) -> Result<Running> {
     let journal = crate::journal::open_recorded(&assembled.assembly.superblock, journal_path)?;
     let Assembled {
@@ -88,6 +109,7 @@ pub fn start_assembled(
             event_sink: Some(sender),
             member_timeout: member_timeout_ms.map(std::time::Duration::from_millis),
             journal: journal_file,
+            io_pool_only: io_path == IoPath::Pool,
         },
     )
     .context("cannot start the array engine")?;

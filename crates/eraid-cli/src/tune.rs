@@ -81,6 +81,12 @@ pub fn measure(target: &BenchTarget, geometry: &Geometry) -> Result<StrideRecord
             "{label} is an NBD export, not measured (the server's own caching decides its timings)"
         ));
     }
+    if target.device.memory_backed() {
+        return fallback(format!(
+            "{label} is in memory (tmpfs or ramfs), not measured (it is served without \
+             O_DIRECT, and memory has no strides to time)"
+        ));
+    }
     if !target.direct {
         return fallback(format!(
             "{label} refused O_DIRECT, not measured (its timings would be the page cache's)"

@@ -54,7 +54,8 @@ fn assert_benchmarked(stride: &serde_json::Value, context: &impl std::fmt::Displ
 
 #[test]
 fn create_measures_the_rule_records_it_and_serve_uses_it() {
-    let scratch = scratch();
+    // On a disk: the benchmark times only members opened with O_DIRECT.
+    let scratch = scratch_on_disk();
     let dir = scratch.path();
     let created = eraid(dir, &create_args(&["--cache", "msc-ct"])).expect_ok();
     assert!(
@@ -120,7 +121,7 @@ fn create_measures_the_rule_records_it_and_serve_uses_it() {
 /// writes back what it read).
 #[test]
 fn tune_re_measures_a_stopped_array_without_changing_its_data() {
-    let scratch = scratch();
+    let scratch = scratch_on_disk();
     let dir = scratch.path();
     eraid(dir, &create_args(&["--no-tune"])).expect_ok();
     // Data that is not zeroes in the span the benchmark rewrites.

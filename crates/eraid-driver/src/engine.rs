@@ -7,7 +7,7 @@
 //! go to the pool, replies to their callers, events to the log and the
 //! optional event sink.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::io;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -47,6 +47,11 @@ pub struct EngineConfig {
     pub member_timeout: Option<Duration>,
     /// The journal the machine's batches go to (`Machine::poll_journal`).
     pub journal: Option<Arc<dyn MemberIo>>,
+    /// Send every device I/O to the pool's workers, memory-backed members'
+    /// too. By default the engine thread performs I/O on memory-backed
+    /// members itself ([`MemberIo::memory_backed`]): a copy in memory costs
+    /// less than the two thread wake-ups a worker's hand-off does.
+    pub io_pool_only: bool,
 }
 
 impl std::fmt::Debug for EngineConfig {
@@ -55,6 +60,7 @@ impl std::fmt::Debug for EngineConfig {
             .field("io_threads", &self.io_threads)
             .field("event_sink", &self.event_sink.is_some())
             .field("member_timeout", &self.member_timeout)
+            .field("io_pool_only", &self.io_pool_only)
             .field(
                 "journal",
                 &self.journal.as_ref().map(|j| j.label().to_string()),
@@ -104,6 +110,8 @@ impl Engine {
             commands: command_rx,
             commands_open: true,
             completions: done_rx,
+            performed: VecDeque::new(),
+            io_pool_only: config.io_pool_only,
             start: Instant::now(),
             next_request_id: 1,
             pending: HashMap::new(),
@@ -206,6 +214,12 @@ struct Runner {
     /// otherwise be "ready" forever).
     commands_open: bool,
     completions: Receiver<FinishedIo>,
+    /// Completions of I/Os the engine performed itself (memory-backed
+    /// members), handled by the main loop before it waits: queued rather
+    /// than handed to the machine from inside `dispatch`, so the stack
+    /// never grows with the number of I/Os a step issues.
+    performed: VecDeque<FinishedIo>,
+    io_pool_only: bool,
     start: Instant,
     next_request_id: u64,
     /// Callers waiting for a reply, by the id given to the machine.
@@ -245,6 +259,10 @@ impl Runner {
                 tracing::warn!("the machine went idle after close without emitting Closed");
                 return CloseOutcome::Idle;
             }
+            if let Some((id, completion)) = self.performed.pop_front() {
+                self.complete(id, completion);
+                continue;
+            }
             self.watch_stuck_workers();
             let now = self.now();
             let timeout = match self.machine.poll_timeout() {
@@ -280,6 +298,11 @@ impl Runner {
     fn command(&mut self, command: Command) {
         match command {
             Command::Submit { op, sink } => self.submit(op, sink),
+            Command::SubmitBatch(batch) => {
+                for (op, sink) in batch {
+                    self.submit(op, sink);
+                }
+            }
             Command::Admin { command, done } => {
                 let now = self.now();
                 let answer = self.machine.handle_admin(now, command);
@@ -677,8 +700,16 @@ impl Runner {
             stats.io_in_flight = self.in_flight.len() as u64;
             stats.io_in_flight_max = stats.io_in_flight_max.max(stats.io_in_flight);
         }
-        if let Some(pool) = &self.pool {
+        let Some(pool) = &self.pool else {
+            return;
+        };
+        if self.io_pool_only {
             pool.submit(io);
+            return;
+        }
+        let id = io.id;
+        if let Some(completion) = pool.perform_or_submit(io) {
+            self.performed.push_back((id, completion));
         }
     }
 
@@ -750,6 +781,11 @@ impl Runner {
         for command in self.commands.try_iter() {
             match command {
                 Command::Submit { sink, .. } => sink.send(Err(UserError::ShuttingDown)),
+                Command::SubmitBatch(batch) => {
+                    for (_, sink) in batch {
+                        sink.send(Err(UserError::ShuttingDown));
+                    }
+                }
                 Command::Close { done } => self.close_waiters.push(done),
                 // Dropping `done` answers `ShuttingDown`.
                 Command::Admin { .. } => {}

@@ -31,6 +31,9 @@ pub(crate) enum Command {
         op: UserOp,
         sink: ReplySink,
     },
+    /// Requests a caller already had together (an NBD connection's
+    /// pipelined requests): one channel message, one engine wake-up.
+    SubmitBatch(Vec<(UserOp, ReplySink)>),
     Admin {
         command: AdminCommand,
         done: Sender<serde_json::Value>,
@@ -181,6 +184,24 @@ impl EngineHandle {
         // If the engine is gone the command comes back and dropping its sink
         // answers `ShuttingDown`.
         let _ = self.commands.send(Command::Submit { op, sink });
+    }
+
+    /// Submits several requests at once, in order, as [`EngineHandle::submit`]
+    /// each would: one hand-off to the engine thread for all of them.
+    pub fn submit_batch(&self, requests: Vec<(UserOp, ReplyFn)>) {
+        let batch: Vec<(UserOp, ReplySink)> = requests
+            .into_iter()
+            .map(|(op, done)| (op, ReplySink::new(done)))
+            .collect();
+        if self.shared.stopping.load(Ordering::Acquire) {
+            for (_, sink) in batch {
+                sink.send(Err(UserError::ShuttingDown));
+            }
+            return;
+        }
+        // If the engine is gone the command comes back and dropping its
+        // sinks answers `ShuttingDown` to each.
+        let _ = self.commands.send(Command::SubmitBatch(batch));
     }
 
     /// Submits `op` and waits for its result.

@@ -240,6 +240,34 @@ impl IoPool {
             .truncate(len);
     }
 
+    /// Member `slot` when it is memory-backed ([`MemberIo::memory_backed`]),
+    /// for the engine to perform its I/O itself; None for every other
+    /// member (and slots that do not exist), whose I/O goes to the workers.
+    pub fn memory_backed_member(&self, slot: usize) -> Option<Arc<dyn MemberIo>> {
+        read_table(&self.members)
+            .get(slot)
+            .filter(|member| member.memory_backed())
+            .cloned()
+    }
+
+    /// How many member slots exist, for messages about a missing one.
+    fn slots(&self) -> usize {
+        read_table(&self.members).len()
+    }
+
+    /// Performs `io` on this thread when its member is memory-backed and
+    /// returns the completion; otherwise queues it for a worker (its
+    /// completion arrives on `done_tx`) and returns None.
+    pub fn perform_or_submit(&self, io: DeviceIo) -> Option<IoCompletion> {
+        match self.memory_backed_member(io.member) {
+            Some(member) => Some(execute_caught(Some(&member), self.slots(), io)),
+            None => {
+                self.submit(io);
+                None
+            }
+        }
+    }
+
     /// Queues one I/O; its completion arrives on the `done_tx` channel.
     pub fn submit(&self, io: DeviceIo) {
         let queue = match io.priority {
@@ -260,20 +288,29 @@ impl IoPool {
 
 impl Drop for IoPool {
     /// Lets the workers finish the queued jobs, then joins them; a worker
-    /// replaced because it is stuck is left to exit on its own.
+    /// replaced because it is stuck, or in a call on a device found hung
+    /// (it may have entered it just before the device was marked), is left
+    /// to exit on its own.
     fn drop(&mut self) {
         self.job_tx = None;
         self.low_tx = None;
-        let replaced: Vec<bool> = lock_watch(&self.watch)
-            .workers
-            .iter()
-            .map(|w| w.replaced)
-            .collect();
+        let stuck: Vec<bool> = {
+            let watch = lock_watch(&self.watch);
+            watch
+                .workers
+                .iter()
+                .map(|w| {
+                    w.replaced
+                        || w.busy
+                            .is_some_and(|(device, _)| watch.hung.contains(&device))
+                })
+                .collect()
+        };
         for (index, worker) in self.workers.iter_mut().enumerate() {
             let Some(worker) = worker.take() else {
                 continue;
             };
-            if replaced.get(index).copied().unwrap_or(false) {
+            if stuck.get(index).copied().unwrap_or(false) {
                 tracing::warn!("I/O worker {index} is stuck in a device call; not waiting for it");
                 continue;
             }
@@ -332,12 +369,7 @@ fn worker_loop(
                 member.as_ref().map_or("?", |m| m.label())
             ))
         } else {
-            // A panicking device must fail one I/O, not leave it
-            // unanswered forever (which would hang the array).
-            panic::catch_unwind(AssertUnwindSafe(|| {
-                execute_on(member.as_ref(), member_count, io)
-            }))
-            .unwrap_or_else(|_| IoCompletion::Failed(format!("I/O {} panicked", id.0)))
+            execute_caught(member.as_ref(), member_count, io)
         };
         let replaced = {
             let mut watch = lock_watch(watch);
@@ -359,6 +391,18 @@ fn worker_loop(
             return;
         }
     }
+}
+
+/// [`execute_on`], with a panicking device failing this one I/O instead of
+/// leaving it unanswered forever (which would hang the array).
+pub(crate) fn execute_caught(
+    member: Option<&Arc<dyn MemberIo>>,
+    member_count: usize,
+    io: DeviceIo,
+) -> IoCompletion {
+    let id = io.id;
+    panic::catch_unwind(AssertUnwindSafe(|| execute_on(member, member_count, io)))
+        .unwrap_or_else(|_| IoCompletion::Failed(format!("I/O {} panicked", id.0)))
 }
 
 /// Performs one I/O and describes any failure with the member, its label,
@@ -686,6 +730,50 @@ mod tests {
         let started = std::time::Instant::now();
         drop(pool);
         assert!(started.elapsed() < Duration::from_secs(5));
+        release_tx.send(()).unwrap();
+    }
+
+    #[test]
+    fn dropping_the_pool_leaves_workers_in_calls_on_a_hung_device_not_yet_replaced() {
+        let (release_tx, release_rx) = crossbeam_channel::unbounded();
+        let hanging: Arc<dyn MemberIo> = Arc::new(HangingWrites {
+            release: Mutex::new(release_rx),
+        });
+        let (done_tx, _done_rx) = crossbeam_channel::unbounded();
+        let mut pool = IoPool::start(Arc::from(vec![hanging]), 2, done_tx).unwrap();
+        let write = |id: u64| DeviceIo {
+            id: IoId(id),
+            member: 0,
+            op: DeviceOp::Write {
+                offset_bytes: 0,
+                data: vec![1; 512],
+            },
+            cause: IoCause::User,
+            priority: Default::default(),
+        };
+        // Both workers enter the device before it is found hung.
+        pool.submit(write(1));
+        pool.submit(write(2));
+        std::thread::sleep(Duration::from_millis(100));
+        // Past the hung bound but not the stuck one: the device is marked
+        // hung, and neither worker is replaced.
+        assert_eq!(
+            pool.replace_stuck_workers(Duration::from_secs(3600), Duration::from_millis(50)),
+            0
+        );
+        {
+            let watch = lock_watch(&pool.watch);
+            assert!(watch.hung.contains(&0));
+            assert_eq!(watch.workers.iter().filter(|w| w.busy.is_some()).count(), 2);
+        }
+        let started = std::time::Instant::now();
+        drop(pool);
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "drop waited {:?} for workers hung in the device",
+            started.elapsed()
+        );
+        release_tx.send(()).unwrap();
         release_tx.send(()).unwrap();
     }
 

@@ -89,6 +89,9 @@ impl MemberIo for MemberDevice {
     fn sync_data(&self) -> io::Result<()> {
         self.io().sync_data()
     }
+    fn memory_backed(&self) -> bool {
+        self.io().memory_backed()
+    }
     fn write_zeroes(&self, offset_bytes: u64, len_bytes: u64) -> io::Result<()> {
         self.io().write_zeroes(offset_bytes, len_bytes)
     }

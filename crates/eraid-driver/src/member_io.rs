@@ -19,6 +19,14 @@ pub trait MemberIo: Send + Sync {
     fn write_at(&self, offset_bytes: u64, data: &[u8]) -> io::Result<()>;
     /// Makes every write that completed before this call durable (fdatasync).
     fn sync_data(&self) -> io::Result<()>;
+    /// True when the member lives in memory (a file on tmpfs or ramfs, no
+    /// O_DIRECT): its reads and writes are memory copies that cannot wait
+    /// on a device, so the engine thread may perform them itself instead
+    /// of handing each to a pool worker (two thread wake-ups per I/O, which
+    /// cost more than the copy). Devices that can stall must say false.
+    fn memory_backed(&self) -> bool {
+        false
+    }
     /// Makes the range read as zeroes, like a write of zeroes, without a
     /// buffer of its size. The default writes zeroes in bounded pieces.
     fn write_zeroes(&self, offset_bytes: u64, len_bytes: u64) -> io::Result<()> {

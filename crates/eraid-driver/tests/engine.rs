@@ -252,6 +252,7 @@ fn failing_member_io_reports_path_offset_and_os_error() {
         event_sink: Some(events_tx),
         member_timeout: None,
         journal: None,
+        io_pool_only: false,
     };
     let (machine, probe) = MirrorMachine::new(2);
     let engine = Engine::start(Box::new(machine), vec![good, read_only], config).unwrap();

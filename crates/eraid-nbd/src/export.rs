@@ -85,4 +85,12 @@ pub trait Export: Send + Sync + 'static {
     /// `done` is dropped uncalled the client gets an EIO reply, so a lost
     /// callback cannot hang the connection.
     fn submit(&self, command: ExportCommand, done: Done);
+    /// Starts several commands a client sent together, in order, as
+    /// `submit` would each. An export that can hand them on at once (one
+    /// wake-up of the thread that runs them) overrides this.
+    fn submit_batch(&self, commands: Vec<(ExportCommand, Done)>) {
+        for (command, done) in commands {
+            self.submit(command, done);
+        }
+    }
 }

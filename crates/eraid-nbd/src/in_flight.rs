@@ -35,14 +35,30 @@ impl InFlight {
     /// is in flight, so it cannot wait forever.
     pub fn acquire(&self, bytes: u64) {
         let mut counts = self.lock();
-        while counts.requests >= self.max_requests
-            || (counts.requests > 0 && counts.bytes + bytes > self.max_bytes)
-        {
+        while !Self::fits(&counts, bytes, self.max_requests, self.max_bytes) {
             counts = self.changed.wait(counts).unwrap_or_else(|e| e.into_inner());
         }
         counts.requests += 1;
         counts.bytes += bytes;
         counts.peak_requests = counts.peak_requests.max(counts.requests);
+    }
+
+    fn fits(counts: &Counts, bytes: u64, max_requests: usize, max_bytes: u64) -> bool {
+        counts.requests < max_requests
+            && (counts.requests == 0 || counts.bytes + bytes <= max_bytes)
+    }
+
+    /// Counts one more request of `bytes` if it fits now (as `acquire`
+    /// would let it in without waiting); false, counting nothing, if not.
+    pub fn try_acquire(&self, bytes: u64) -> bool {
+        let mut counts = self.lock();
+        if !Self::fits(&counts, bytes, self.max_requests, self.max_bytes) {
+            return false;
+        }
+        counts.requests += 1;
+        counts.bytes += bytes;
+        counts.peak_requests = counts.peak_requests.max(counts.requests);
+        true
     }
 
     /// Uncounts a request once its reply is written (or dropped).

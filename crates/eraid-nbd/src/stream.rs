@@ -152,6 +152,13 @@ pub struct MessageReader<R: Read> {
     inner: R,
     watch: Watch,
     deadline: Option<Instant>,
+    /// Bytes read from `inner` ahead of the messages taken so far (only
+    /// once `read_ahead` turned it on): `ahead[ahead_start..ahead_end]`.
+    ahead: Vec<u8>,
+    ahead_start: usize,
+    ahead_end: usize,
+    /// Read up to this many bytes per call (0: only what a message needs).
+    ahead_bytes_max: usize,
 }
 
 /// The outcome of waiting for the next message.
@@ -171,12 +178,57 @@ impl<R: Read> MessageReader<R> {
             inner,
             watch,
             deadline: None,
+            ahead: Vec::new(),
+            ahead_start: 0,
+            ahead_end: 0,
+            ahead_bytes_max: 0,
         }
     }
 
-    /// The stream, to be upgraded in place (NBD_OPT_STARTTLS).
+    /// The stream, to be upgraded in place (NBD_OPT_STARTTLS). Never
+    /// called once reading ahead is on (the transmission phase), so no
+    /// plaintext byte read ahead can be taken for one sent under TLS.
     pub fn get_mut(&mut self) -> &mut R {
+        assert!(
+            self.ahead_bytes_max == 0,
+            "the stream cannot be swapped while reading ahead"
+        );
         &mut self.inner
+    }
+
+    /// From now on every read takes up to `bytes_max` from the stream, so
+    /// requests a client pipelines arrive in one call and the caller can
+    /// tell ([`MessageReader::buffered_bytes`]) which are already here.
+    pub fn read_ahead(&mut self, bytes_max: usize) {
+        assert!(
+            self.buffered_bytes() == 0,
+            "read-ahead is set before the first read"
+        );
+        self.ahead_bytes_max = bytes_max;
+        self.ahead = vec![0; bytes_max];
+    }
+
+    /// Bytes already read from the stream and not yet taken.
+    pub fn buffered_bytes(&self) -> usize {
+        self.ahead_end - self.ahead_start
+    }
+
+    /// One read: from the bytes read ahead if there are any, else from the
+    /// stream (into `buf` directly when it is at least as large as a
+    /// read-ahead, otherwise through the read-ahead buffer).
+    fn read_some(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if self.buffered_bytes() == 0 {
+            if buf.len() >= self.ahead_bytes_max {
+                return self.inner.read(buf);
+            }
+            self.ahead_start = 0;
+            self.ahead_end = 0;
+            self.ahead_end = self.inner.read(&mut self.ahead)?;
+        }
+        let taken = buf.len().min(self.buffered_bytes());
+        buf[..taken].copy_from_slice(&self.ahead[self.ahead_start..][..taken]);
+        self.ahead_start += taken;
+        Ok(taken)
     }
 
     /// Every read fails once `deadline` passes (None: no deadline).
@@ -191,7 +243,7 @@ impl<R: Read> MessageReader<R> {
             if self.watch.stopping.load(Ordering::Relaxed) {
                 return Ok(NextMessage::Stopping);
             }
-            match self.inner.read(buf) {
+            match self.read_some(buf) {
                 Ok(0) => return Ok(NextMessage::Eof),
                 Ok(n) => filled_bytes = n,
                 Err(e) if is_timeout(&e) => {
@@ -215,7 +267,7 @@ impl<R: Read> MessageReader<R> {
             if let Some(error) = self.watch.give_up(self.deadline, &mut stop_seen_at) {
                 return Err(error);
             }
-            match self.inner.read(&mut buf[filled_bytes..]) {
+            match self.read_some(&mut buf[filled_bytes..]) {
                 Ok(0) => {
                     return Err(io::Error::new(
                         io::ErrorKind::UnexpectedEof,

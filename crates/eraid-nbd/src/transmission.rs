@@ -5,7 +5,7 @@ use std::sync::mpsc::{self, Sender};
 use std::sync::Arc;
 
 use crate::config::ServerConfig;
-use crate::export::{Export, ExportCommand};
+use crate::export::{Done, Export, ExportCommand};
 use crate::handshake::Session;
 use crate::in_flight::InFlight;
 use crate::part_sequence::PartSequence;
@@ -107,7 +107,15 @@ fn read_requests(
     config: &ServerConfig,
     session: Session,
 ) {
+    reader.read_ahead(READ_AHEAD_BYTES);
+    let mut batch = Batch::new(Arc::clone(export));
     loop {
+        // Requests already read go to the export before the reader can
+        // wait on the socket: a client is never kept waiting for a request
+        // it sent because later ones have not arrived.
+        if reader.buffered_bytes() < p::REQUEST_HEADER_BYTES || batch.is_full() {
+            batch.submit();
+        }
         let mut header_bytes = [0u8; p::REQUEST_HEADER_BYTES];
         match reader.next_message(&mut header_bytes) {
             Ok(NextMessage::Ready) => {}
@@ -140,6 +148,7 @@ fn read_requests(
                 return;
             }
             Verdict::Reject(error) => {
+                batch.submit();
                 // The payload of a rejected write still has to leave the
                 // stream before the next header can be read.
                 if let Err(e) = reader.discard(u64::from(payload_bytes)) {
@@ -150,11 +159,65 @@ fn read_requests(
                 PendingReply::new(sender.clone(), header.handle, None, 0).reply_error(error);
             }
             Verdict::Run(op) => {
-                if !start(op, &header, reader, sender, in_flight, export, config) {
+                if !start(op, &header, reader, sender, in_flight, &mut batch, config) {
                     return;
                 }
             }
         }
+    }
+}
+
+/// How much one socket read may take ahead of the request being parsed.
+const READ_AHEAD_BYTES: usize = 256 * 1024;
+/// Requests handed to the export at once, at most.
+const BATCH_REQUESTS_MAX: usize = 64;
+
+/// Requests read but not yet handed to the export: those a client sent
+/// together go on in one `submit_batch` (one wake-up of the engine rather
+/// than one per request). Whatever is left when the reader stops is
+/// submitted then, so every request taken is answered.
+struct Batch {
+    export: Arc<dyn Export>,
+    commands: Vec<(ExportCommand, Done)>,
+}
+
+impl Batch {
+    fn new(export: Arc<dyn Export>) -> Batch {
+        Batch {
+            export,
+            commands: Vec::with_capacity(BATCH_REQUESTS_MAX),
+        }
+    }
+
+    fn push(&mut self, command: ExportCommand, done: Done) {
+        self.commands.push((command, done));
+    }
+
+    fn is_full(&self) -> bool {
+        self.commands.len() >= BATCH_REQUESTS_MAX
+    }
+
+    fn submit(&mut self) {
+        if !self.commands.is_empty() {
+            let commands =
+                std::mem::replace(&mut self.commands, Vec::with_capacity(BATCH_REQUESTS_MAX));
+            self.export.submit_batch(commands);
+        }
+    }
+
+    /// `in_flight.acquire`, submitting the batch first if the request must
+    /// wait for room: its requests hold room and only finish once started.
+    fn acquire(&mut self, in_flight: &InFlight, bytes: u64) {
+        if !in_flight.try_acquire(bytes) {
+            self.submit();
+            in_flight.acquire(bytes);
+        }
+    }
+}
+
+impl Drop for Batch {
+    fn drop(&mut self) {
+        self.submit();
     }
 }
 
@@ -306,16 +369,17 @@ fn start(
     reader: &mut MessageReader<Stream>,
     sender: &Sender<WriterMessage>,
     in_flight: &InFlight,
-    export: &Arc<dyn Export>,
+    batch: &mut Batch,
     config: &ServerConfig,
 ) -> bool {
     let handle = header.handle;
+    let export = Arc::clone(&batch.export);
     match op {
         Op::Read {
             offset_bytes,
             len_bytes,
         } => {
-            in_flight.acquire(u64::from(len_bytes));
+            batch.acquire(in_flight, u64::from(len_bytes));
             let pending = PendingReply::new(
                 sender.clone(),
                 handle,
@@ -325,7 +389,7 @@ fn start(
             if len_bytes == 0 {
                 pending.complete(Ok(Some(Vec::new())));
             } else {
-                export.submit(
+                batch.push(
                     ExportCommand::Read {
                         offset_bytes,
                         len_bytes,
@@ -340,7 +404,7 @@ fn start(
             fua,
         } => {
             // Count the bytes before allocating them, so the bound holds.
-            in_flight.acquire(u64::from(len_bytes));
+            batch.acquire(in_flight, u64::from(len_bytes));
             let pending = PendingReply::new(sender.clone(), handle, None, u64::from(len_bytes));
             let mut data = vec![0u8; len_bytes as usize];
             if let Err(e) = reader.fill(&mut data) {
@@ -353,7 +417,7 @@ fn start(
             if len_bytes == 0 {
                 pending.complete(Ok(None));
             } else {
-                export.submit(
+                batch.push(
                     ExportCommand::Write {
                         offset_bytes,
                         data,
@@ -364,9 +428,9 @@ fn start(
             }
         }
         Op::Flush => {
-            in_flight.acquire(0);
+            batch.acquire(in_flight, 0);
             let pending = PendingReply::new(sender.clone(), handle, None, 0);
-            export.submit(ExportCommand::Flush, done_for(pending));
+            batch.push(ExportCommand::Flush, done_for(pending));
         }
         Op::Trim {
             offset_bytes,
@@ -378,6 +442,8 @@ fn start(
             len_bytes,
             fua,
         } => {
+            // Split into parts of its own: what came before goes first.
+            batch.submit();
             in_flight.acquire(0);
             let pending = PendingReply::new(sender.clone(), handle, None, 0);
             let is_trim = matches!(op, Op::Trim { .. });
@@ -406,14 +472,14 @@ fn start(
                     }
                 })
                 .collect();
-            PartSequence::start(Arc::clone(export), commands, pending, flush_after);
+            PartSequence::start(export, commands, pending, flush_after);
         }
         Op::BlockStatus { len_bytes } => {
             // The array does not track which ranges were never written or
             // were trimmed, so the whole range is reported as data (flags
             // 0: allocated or unknown), which is always correct. One extent
             // of the requested length also satisfies REQ_ONE.
-            in_flight.acquire(0);
+            batch.acquire(in_flight, 0);
             PendingReply::new(sender.clone(), handle, None, 0)
                 .reply_block_status(vec![(len_bytes, 0)]);
         }

@@ -182,6 +182,12 @@ pub struct ServeArgs {
     /// Where the array's journal is now, if not where create made it.
     #[arg(long, value_name = "PATH")]
     journal: Option<PathBuf>,
+    /// Who performs device I/O. auto: the engine thread itself for members
+    /// in memory (files on tmpfs or ramfs, which cannot stall; a thread
+    /// hand-off costs more than their copy), I/O worker threads for every
+    /// other member; pool: worker threads for every member.
+    #[arg(long, value_name = "MODE", value_enum, default_value_t = crate::runtime::IoPath::Auto)]
+    io_path: crate::runtime::IoPath,
     /// Member files, block devices or NBD exports (nbd://HOST:PORT/EXPORT,
     /// nbd+unix:///EXPORT?socket=PATH, nbds://...) of the array (any order).
     #[arg(required = true)]
@@ -488,7 +494,12 @@ impl ServeArgs {
             member_timeout_ms: Some(self.member_timeout_s * 1000),
             ..ArrayOptions::default()
         };
-        let running = crate::runtime::start_assembled(assembled, options, self.journal.as_deref())?;
+        let running = crate::runtime::start_assembled_with(
+            assembled,
+            options,
+            self.journal.as_deref(),
+            self.io_path,
+        )?;
         for line in &running.report {
             say!("{line}");
         }

@@ -127,6 +127,16 @@ pub fn scratch() -> tempfile::TempDir {
         .expect("cannot create a scratch directory")
 }
 
+/// A scratch directory on the build's disk (the target directory), for
+/// tests whose members must be opened with O_DIRECT: members on tmpfs are
+/// served from memory, never O_DIRECT.
+pub fn scratch_on_disk() -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix("eraid-test-")
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .expect("cannot create a scratch directory")
+}
+
 /// A finished command's status and output, printable for failure messages.
 pub struct Out {
     pub what: String,
