@@ -36,7 +36,7 @@ WORK=$(mktemp -d "$PARENT/eraid-profile.XXXXXX")
 SERVER_PID=
 cleanup() {
   if [ -n "$SERVER_PID" ]; then kill -TERM "$SERVER_PID" 2>/dev/null || true; wait "$SERVER_PID" 2>/dev/null || true; fi
-  rm -rf "$WORK"
+  [ -n "${PROFILE_KEEP:-}" ] && cp "$WORK/perf.data" "$PROFILE_KEEP" 2>/dev/null; rm -rf "$WORK"
 }
 trap cleanup EXIT
 

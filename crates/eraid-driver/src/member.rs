@@ -443,6 +443,7 @@ fn on_memory_file_system(file: &File) -> bool {
         return false;
     }
     // SAFETY: fstatfs returned 0, so `stat` is initialised.
+    #[allow(clippy::unnecessary_cast)] // f_type's width differs between targets
     let f_type = unsafe { stat.assume_init() }.f_type as i64;
     f_type == TMPFS_MAGIC || f_type == RAMFS_MAGIC
 }
