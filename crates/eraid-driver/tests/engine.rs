@@ -8,12 +8,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{pattern, CloseStyle, MirrorMachine, PIECE_BYTES};
-use crossbeam_channel::Receiver;
+use common::{pattern, submit, write_then_read_back, CloseStyle, MirrorMachine, PIECE_BYTES};
 use eraid_core::io::{AdminCommand, ArrayEvent, IoCause, UserError, UserOp};
-use eraid_driver::{
-    CloseOutcome, Engine, EngineConfig, MemberFile, MemberIo, MemberOptions, UserResult,
-};
+use eraid_driver::{CloseOutcome, Engine, EngineConfig, MemberFile, MemberIo, MemberOptions};
 
 const MEMBER_BYTES: u64 = 8 << 20;
 const WAIT: Duration = Duration::from_secs(30);
@@ -62,18 +59,6 @@ fn close_within_wait(engine: Engine) -> CloseOutcome {
     rx.recv_timeout(WAIT).expect("close did not finish")
 }
 
-/// Submits asynchronously; the result arrives on the returned channel.
-fn submit(handle: &eraid_driver::EngineHandle, op: UserOp) -> Receiver<UserResult> {
-    let (tx, rx) = crossbeam_channel::bounded(1);
-    handle.submit(
-        op,
-        Box::new(move |result| {
-            tx.send(result).unwrap();
-        }),
-    );
-    rx
-}
-
 #[test]
 fn data_written_through_the_handle_is_read_back_and_mirrored() {
     let dir = tempfile::tempdir().unwrap();
@@ -112,37 +97,7 @@ fn many_concurrent_requests_all_complete() {
     let requests = 200;
     let request_bytes = 2 * PIECE_BYTES;
 
-    let writes: Vec<_> = (0..requests)
-        .map(|i| {
-            let op = UserOp::Write {
-                offset_bytes: (i * request_bytes) as u64,
-                data: pattern(request_bytes, i as u64),
-                fua: false,
-            };
-            submit(&handle, op)
-        })
-        .collect();
-    for reply in writes {
-        assert_eq!(reply.recv_timeout(WAIT).unwrap(), Ok(None));
-    }
-    let reads: Vec<_> = (0..requests)
-        .map(|i| {
-            submit(
-                &handle,
-                UserOp::Read {
-                    offset_bytes: (i * request_bytes) as u64,
-                    len_bytes: request_bytes,
-                },
-            )
-        })
-        .collect();
-    for (i, reply) in reads.into_iter().enumerate() {
-        let got = reply.recv_timeout(WAIT).unwrap();
-        assert!(
-            got == Ok(Some(pattern(request_bytes, i as u64))),
-            "request {i}: read back differs"
-        );
-    }
+    write_then_read_back(&handle, requests, request_bytes, false);
 
     let stats = handle.stats();
     assert_eq!(stats.requests_submitted, 2 * requests as u64);

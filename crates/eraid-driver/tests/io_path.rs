@@ -8,10 +8,8 @@ use std::io;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::{pattern, MirrorMachine, PIECE_BYTES};
-use crossbeam_channel::Receiver;
-use eraid_core::io::UserOp;
-use eraid_driver::{CloseOutcome, Engine, EngineConfig, MemberIo, UserResult};
+use common::{pattern, write_then_read_back, MirrorMachine, PIECE_BYTES};
+use eraid_driver::{CloseOutcome, Engine, EngineConfig, MemberIo};
 
 const MEMBER_BYTES: usize = 4 << 20;
 const WAIT: Duration = Duration::from_secs(30);
@@ -71,17 +69,6 @@ impl MemberIo for RecordingMember {
     }
 }
 
-fn submit(handle: &eraid_driver::EngineHandle, op: UserOp) -> Receiver<UserResult> {
-    let (tx, rx) = crossbeam_channel::bounded(1);
-    handle.submit(
-        op,
-        Box::new(move |result| {
-            tx.send(result).unwrap();
-        }),
-    );
-    rx
-}
-
 /// Runs 64 concurrent writes then 64 reads (each two pieces over a mirror
 /// of `members`), checks every byte, and returns the threads that did I/O
 /// on each member.
@@ -100,36 +87,7 @@ fn run_mirror(members: &[Arc<RecordingMember>], io_pool_only: bool) -> Vec<BTree
     let handle = engine.handle();
     let requests = 64;
     let request_bytes = 2 * PIECE_BYTES;
-    let writes: Vec<_> = (0..requests)
-        .map(|i| {
-            let op = UserOp::Write {
-                offset_bytes: (i * request_bytes) as u64,
-                data: pattern(request_bytes, i as u64),
-                fua: false,
-            };
-            submit(&handle, op)
-        })
-        .collect();
-    for reply in writes {
-        assert_eq!(reply.recv_timeout(WAIT).unwrap(), Ok(None));
-    }
-    handle.flush().unwrap();
-    let reads: Vec<_> = (0..requests)
-        .map(|i| {
-            let op = UserOp::Read {
-                offset_bytes: (i * request_bytes) as u64,
-                len_bytes: request_bytes,
-            };
-            submit(&handle, op)
-        })
-        .collect();
-    for (i, reply) in reads.into_iter().enumerate() {
-        let got = reply.recv_timeout(WAIT).unwrap();
-        assert!(
-            got == Ok(Some(pattern(request_bytes, i as u64))),
-            "request {i}: read back differs"
-        );
-    }
+    write_then_read_back(&handle, requests, request_bytes, true);
     let (tx, rx) = crossbeam_channel::bounded(1);
     std::thread::spawn(move || tx.send(engine.close()).unwrap());
     assert_eq!(rx.recv_timeout(WAIT).unwrap(), CloseOutcome::Closed);

@@ -306,3 +306,63 @@ pub fn pattern(len_bytes: usize, seed: u64) -> Vec<u8> {
         })
         .collect()
 }
+
+/// Submits asynchronously; the result arrives on the returned channel.
+pub fn submit(
+    handle: &eraid_driver::EngineHandle,
+    op: UserOp,
+) -> crossbeam_channel::Receiver<eraid_driver::UserResult> {
+    let (tx, rx) = crossbeam_channel::bounded(1);
+    handle.submit(
+        op,
+        Box::new(move |result| {
+            tx.send(result).unwrap();
+        }),
+    );
+    rx
+}
+
+/// Writes `requests` requests of `request_bytes` (request i at
+/// i * request_bytes, `pattern(request_bytes, i)`) all at once, waits for
+/// them, optionally flushes, then reads them all back at once and checks
+/// every byte.
+pub fn write_then_read_back(
+    handle: &eraid_driver::EngineHandle,
+    requests: usize,
+    request_bytes: usize,
+    flush_between: bool,
+) {
+    let wait = std::time::Duration::from_secs(30);
+    let writes: Vec<_> = (0..requests)
+        .map(|i| {
+            let op = UserOp::Write {
+                offset_bytes: (i * request_bytes) as u64,
+                data: pattern(request_bytes, i as u64),
+                fua: false,
+            };
+            submit(handle, op)
+        })
+        .collect();
+    for reply in writes {
+        assert_eq!(reply.recv_timeout(wait).unwrap(), Ok(None));
+    }
+    if flush_between {
+        handle.flush().unwrap();
+    }
+    let reads: Vec<_> = (0..requests)
+        .map(|i| {
+            let op = UserOp::Read {
+                offset_bytes: (i * request_bytes) as u64,
+                len_bytes: request_bytes,
+            };
+            submit(handle, op)
+        })
+        .collect();
+    for (i, reply) in reads.into_iter().enumerate() {
+        let got = reply.recv_timeout(wait).unwrap();
+        assert!(
+            got == Ok(Some(pattern(request_bytes, i as u64))),
+            "request {i}: read back differs"
+        );
+    }
+}
