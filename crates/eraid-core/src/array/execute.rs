@@ -354,18 +354,40 @@ impl Array {
                     Some(rebuild_row(&op, code.as_deref(), &vec![false; k]))
                 };
                 let pending = self.requests.get_mut(&parent).expect("parent request");
+                let read_len_bytes = pending.read_len_bytes;
                 let buf = pending.read_buf.as_mut().expect("read buffer");
-                for s in &op.segments {
-                    let len = (s.intra.end - s.intra.start) as usize;
-                    let dst = &mut buf[s.user_offset..s.user_offset + len];
-                    match &shards {
-                        None => {
-                            dst.copy_from_slice(&op.reads[s.data_index].as_ref().expect("read").1)
+                // A request one device read serves whole takes that read's
+                // buffer: nothing zeroed, nothing copied.
+                let whole = match op.segments.as_slice() {
+                    [s] => {
+                        direct
+                            && buf.is_empty()
+                            && s.user_offset == 0
+                            && (s.intra.end - s.intra.start) as usize == read_len_bytes
+                    }
+                    _ => false,
+                };
+                if whole {
+                    let (_, bytes) = op.reads[op.segments[0].data_index].take().expect("read");
+                    assert_eq!(bytes.len(), read_len_bytes, "a whole read's bytes");
+                    *buf = bytes;
+                } else if buf.len() != read_len_bytes {
+                    *buf = vec![0; read_len_bytes];
+                }
+                if !whole {
+                    for s in &op.segments {
+                        let len = (s.intra.end - s.intra.start) as usize;
+                        let dst = &mut buf[s.user_offset..s.user_offset + len];
+                        match &shards {
+                            None => dst
+                                .copy_from_slice(&op.reads[s.data_index].as_ref().expect("read").1),
+                            Some(Ok(shards)) => {
+                                dst.copy_from_slice(&shards[s.data_index][sub(&s.intra, &row)])
+                            }
+                            Some(Err(reason)) => {
+                                error = Some(UserError::Unavailable(reason.clone()))
+                            }
                         }
-                        Some(Ok(shards)) => {
-                            dst.copy_from_slice(&shards[s.data_index][sub(&s.intra, &row)])
-                        }
-                        Some(Err(reason)) => error = Some(UserError::Unavailable(reason.clone())),
                     }
                 }
             }
@@ -739,6 +761,9 @@ impl Array {
                         None => {
                             let mut read_buf = pending.read_buf;
                             if let Some(buf) = &mut read_buf {
+                                // (Every op fills it; a read of nothing
+                                // stays empty.)
+                                buf.resize(pending.read_len_bytes, 0);
                                 for (at, bytes) in &pending.overlay {
                                     buf[*at..*at + bytes.len()].copy_from_slice(bytes);
                                 }

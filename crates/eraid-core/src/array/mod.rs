@@ -203,7 +203,11 @@ struct FlushWait {
 /// A user request being served.
 struct Pending {
     remaining_ops: usize,
+    /// A read's result: empty until its first op completes (see
+    /// `read_len_bytes`), None for other requests.
     read_buf: Option<Vec<u8>>,
+    /// The length a read's result has once filled.
+    read_len_bytes: usize,
     error: Option<UserError>,
     fua: bool,
     /// Logical chunks the request touches (a growth window waits for these).

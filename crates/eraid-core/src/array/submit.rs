@@ -85,7 +85,7 @@ impl Array {
                     chunks,
                     segments,
                     OpKind::Read,
-                    Some(vec![0; len_bytes as usize]),
+                    Some(len_bytes as usize),
                     false,
                 );
             }
@@ -171,7 +171,7 @@ impl Array {
         chunks: std::ops::Range<u64>,
         groups: Vec<(OpTarget, Vec<Segment>)>,
         kind: OpKind,
-        read_buf: Option<Vec<u8>>,
+        read_len_bytes: Option<usize>,
         fua: bool,
     ) {
         assert!(!groups.is_empty());
@@ -183,7 +183,11 @@ impl Array {
             id,
             Pending {
                 remaining_ops: groups.len(),
-                read_buf,
+                // Allocated by the first op to complete (or taken whole
+                // from its device read), not zeroed here only to be
+                // overwritten.
+                read_buf: read_len_bytes.map(|_| Vec::new()),
+                read_len_bytes: read_len_bytes.unwrap_or(0),
                 error: None,
                 fua,
                 chunks,
