@@ -36,21 +36,6 @@ fn assemble_durable(h: &MemHarness) -> eraid_core::metadata::assemble::Assembly 
     assemble(&h.durable_probes()).expect("assembles")
 }
 
-fn read_all(h: &mut MemHarness, array: &mut Array, id: u64) -> Vec<u8> {
-    let len_bytes = array.capacity_bytes() as usize;
-    call(
-        h,
-        array,
-        id,
-        UserOp::Read {
-            offset_bytes: 0,
-            len_bytes,
-        },
-    )
-    .expect("read")
-    .expect("bytes")
-}
-
 #[test]
 fn a_member_absent_at_a_start_stays_current_until_a_write() {
     for seed in 0..SEEDS {

@@ -19,20 +19,6 @@ use rand_chacha::ChaCha8Rng;
 const MEMBER_CHUNKS: u64 = 8;
 const SECTOR: usize = SECTOR_BYTES as usize;
 
-fn read(h: &mut MemHarness, array: &mut eraid_core::Array, id: u64, len_bytes: usize) -> Vec<u8> {
-    call(
-        h,
-        array,
-        id,
-        UserOp::Read {
-            offset_bytes: 0,
-            len_bytes,
-        },
-    )
-    .expect("read ok")
-    .expect("read data")
-}
-
 #[test]
 fn a_read_repair_from_stale_parity_keeps_the_readable_sectors() {
     let parity_shapes = shapes()
@@ -83,7 +69,7 @@ fn a_read_repair_from_stale_parity_keeps_the_readable_sectors() {
             len_bytes: bad_sectors.len() as u64 * SECTOR_BYTES,
             kind: BadSectorKind::HealsOnWrite,
         }];
-        let first = read(&mut h, &mut array, 3, chunk);
+        let first = read_range(&mut h, &mut array, 3, 0, chunk);
         let bad_bytes = bad_sectors.start * SECTOR..bad_sectors.end * SECTOR;
         // What the failing sectors held is lost to the stale parity (the
         // write hole); every other sector reads what was written.
@@ -99,7 +85,7 @@ fn a_read_repair_from_stale_parity_keeps_the_readable_sectors() {
             "{what}: the bad sectors were not rewritten"
         );
         // What the read returned is what the member now holds.
-        let again = read(&mut h, &mut array, 4, chunk);
+        let again = read_range(&mut h, &mut array, 4, 0, chunk);
         assert!(
             again == first,
             "{what}: a second read differs from the repaired one"
@@ -133,15 +119,7 @@ fn a_repair_whose_member_a_spare_replaced_plans_again() {
     let mut array = open(&mut h);
     let mut rng = ChaCha8Rng::seed_from_u64(353);
     let model = fill(&mut h, &mut array, &mut rng);
-    let member = common::lifecycle::blank_member(&mut h);
-    common::lifecycle::admin_ok(
-        &mut h,
-        &mut array,
-        AdminCommand::AddMember {
-            member,
-            spare: true,
-        },
-    );
+    common::lifecycle::add_spare(&mut h, &mut array);
     h.run(&mut array);
     let map = eraid_core::layout::layout_for(&g).stripe_map(0);
     let data0 = map.data[0];

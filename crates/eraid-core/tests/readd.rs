@@ -68,21 +68,6 @@ fn write(h: &mut MemHarness, array: &mut Array, id: u64, at: u64, data: Vec<u8>,
     .expect("write");
 }
 
-fn read_all(h: &mut MemHarness, array: &mut Array, id: u64) -> Vec<u8> {
-    let len_bytes = array.capacity_bytes() as usize;
-    call(
-        h,
-        array,
-        id,
-        UserOp::Read {
-            offset_bytes: 0,
-            len_bytes,
-        },
-    )
-    .expect("read")
-    .expect("data")
-}
-
 /// Random writes (a few chunks each); returns the stripes they touched.
 fn random_writes(
     h: &mut MemHarness,

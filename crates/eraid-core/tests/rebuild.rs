@@ -210,15 +210,7 @@ fn run_rebuild_under_load(
             );
         }
         Scenario::SpareTakesOver => {
-            let member = blank_member(&mut h);
-            admin_ok(
-                &mut h,
-                &mut array,
-                AdminCommand::AddMember {
-                    member,
-                    spare: true,
-                },
-            );
+            add_spare(&mut h, &mut array);
             h.run(&mut array);
             assert_eq!(member_states(&array).last().unwrap(), "spare", "{what}");
             h.members[failed].as_mut().unwrap().failed = true;
@@ -303,15 +295,7 @@ fn raid6_rebuilds_two_replacements_in_one_pass() {
         let mut array = open_with(&mut h, rebuild_options_for(strategy));
         let mut model = fill(&mut h, &mut array, &mut rng);
         for _ in 0..2 {
-            let member = blank_member(&mut h);
-            admin_ok(
-                &mut h,
-                &mut array,
-                AdminCommand::AddMember {
-                    member,
-                    spare: true,
-                },
-            );
+            add_spare(&mut h, &mut array);
         }
         h.run(&mut array);
         let a = rng.gen_range(0..5);
@@ -758,15 +742,7 @@ fn a_spare_survives_a_restart_and_takes_over_later() {
     let mut rng = ChaCha8Rng::seed_from_u64(5);
     let mut array = open_with(&mut h, rebuild_options());
     let model = fill(&mut h, &mut array, &mut rng);
-    let member = blank_member(&mut h);
-    admin_ok(
-        &mut h,
-        &mut array,
-        AdminCommand::AddMember {
-            member,
-            spare: true,
-        },
-    );
+    add_spare(&mut h, &mut array);
     h.run(&mut array);
     close(&mut h, &mut array);
     drop(array);
@@ -993,15 +969,7 @@ fn a_replacement_failing_mid_rebuild_stops_it_and_a_spare_starts_again() {
     assert!(status["reason"].as_str().unwrap().contains("failed"));
     assert_eq!(member_states(&array)[3], "faulty");
     assert_eq!(read_all(&mut h, &mut array, 4), model, "degraded reads");
-    let member = blank_member(&mut h);
-    admin_ok(
-        &mut h,
-        &mut array,
-        AdminCommand::AddMember {
-            member,
-            spare: true,
-        },
-    );
+    add_spare(&mut h, &mut array);
     h.run(&mut array);
     assert_eq!(rebuild_status(&array)["state"], "done");
     assert_eq!(check(&mut h, &mut array, false), (0, 0));

@@ -113,15 +113,7 @@ fn growing_raid5(
     let model = fill(&mut h, &mut array, &mut rng);
     let mut slot_devices: Vec<usize> = (0..from).collect();
     if let Replacement::SpareBefore = replacement {
-        let member = blank_member(&mut h);
-        admin_ok(
-            &mut h,
-            &mut array,
-            AdminCommand::AddMember {
-                member,
-                spare: true,
-            },
-        );
+        add_spare(&mut h, &mut array);
         h.run(&mut array);
     }
     let first_added = h.members.len();

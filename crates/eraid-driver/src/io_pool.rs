@@ -240,27 +240,19 @@ impl IoPool {
             .truncate(len);
     }
 
-    /// Member `slot` when it is memory-backed ([`MemberIo::memory_backed`]),
-    /// for the engine to perform its I/O itself; None for every other
-    /// member (and slots that do not exist), whose I/O goes to the workers.
-    pub fn memory_backed_member(&self, slot: usize) -> Option<Arc<dyn MemberIo>> {
-        read_table(&self.members)
-            .get(slot)
-            .filter(|member| member.memory_backed())
-            .cloned()
-    }
-
-    /// How many member slots exist, for messages about a missing one.
-    fn slots(&self) -> usize {
-        read_table(&self.members).len()
-    }
-
-    /// Performs `io` on this thread when its member is memory-backed and
-    /// returns the completion; otherwise queues it for a worker (its
-    /// completion arrives on `done_tx`) and returns None.
+    /// Performs `io` on this thread when its member is memory-backed
+    /// ([`MemberIo::memory_backed`]) and returns the completion; otherwise
+    /// queues it for a worker (its completion arrives on `done_tx`) and
+    /// returns None.
     pub fn perform_or_submit(&self, io: DeviceIo) -> Option<IoCompletion> {
-        match self.memory_backed_member(io.member) {
-            Some(member) => Some(execute_caught(Some(&member), self.slots(), io)),
+        // One look at the table, let go of before the I/O runs.
+        let (member, member_count) = {
+            let table = read_table(&self.members);
+            let member = table.get(io.member).filter(|m| m.memory_backed()).cloned();
+            (member, table.len())
+        };
+        match member {
+            Some(member) => Some(execute_caught(Some(&member), member_count, io)),
             None => {
                 self.submit(io);
                 None

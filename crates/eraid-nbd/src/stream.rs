@@ -152,13 +152,12 @@ pub struct MessageReader<R: Read> {
     inner: R,
     watch: Watch,
     deadline: Option<Instant>,
-    /// Bytes read from `inner` ahead of the messages taken so far (only
-    /// once `read_ahead` turned it on): `ahead[ahead_start..ahead_end]`.
+    /// Bytes read from `inner` ahead of the messages taken so far:
+    /// `ahead[ahead_start..ahead_end]`. Its length is how much one read
+    /// may take (empty until `read_ahead`: only what a message needs).
     ahead: Vec<u8>,
     ahead_start: usize,
     ahead_end: usize,
-    /// Read up to this many bytes per call (0: only what a message needs).
-    ahead_bytes_max: usize,
 }
 
 /// The outcome of waiting for the next message.
@@ -181,7 +180,6 @@ impl<R: Read> MessageReader<R> {
             ahead: Vec::new(),
             ahead_start: 0,
             ahead_end: 0,
-            ahead_bytes_max: 0,
         }
     }
 
@@ -190,7 +188,7 @@ impl<R: Read> MessageReader<R> {
     /// plaintext byte read ahead can be taken for one sent under TLS.
     pub fn get_mut(&mut self) -> &mut R {
         assert!(
-            self.ahead_bytes_max == 0,
+            self.ahead.is_empty(),
             "the stream cannot be swapped while reading ahead"
         );
         &mut self.inner
@@ -204,7 +202,6 @@ impl<R: Read> MessageReader<R> {
             self.buffered_bytes() == 0,
             "read-ahead is set before the first read"
         );
-        self.ahead_bytes_max = bytes_max;
         self.ahead = vec![0; bytes_max];
     }
 
@@ -218,7 +215,7 @@ impl<R: Read> MessageReader<R> {
     /// read-ahead, otherwise through the read-ahead buffer).
     fn read_some(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         if self.buffered_bytes() == 0 {
-            if buf.len() >= self.ahead_bytes_max {
+            if buf.len() >= self.ahead.len() {
                 return self.inner.read(buf);
             }
             self.ahead_start = 0;

@@ -371,10 +371,10 @@ impl Array {
                     let (_, bytes) = op.reads[op.segments[0].data_index].take().expect("read");
                     assert_eq!(bytes.len(), read_len_bytes, "a whole read's bytes");
                     *buf = bytes;
-                } else if buf.len() != read_len_bytes {
-                    *buf = vec![0; read_len_bytes];
-                }
-                if !whole {
+                } else {
+                    if buf.len() != read_len_bytes {
+                        *buf = vec![0; read_len_bytes];
+                    }
                     for s in &op.segments {
                         let len = (s.intra.end - s.intra.start) as usize;
                         let dst = &mut buf[s.user_offset..s.user_offset + len];

@@ -54,6 +54,20 @@ pub fn blank_member(h: &mut MemHarness) -> NewMember {
     blank_member_of(h, size)
 }
 
+/// Adds a blank member as large as member 0 as a hot spare (the array
+/// must accept it); its I/O is left for the caller to run.
+pub fn add_spare(h: &mut MemHarness, array: &mut Array) -> Value {
+    let member = blank_member(h);
+    admin_ok(
+        h,
+        array,
+        AdminCommand::AddMember {
+            member,
+            spare: true,
+        },
+    )
+}
+
 pub fn rebuild_status(array: &Array) -> Value {
     array.status_json()["rebuild"].clone()
 }

@@ -168,19 +168,30 @@ pub fn overlaps(a: (u64, u64), b: (u64, u64)) -> bool {
     a.0 < b.0 + b.1 && b.0 < a.0 + a.1
 }
 
-pub fn read_all(h: &mut MemHarness, array: &mut Array, id: u64) -> Vec<u8> {
-    let len_bytes = array.capacity_bytes() as usize;
+/// Reads `len_bytes` at `offset_bytes`, which must succeed.
+pub fn read_range(
+    h: &mut MemHarness,
+    array: &mut Array,
+    id: u64,
+    offset_bytes: u64,
+    len_bytes: usize,
+) -> Vec<u8> {
     call(
         h,
         array,
         id,
         UserOp::Read {
-            offset_bytes: 0,
+            offset_bytes,
             len_bytes,
         },
     )
     .expect("read ok")
     .expect("read data")
+}
+
+pub fn read_all(h: &mut MemHarness, array: &mut Array, id: u64) -> Vec<u8> {
+    let len_bytes = array.capacity_bytes() as usize;
+    read_range(h, array, id, 0, len_bytes)
 }
 
 /// Fills the array with random bytes and flushes; returns the model.
