@@ -2,7 +2,9 @@
 //!
 //! Every Galois-field operation in eraid goes through here, so that the one
 //! field definition (GF(2^8) with polynomial 0x11D, ISA-L's and Linux MD's)
-//! and its SIMD kernels live in exactly one well-tested library.
+//! and its SIMD kernels live in exactly one well-tested library. (The one
+//! loop outside, RAID-6's fused read-modify-write in `pq_update`, reads its
+//! products from ISA-L's tables through [`EcTables::coefficient_table`].)
 //!
 //! The safe wrappers check the shapes ISA-L cannot check for itself (pointer
 //! counts, equal lengths, `int` range) and panic on misuse: they are the
@@ -192,6 +194,26 @@ impl EcTables {
     pub fn rows(&self) -> usize {
         self.rows
     }
+
+    /// ISA-L's 32-byte table for the coefficient c at (`row`, `source`), as
+    /// `gf_vect_mul_init` lays it out: bytes 0..16 hold c * i and bytes
+    /// 16..32 hold c * (i << 4), i = 0..16. Multiplication is linear, so
+    /// c * x = lo[x & 15] ^ hi[x >> 4]: two 16-entry byte shuffles.
+    ///
+    /// # Panics
+    /// If `row` or `source` is out of range.
+    pub fn coefficient_table(&self, row: usize, source: usize) -> &[u8; 32] {
+        assert!(
+            row < self.rows && source < self.k,
+            "coefficient ({row}, {source}) outside a {}x{} table",
+            self.rows,
+            self.k
+        );
+        let start = 32 * (row * self.k + source);
+        self.bytes[start..start + 32]
+            .try_into()
+            .expect("32-byte slice")
+    }
 }
 
 impl std::fmt::Debug for EcTables {
@@ -255,6 +277,24 @@ pub fn ec_encode_data_update(
     source: &[u8],
     coding: &mut [&mut [u8]],
 ) {
+    // Every output exactly as long as the source, not merely long enough.
+    common_len(std::iter::once(source.len()).chain(coding.iter().map(|c| c.len())));
+    ec_encode_data_update_at(tables, source_index, source, coding, 0);
+}
+
+/// `coding[r][offset_bytes..][..source.len()] ^= C[r][source_index] * source`:
+/// [`ec_encode_data_update`] on one window of the outputs, so a caller can
+/// walk long outputs in cache-sized pieces without re-slicing each of them.
+///
+/// # Panics
+/// If the window runs past the end of an output.
+pub fn ec_encode_data_update_at(
+    tables: &EcTables,
+    source_index: usize,
+    source: &[u8],
+    coding: &mut [&mut [u8]],
+    offset_bytes: usize,
+) {
     assert!(
         source_index < tables.k,
         "source index {source_index} >= k = {}",
@@ -265,16 +305,25 @@ pub fn ec_encode_data_update(
         tables.rows,
         "ec_encode_data_update: wrong number of outputs"
     );
-    if tables.rows == 0 {
-        return;
+    let len = source.len();
+    for (i, c) in coding.iter().enumerate() {
+        assert!(
+            offset_bytes.checked_add(len).is_some_and(|end| end <= c.len()),
+            "ec_encode_data_update: output {i} has {} bytes, the window is {len} bytes at {offset_bytes}",
+            c.len()
+        );
     }
-    let len = common_len(std::iter::once(source.len()).chain(coding.iter().map(|c| c.len())));
-    if len == 0 {
+    if tables.rows == 0 || len == 0 {
         return;
     }
     let mut dsts = PtrArray::new();
-    coding.iter_mut().for_each(|c| dsts.push(c.as_mut_ptr()));
-    // SAFETY: as in `ec_encode_data`; the source is read only.
+    coding
+        .iter_mut()
+        .for_each(|c| dsts.push(c[offset_bytes..].as_mut_ptr()));
+    // SAFETY: `rows` outputs, each with at least `len` bytes from its pointer
+    // (checked above); the outputs are distinct `&mut` slices, so they overlap
+    // neither each other nor the source, which is read only; the tables are
+    // 32*k*rows bytes and ISA-L only reads them.
     unsafe {
         ffi::ec_encode_data_update(
             to_c_int(len, "len"),
@@ -350,6 +399,19 @@ pub fn pq_gen(data: &[&[u8]], p: &mut [u8], q: &mut [u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn coefficient_table_is_the_nibble_split_product() {
+        let coefficients = [1, 2, 0x1d, 0x8e, 0, 0xff];
+        let tables = EcTables::new(3, 2, &coefficients);
+        for (at, &c) in coefficients.iter().enumerate() {
+            let table = tables.coefficient_table(at / 3, at % 3);
+            for x in 0..=255u8 {
+                let looked_up = table[usize::from(x & 15)] ^ table[16 + usize::from(x >> 4)];
+                assert_eq!(looked_up, gf_mul(c, x), "c {c:#x} x {x:#x}");
+            }
+        }
+    }
 
     #[test]
     fn gf_mul_basics() {

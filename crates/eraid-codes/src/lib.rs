@@ -4,9 +4,12 @@
 //! Reed-Solomon bit-matrix codes over GF(2^w) ([`CauchyReedSolomon`], with
 //! Jerasure's matrices) and the EPU paper's scaling study ([`crs_scaling`]).
 //!
-//! Every GF(2^8) multiplication runs in ISA-L (see [`isal`]); this crate only
-//! chooses matrices, validates shapes and picks ISA-L's fastest correct
-//! entry point (`xor_gen`, `pq_gen` or `ec_encode_data`). CRS codes need
+//! Every GF(2^8) multiplication runs in ISA-L (see [`isal`]) or, for
+//! RAID-6's read-modify-write, looks its products up in ISA-L's own
+//! multiplication tables (`pq_update`, one fused AVX2 pass that ISA-L 2.30
+//! has no kernel for); this crate chooses matrices, validates shapes and
+//! picks ISA-L's fastest correct entry point (`xor_gen`, `pq_gen`,
+//! `ec_encode_data` or `ec_encode_data_update`). CRS codes need
 //! only XOR; their small-field arithmetic is in [`crs::gf2w`].
 
 pub mod crs;
@@ -15,6 +18,7 @@ mod error;
 pub mod isal;
 pub mod jerasure;
 mod matrix_code;
+mod pq_update;
 mod xor;
 
 pub use crs::CauchyReedSolomon;

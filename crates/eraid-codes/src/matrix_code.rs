@@ -84,6 +84,12 @@ fn count_check(what: &str, kind: &str, got: usize, expected: usize) -> Result<()
 }
 
 impl MatrixCode {
+    /// Piece size of [`MatrixCode::update_parity`]'s delta: small enough
+    /// that the delta stays in L1 between being written and being read by
+    /// ISA-L, large enough that ISA-L's per-call setup is amortized. Chosen
+    /// by measurement (`benches/codes.rs`, group `rmw`).
+    pub const UPDATE_CHUNK_BYTES: usize = 4096;
+
     /// A code with `data_count` data shards, `parity_count` parity shards and
     /// the given m x k row-major coding matrix. Only the shape is checked:
     /// 1 <= k, k + m <= 256 (GF(2^8) cannot give more independent rows),
@@ -277,11 +283,22 @@ impl MatrixCode {
     /// Read-modify-write in one step: data shard `data_index` changes from
     /// `old_data` to `new_data`; adds `G[i][data_index] * (old XOR new)` into
     /// each parity shard i, in place. Equal to `apply_delta` with the delta
-    /// `old XOR new`, without building that delta: ISA-L's multiply-accumulate
-    /// (`gf_vect_mad`, `gf_2vect_mad`, ... through `ec_encode_data_update`)
-    /// runs once over the old data and once over the new, reading each parity
-    /// shard twice and writing it twice, and needs no scratch buffer. Measured
-    /// faster than the alternatives in `benches/codes.rs` (group `rmw`).
+    /// `old XOR new`, and needs no caller-side delta buffer.
+    ///
+    /// RAID-5 (one all-ones row) is one fused XOR pass, `P ^= old ^ new`:
+    /// each input read once, P written once. RAID-6 (the P and Q rows) is
+    /// one fused AVX2 pass too, `P ^= old ^ new`, `Q ^= g * (old ^ new)`
+    /// with the product looked up in ISA-L's table for g (`pq_update`);
+    /// its tail past the last 32-byte vector, and all of it on CPUs without
+    /// AVX2, goes the general way. Every other code walks the shard in
+    /// [`UPDATE_CHUNK_BYTES`] pieces: the piece's delta goes to a stack
+    /// buffer that stays in L1, then one ISA-L multiply-accumulate
+    /// (`ec_encode_data_update`, i.e. `gf_2vect_mad`, `gf_3vect_mad`, ..)
+    /// adds it into every parity shard at once, so each parity byte is read
+    /// and written once, not once per input. All measured against the
+    /// alternatives in `benches/codes.rs` (group `rmw`) and the README.
+    ///
+    /// [`UPDATE_CHUNK_BYTES`]: MatrixCode::UPDATE_CHUNK_BYTES
     pub fn update_parity(
         &self,
         data_index: usize,
@@ -309,11 +326,50 @@ impl MatrixCode {
         if self.parity_count == 0 || len == 0 {
             return Ok(());
         }
-        // The code is linear: G*(old ^ new) = G*old ^ G*new, so the two
-        // contributions are added one after the other.
-        isal::ec_encode_data_update(&self.encode_tables, data_index, old_data, parity);
-        isal::ec_encode_data_update(&self.encode_tables, data_index, new_data, parity);
+        let done_bytes = match (self.fast_path, &mut *parity) {
+            (FastPath::Xor, [p]) => {
+                crate::xor::xor2_into(p, old_data, new_data);
+                return Ok(());
+            }
+            (FastPath::PQ, [p, q]) => {
+                let q_table = self.encode_tables.coefficient_table(1, data_index);
+                crate::pq_update::update_pq_prefix(q_table, old_data, new_data, p, q)
+            }
+            _ => 0,
+        };
+        self.update_parity_chunked(data_index, old_data, new_data, parity, done_bytes);
         Ok(())
+    }
+
+    /// `update_parity` from byte `start_bytes` on, through ISA-L: each
+    /// piece's delta into a stack buffer, then one `ec_encode_data_update`
+    /// adds it into every parity shard. Lengths were checked by the caller.
+    fn update_parity_chunked(
+        &self,
+        data_index: usize,
+        old_data: &[u8],
+        new_data: &[u8],
+        parity: &mut [&mut [u8]],
+        start_bytes: usize,
+    ) {
+        let len = old_data.len();
+        let mut delta = [0u8; Self::UPDATE_CHUNK_BYTES];
+        for offset_bytes in (start_bytes..len).step_by(Self::UPDATE_CHUNK_BYTES) {
+            let end = len.min(offset_bytes + Self::UPDATE_CHUNK_BYTES);
+            let delta = &mut delta[..end - offset_bytes];
+            crate::xor::xor_to(
+                delta,
+                &old_data[offset_bytes..end],
+                &new_data[offset_bytes..end],
+            );
+            isal::ec_encode_data_update_at(
+                &self.encode_tables,
+                data_index,
+                delta,
+                parity,
+                offset_bytes,
+            );
+        }
     }
 
     /// Reconstruct missing shards in place. `shards` = k data shards then m
