@@ -10,10 +10,13 @@
 //! copies every shard the update reads (old data, new data, each parity:
 //! 2 + m shards), the least memory traffic any RMW kernel has. `*_delta`
 //! is the path the core took before `update_parity` (a delta buffer and a
-//! parity copy allocated per call, then `apply_delta`); `*_update_parity`
-//! is the path it takes now; `*_one_pass` writes new parity out of place in
-//! one ISA-L pass over all inputs (xor_gen for RAID-5, ec_encode_data for
-//! RAID-6), measured as the alternative.
+//! parity copy allocated per call, then `apply_delta`); `*_two_mad` is what
+//! `update_parity` ran until it got fused kernels (ISA-L's
+//! `ec_encode_data_update` into the parity in place, once over the old data
+//! and once over the new); `*_update_parity` is the path the core takes now;
+//! `*_one_pass` writes new parity out of place in one ISA-L pass over all
+//! inputs (xor_gen for RAID-5, ec_encode_data for RAID-6), measured as the
+//! alternative.
 //!
 //! `raid6_encode` takes ISA-L's pq_gen (aligned buffers);
 //! `raid6_encode_unaligned` shifts the buffers by one byte to force the
@@ -181,6 +184,14 @@ fn bench_rmw(c: &mut Criterion, k: usize, raid5: &MatrixCode, raid6: &MatrixCode
                 let mut refs: Vec<&mut [u8]> = copies.iter_mut().map(|p| &mut p[..]).collect();
                 code.apply_delta(index, &delta, &mut refs).unwrap();
                 black_box(copies)
+            })
+        });
+        let tables = isal::EcTables::new(k, m, code.coding_rows());
+        group.bench_function(format!("{name}_two_mad"), |b| {
+            b.iter(|| {
+                let mut refs = parity.muts();
+                isal::ec_encode_data_update(&tables, index, black_box(old), &mut refs[..m]);
+                isal::ec_encode_data_update(&tables, index, black_box(new), &mut refs[..m]);
             })
         });
         group.bench_function(format!("{name}_update_parity"), |b| {
