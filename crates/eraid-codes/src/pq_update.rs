@@ -14,8 +14,9 @@
 /// Updates P and Q over the longest prefix of whole 32-byte AVX2 vectors
 /// and returns its length in bytes (a multiple of 32), leaving the rest to
 /// the caller: 0 on CPUs without AVX2 and on other targets. AVX-512 (64-byte
-/// vectors) measured no faster on the development machine's Zen 4, which
-/// splits 512-bit operations in two, so it is not used.
+/// vectors) was no faster in a one-off comparison on the development
+/// machine's Zen 4, which splits 512-bit operations in two, so it is not
+/// used.
 ///
 /// # Panics
 /// If the four lengths differ.
