@@ -7,6 +7,7 @@ use crossbeam_channel::Sender;
 use eraid_core::growth::config::{NewMember, ReshapeConfig};
 use eraid_core::io::{AdminCommand, UserError, UserOp};
 
+use crate::engine::{refuse, EngineLock};
 use crate::member_io::MemberIo;
 use crate::reply::{ReplyFn, ReplySink, UserResult};
 use crate::stats::EngineStats;
@@ -25,14 +26,11 @@ pub enum CloseOutcome {
     Stopped,
 }
 
-/// What the engine thread receives from handles.
+/// What the engine thread receives from handles (user requests do not go
+/// through it: the submitting thread runs them, see `engine::drive`).
 pub(crate) enum Command {
-    Submit {
-        op: UserOp,
-        sink: ReplySink,
-    },
-    /// Requests a caller already had together (an NBD connection's
-    /// pipelined requests): one channel message, one engine wake-up.
+    /// Requests with much data to write, run by the engine thread so the
+    /// submitter can go on (see `EngineHandle::submit_batch`).
     SubmitBatch(Vec<(UserOp, ReplySink)>),
     Admin {
         command: AdminCommand,
@@ -159,49 +157,63 @@ impl Shared {
     }
 }
 
+/// Write data in one batch from which [`EngineHandle::submit_batch`] hands
+/// the batch to the engine thread.
+pub const HANDED_OFF_WRITE_BYTES_MIN: usize = 64 * 1024;
+
 /// A cheap, cloneable way to submit requests to a running engine from any
 /// thread.
 ///
-/// The blocking methods (`read`, `write`, `flush`, `call`, `close`) must not
-/// be called from a reply callback: callbacks run on the engine thread,
-/// which would then wait for itself.
+/// The blocking methods (`read`, `write`, `flush`, `call`, `admin`,
+/// `close`, ...) must not be called from a reply callback: the callback's
+/// thread may be the one that has to run the request.
 #[derive(Clone)]
 pub struct EngineHandle {
     pub(crate) commands: Sender<Command>,
     pub(crate) shared: Arc<Shared>,
+    pub(crate) engine: Arc<EngineLock>,
 }
 
 impl EngineHandle {
-    /// Submits one request; `done` is called exactly once, on the engine
-    /// thread, with its result (`ShuttingDown` once the engine is closing or
-    /// stopped).
+    /// Submits one request and runs it on this thread as far as it goes
+    /// without waiting for a device worker; `done` is called exactly once
+    /// with its result (`ShuttingDown` once the engine is closing or
+    /// stopped), on this thread or, if the request waits for a worker's
+    /// I/O, on the engine thread.
     pub fn submit(&self, op: UserOp, done: ReplyFn) {
-        let sink = ReplySink::new(done);
-        if self.shared.stopping.load(Ordering::Acquire) {
-            sink.send(Err(UserError::ShuttingDown));
-            return;
-        }
-        // If the engine is gone the command comes back and dropping its sink
-        // answers `ShuttingDown`.
-        let _ = self.commands.send(Command::Submit { op, sink });
+        self.submit_batch(vec![(op, done)]);
     }
 
     /// Submits several requests at once, in order, as [`EngineHandle::submit`]
-    /// each would: one hand-off to the engine thread for all of them.
+    /// each would: the machine takes them all before any runs.
+    ///
+    /// A batch that writes [`HANDED_OFF_WRITE_BYTES_MIN`] or more goes to
+    /// the engine thread instead, and this returns at once: the submitter
+    /// (an NBD connection's reader) then reads the next requests off its
+    /// socket while the engine copies this data into the members. Copying
+    /// small writes costs less than that hand-off does.
     pub fn submit_batch(&self, requests: Vec<(UserOp, ReplyFn)>) {
-        let batch: Vec<(UserOp, ReplySink)> = requests
+        let write_bytes: usize = requests
+            .iter()
+            .map(|(op, _)| match op {
+                UserOp::Write { data, .. } => data.len(),
+                _ => 0,
+            })
+            .sum();
+        let batch = requests
             .into_iter()
-            .map(|(op, done)| (op, ReplySink::new(done)))
-            .collect();
+            .map(|(op, done)| (op, ReplySink::new(done)));
         if self.shared.stopping.load(Ordering::Acquire) {
-            for (_, sink) in batch {
-                sink.send(Err(UserError::ShuttingDown));
-            }
+            refuse(batch);
             return;
         }
-        // If the engine is gone the command comes back and dropping its
-        // sinks answers `ShuttingDown` to each.
-        let _ = self.commands.send(Command::SubmitBatch(batch));
+        if write_bytes >= HANDED_OFF_WRITE_BYTES_MIN {
+            // If the engine is gone the command comes back and dropping
+            // its sinks answers `ShuttingDown` to each.
+            let _ = self.commands.send(Command::SubmitBatch(batch.collect()));
+            return;
+        }
+        self.engine.submit(batch);
     }
 
     /// Submits `op` and waits for its result.

@@ -240,11 +240,11 @@ impl IoPool {
             .truncate(len);
     }
 
-    /// Performs `io` on this thread when its member is memory-backed
-    /// ([`MemberIo::memory_backed`]) and returns the completion; otherwise
+    /// Hands `io` back, ready to perform on the caller's thread, when its
+    /// member is memory-backed ([`MemberIo::memory_backed`]); otherwise
     /// queues it for a worker (its completion arrives on `done_tx`) and
     /// returns None.
-    pub fn perform_or_submit(&self, io: DeviceIo) -> Option<IoCompletion> {
+    pub fn submit_or_hand_back(&self, io: DeviceIo) -> Option<MemoryIo> {
         // One look at the table, let go of before the I/O runs.
         let (member, member_count) = {
             let table = read_table(&self.members);
@@ -252,7 +252,11 @@ impl IoPool {
             (member, table.len())
         };
         match member {
-            Some(member) => Some(execute_caught(Some(&member), member_count, io)),
+            Some(member) => Some(MemoryIo {
+                io,
+                member,
+                member_count,
+            }),
             None => {
                 self.submit(io);
                 None
@@ -382,6 +386,25 @@ fn worker_loop(
             // The engine is gone, or another worker took this one's place.
             return;
         }
+    }
+}
+
+/// An I/O on a memory-backed member, to be performed by whichever thread
+/// holds it (a copy in memory costs less than a hand-off to a worker).
+pub struct MemoryIo {
+    io: DeviceIo,
+    member: Arc<dyn MemberIo>,
+    member_count: usize,
+}
+
+impl MemoryIo {
+    pub fn id(&self) -> IoId {
+        self.io.id
+    }
+
+    /// Runs the I/O here; a panicking device fails only this I/O.
+    pub fn perform(self) -> IoCompletion {
+        execute_caught(Some(&self.member), self.member_count, self.io)
     }
 }
 

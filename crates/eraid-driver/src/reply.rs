@@ -6,7 +6,8 @@ use eraid_core::io::UserError;
 /// otherwise.
 pub type UserResult = Result<Option<Vec<u8>>, UserError>;
 
-/// Called once with the request's result, on the engine thread: it must be
+/// Called once with the request's result, on the thread that runs it (the
+/// submitter's or the engine thread), never under the engine's lock: it must be
 /// quick and must not call the blocking `EngineHandle` methods (that would
 /// deadlock the engine).
 pub type ReplyFn = Box<dyn FnOnce(UserResult) + Send>;

@@ -1,0 +1,190 @@
+//! Running the engine on whichever thread has work for it.
+//!
+//! A caller that submits requests runs the machine itself (under the
+//! engine lock) instead of handing them to the engine thread: no thread
+//! wake-up per request batch. Whatever the machine then asks for that
+//! takes time or calls out (an I/O on a memory-backed member, a journal
+//! batch, a reply callback) is carried out with the lock let go of, so
+//! several connections move their data at once and only the machine's
+//! bookkeeping is one thread at a time. I/O on other members goes to the
+//! pool's workers as before, and the engine thread keeps the timers and
+//! the pool's completions.
+//!
+//! Work that a callback creates (a reply callback that submits the next
+//! part of a request) is only queued when its thread is already driving:
+//! that thread's loop picks it up, so the stack never grows with it.
+
+use std::cell::Cell;
+use std::panic::{self, AssertUnwindSafe};
+use std::sync::atomic::Ordering;
+use std::sync::{Mutex, MutexGuard};
+
+use crossbeam_channel::Sender;
+use eraid_core::io::{IoCompletion, IoId, UserError, UserOp};
+
+use super::state::{EngineSleep, EngineState, Work};
+use crate::reply::ReplySink;
+
+thread_local! {
+    /// This thread is inside [`EngineLock::drive`].
+    static DRIVING: Cell<bool> = const { Cell::new(false) };
+}
+
+/// The engine's state and the way to wake its thread.
+pub(crate) struct EngineLock {
+    state: Mutex<EngineState>,
+    /// Capacity one: a wake-up already queued is enough.
+    wake: Sender<()>,
+}
+
+impl EngineLock {
+    pub(crate) fn new(state: EngineState, wake: Sender<()>) -> EngineLock {
+        EngineLock {
+            state: Mutex::new(state),
+            wake,
+        }
+    }
+
+    /// The state, or None once a panic while running the machine left it
+    /// inconsistent (the engine then stops).
+    pub(crate) fn lock(&self) -> Option<MutexGuard<'_, EngineState>> {
+        self.state.lock().ok()
+    }
+
+    /// The state even after a panic: for answering everyone at the end.
+    pub(crate) fn lock_for_finish(&self) -> MutexGuard<'_, EngineState> {
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    pub(crate) fn wake_engine(&self) {
+        let _ = self.wake.try_send(());
+    }
+
+    /// Submits requests and runs the machine on this thread until it has
+    /// nothing left to do without waiting.
+    pub(crate) fn submit(&self, requests: impl IntoIterator<Item = (UserOp, ReplySink)>) {
+        let Some(mut state) = self.lock() else {
+            // Dropping each sink answers `ShuttingDown`.
+            drop(requests.into_iter().collect::<Vec<_>>());
+            return;
+        };
+        for (op, sink) in requests {
+            state.submit(op, sink);
+        }
+        drop(state);
+        if DRIVING.get() {
+            // A reply callback submitted: the loop below it runs this.
+            return;
+        }
+        drop(self.drive(false));
+    }
+
+    /// Carries out the machine's work until there is none, letting go of
+    /// the lock while data moves and callbacks run, and returns the state
+    /// (None if the machine panicked: the engine is then told to stop).
+    /// Off the engine thread it also wakes the engine if the machine now
+    /// wants it sooner than it planned to look.
+    pub(crate) fn drive(&self, on_engine_thread: bool) -> Option<MutexGuard<'_, EngineState>> {
+        let was_driving = DRIVING.replace(true);
+        let result = panic::catch_unwind(AssertUnwindSafe(|| self.drive_loop(on_engine_thread)));
+        DRIVING.set(was_driving);
+        match result {
+            Ok(state) => state,
+            Err(_) => {
+                tracing::error!("the array's state machine panicked; the engine stops");
+                self.stop_after_panic();
+                None
+            }
+        }
+    }
+
+    fn drive_loop(&self, on_engine_thread: bool) -> Option<MutexGuard<'_, EngineState>> {
+        let mut state = self.lock()?;
+        loop {
+            let work = state.take_work();
+            if work.is_empty() {
+                if !on_engine_thread {
+                    wake_if_wanted(&mut state, &self.wake);
+                }
+                return Some(state);
+            }
+            drop(state);
+            let done = carry_out(work);
+            state = self.lock()?;
+            for (id, completion) in done.completions {
+                state.complete(id, completion);
+            }
+            if let Some((batch, result)) = done.journal {
+                state.journal_done(batch, result);
+            }
+        }
+    }
+
+    fn stop_after_panic(&self) {
+        let state = self.lock_for_finish();
+        state.shared.stopping.store(true, Ordering::Release);
+        drop(state);
+        self.wake_engine();
+    }
+}
+
+/// What carrying out a [`Work`] produced, for the machine.
+struct Done {
+    completions: Vec<(IoId, IoCompletion)>,
+    journal: Option<(u64, Result<(), String>)>,
+}
+
+/// Replies first (the client is waiting on them), then the data.
+fn carry_out(work: Work) -> Done {
+    for (sink, result) in work.replies {
+        sink.send(result);
+    }
+    let completions = work
+        .memory_io
+        .into_iter()
+        .map(|io| (io.id(), io.perform()))
+        .collect();
+    let journal = work.journal.map(|(journal, batch)| {
+        let result = panic::catch_unwind(AssertUnwindSafe(|| {
+            crate::journal_file::write_batch(journal.as_ref(), &batch)
+        }))
+        .unwrap_or_else(|_| Err("the journal write panicked".to_string()));
+        if let Err(reason) = &result {
+            tracing::error!("{reason}");
+        }
+        (batch.id, result)
+    });
+    Done {
+        completions,
+        journal,
+    }
+}
+
+/// Wakes a waiting engine thread when the machine now wants attention
+/// before the engine planned to look: an earlier timer, I/O in flight to
+/// watch for hung members, or a close to finish.
+fn wake_if_wanted(state: &mut EngineState, wake: &Sender<()>) {
+    let EngineSleep::Until(planned) = state.engine_sleep else {
+        return;
+    };
+    let wanted = state.machine.poll_timeout();
+    let sooner = match (wanted, planned) {
+        (Some(_), None) => true,
+        (Some(wanted), Some(planned)) => wanted < planned,
+        (None, _) => false,
+    };
+    let watch = state.member_timeout.is_some() && state.has_io_in_flight() && planned.is_none();
+    if sooner || watch || state.closing || state.closed_event {
+        state.engine_sleep = EngineSleep::Awake;
+        let _ = wake.try_send(());
+    }
+}
+
+/// Answers requests that never reached the machine.
+pub(crate) fn refuse(requests: impl IntoIterator<Item = (UserOp, ReplySink)>) {
+    for (_, sink) in requests {
+        sink.send(Err(UserError::ShuttingDown));
+    }
+}
