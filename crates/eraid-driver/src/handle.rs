@@ -157,8 +157,8 @@ impl Shared {
     }
 }
 
-/// Write data in one batch from which [`EngineHandle::submit_batch`] hands
-/// the batch to the engine thread.
+/// A write this large makes [`EngineHandle::submit_batch`] hand its batch
+/// to the engine thread.
 pub const HANDED_OFF_WRITE_BYTES_MIN: usize = 64 * 1024;
 
 /// A cheap, cloneable way to submit requests to a running engine from any
@@ -187,19 +187,16 @@ impl EngineHandle {
     /// Submits several requests at once, in order, as [`EngineHandle::submit`]
     /// each would: the machine takes them all before any runs.
     ///
-    /// A batch that writes [`HANDED_OFF_WRITE_BYTES_MIN`] or more goes to
-    /// the engine thread instead, and this returns at once: the submitter
-    /// (an NBD connection's reader) then reads the next requests off its
-    /// socket while the engine copies this data into the members. Copying
-    /// small writes costs less than that hand-off does.
+    /// A batch with a write of [`HANDED_OFF_WRITE_BYTES_MIN`] or more goes
+    /// to the engine thread instead, and this returns at once: the
+    /// submitter (an NBD connection's reader) then reads the next requests
+    /// off its socket while the engine copies this data into the members.
+    /// Small writes come in batches of many requests, where the hand-off's
+    /// wake-ups cost more than running them here.
     pub fn submit_batch(&self, requests: Vec<(UserOp, ReplyFn)>) {
-        let write_bytes: usize = requests
-            .iter()
-            .map(|(op, _)| match op {
-                UserOp::Write { data, .. } => data.len(),
-                _ => 0,
-            })
-            .sum();
+        let large_write = requests.iter().any(|(op, _)| {
+            matches!(op, UserOp::Write { data, .. } if data.len() >= HANDED_OFF_WRITE_BYTES_MIN)
+        });
         let batch = requests
             .into_iter()
             .map(|(op, done)| (op, ReplySink::new(done)));
@@ -207,7 +204,7 @@ impl EngineHandle {
             refuse(batch);
             return;
         }
-        if write_bytes >= HANDED_OFF_WRITE_BYTES_MIN {
+        if large_write {
             // If the engine is gone the command comes back and dropping
             // its sinks answers `ShuttingDown` to each.
             let _ = self.commands.send(Command::SubmitBatch(batch.collect()));

@@ -1,11 +1,11 @@
-//! The reply side of a connection: the writer thread that owns the socket's
-//! write half, and the completion handles that route export results to it.
-//! Replies go out in completion order, not request order.
+//! The reply side of a connection: the socket's write half, shared by the
+//! reader (for replies that come back while it submits) and the writer
+//! thread (for the rest), and the completion handles that route export
+//! results to it. Replies go out in completion order, not request order.
 
 use std::io::{BufWriter, Write};
 use std::net::Shutdown;
-use std::sync::mpsc::{Receiver, Sender, TryRecvError};
-use std::sync::Arc;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
 use crate::export::{Done, ExportResult};
@@ -25,16 +25,21 @@ pub enum ReplyBody {
     BlockStatus { extents: Vec<(u32, u32)> },
 }
 
-/// What the writer thread is asked to do.
-pub enum WriterMessage {
-    Reply {
-        handle: u64,
-        error: u32,
-        body: ReplyBody,
-        in_flight_bytes: u64,
-    },
-    /// Sent by the reader once nothing is in flight: flush and stop.
-    Close,
+/// One reply owed to the client.
+pub struct Reply {
+    handle: u64,
+    error: u32,
+    body: ReplyBody,
+    in_flight_bytes: u64,
+}
+
+impl Reply {
+    fn body_bytes(&self) -> usize {
+        match &self.body {
+            ReplyBody::Read { data, .. } => data.len(),
+            _ => 0,
+        }
+    }
 }
 
 /// How the writer sends replies.
@@ -46,62 +51,154 @@ pub struct WriterSettings {
     pub send_timeout: Duration,
 }
 
-/// Writes replies until `Close`. On a socket error (including the send
-/// deadline, a cancel, or a stalled client during shutdown) it shuts the
-/// socket (so the reader wakes up) but keeps draining, so in-flight
-/// accounting still reaches zero and the reader can finish.
-pub fn run_writer(
-    stream: DeadlineWriter,
-    messages: Receiver<WriterMessage>,
+/// A reply body from this size on is left to the writer thread even when
+/// the reader could send it: the reader then goes on reading requests while
+/// the writer copies the data into the socket. Smaller replies cost less
+/// to send than the writer's wake-up does.
+const READER_SENDS_BODY_BYTES_MAX: usize = 16 * 1024;
+
+/// The replies owed on one connection and the socket's write half.
+///
+/// Replies usually come back while the connection's reader is still
+/// handing their requests to the export (an export that runs them on the
+/// submitting thread): the reader then sends them itself when the export
+/// returns, with no thread wake-up. Replies that come back later, on
+/// other threads, wake the writer thread. Either way one lock keeps each
+/// reply whole on the socket, and replies go out in completion order.
+pub struct Replies {
+    queue: Mutex<Queue>,
+    queued: Condvar,
+    output: Mutex<Output>,
     in_flight: Arc<InFlight>,
     settings: WriterSettings,
-) {
-    let mut out = BufWriter::with_capacity(256 * 1024, stream);
-    let mut failed = false;
-    loop {
-        // Batch replies that are already queued; flush only when idle so
-        // a burst of small replies costs one syscall.
-        let message = match messages.try_recv() {
-            Ok(message) => message,
-            Err(TryRecvError::Empty) => {
-                if !failed {
-                    out.get_mut().arm(settings.send_timeout);
-                    if let Err(e) = out.flush() {
-                        failed = fail(&out, e);
-                    }
-                }
-                match messages.recv() {
-                    Ok(message) => message,
-                    Err(_) => break,
-                }
-            }
-            Err(TryRecvError::Disconnected) => break,
-        };
-        match message {
-            WriterMessage::Reply {
-                handle,
-                error,
-                body,
-                in_flight_bytes,
-            } => {
-                if !failed {
-                    out.get_mut().arm(settings.send_timeout);
-                    let result = if settings.structured_replies {
-                        write_structured(&mut out, handle, error, &body)
-                    } else {
-                        write_simple(&mut out, handle, error, &body)
-                    };
-                    if let Err(e) = result {
-                        failed = fail(&out, e);
-                    }
-                }
-                in_flight.release(in_flight_bytes);
-            }
-            WriterMessage::Close => break,
+}
+
+#[derive(Default)]
+struct Queue {
+    replies: Vec<Reply>,
+    /// The reader is inside the export and sends what arrives meanwhile.
+    reader_collects: bool,
+    writer_waiting: bool,
+    closed: bool,
+}
+
+struct Output {
+    out: BufWriter<DeadlineWriter>,
+    /// A write failed: the socket is shut, replies are only counted off.
+    failed: bool,
+}
+
+impl Replies {
+    pub fn new(
+        stream: DeadlineWriter,
+        in_flight: Arc<InFlight>,
+        settings: WriterSettings,
+    ) -> Replies {
+        Replies {
+            queue: Mutex::default(),
+            queued: Condvar::new(),
+            output: Mutex::new(Output {
+                out: BufWriter::with_capacity(256 * 1024, stream),
+                failed: false,
+            }),
+            in_flight,
+            settings,
         }
     }
-    if !failed {
-        let _ = out.flush();
+
+    fn queue(&self) -> MutexGuard<'_, Queue> {
+        self.queue.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn push(&self, reply: Reply) {
+        let mut queue = self.queue();
+        queue.replies.push(reply);
+        if !queue.reader_collects && queue.writer_waiting {
+            self.queued.notify_one();
+        }
+    }
+
+    /// The reader is about to hand requests to the export.
+    pub fn begin_collecting(&self) {
+        self.queue().reader_collects = true;
+    }
+
+    /// The export returned: sends the replies that came back meanwhile
+    /// (small ones only; see [`READER_SENDS_BODY_BYTES_MAX`]), or wakes the
+    /// writer for them. Blocks at most the send timeout per reply.
+    pub fn end_collecting(&self) {
+        let mut queue = self.queue();
+        queue.reader_collects = false;
+        if queue.replies.is_empty() {
+            return;
+        }
+        let small = queue
+            .replies
+            .iter()
+            .all(|r| r.body_bytes() < READER_SENDS_BODY_BYTES_MAX);
+        if !small {
+            if queue.writer_waiting {
+                self.queued.notify_one();
+            }
+            return;
+        }
+        let replies = std::mem::take(&mut queue.replies);
+        drop(queue);
+        self.send(replies);
+    }
+
+    /// Sent by the reader once nothing is in flight: the writer flushes
+    /// and stops.
+    pub fn close(&self) {
+        self.queue().closed = true;
+        self.queued.notify_one();
+    }
+
+    /// The writer thread: sends replies until [`Replies::close`].
+    pub fn run_writer(&self) {
+        loop {
+            let mut queue = self.queue();
+            while queue.replies.is_empty() {
+                if queue.closed {
+                    return;
+                }
+                queue.writer_waiting = true;
+                queue = self.queued.wait(queue).unwrap_or_else(|e| e.into_inner());
+                queue.writer_waiting = false;
+            }
+            let replies = std::mem::take(&mut queue.replies);
+            drop(queue);
+            self.send(replies);
+        }
+    }
+
+    /// Writes the replies and flushes once. On a socket error (including
+    /// the send deadline, a cancel, or a stalled client during shutdown)
+    /// it shuts the socket (so the reader wakes up) but keeps counting
+    /// replies off, so in-flight accounting still reaches zero and the
+    /// reader can finish.
+    fn send(&self, replies: Vec<Reply>) {
+        let mut output = self.output.lock().unwrap_or_else(|e| e.into_inner());
+        for reply in replies {
+            if !output.failed {
+                output.out.get_mut().arm(self.settings.send_timeout);
+                let result = if self.settings.structured_replies {
+                    write_structured(&mut output.out, reply.handle, reply.error, &reply.body)
+                } else {
+                    write_simple(&mut output.out, reply.handle, reply.error, &reply.body)
+                };
+                if let Err(e) = result {
+                    output.failed = fail(&output.out, e);
+                }
+            }
+            self.in_flight.release(reply.in_flight_bytes);
+        }
+        if !output.failed {
+            output.out.get_mut().arm(self.settings.send_timeout);
+            if let Err(e) = output.out.flush() {
+                output.failed = fail(&output.out, e);
+            }
+        }
     }
 }
 
@@ -194,7 +291,7 @@ pub struct PendingReply {
 }
 
 struct PendingInner {
-    sender: Sender<WriterMessage>,
+    replies: Arc<Replies>,
     handle: u64,
     /// Some for reads: where, and how many bytes must come back.
     expect_read: Option<(u64, u32)>,
@@ -205,14 +302,14 @@ impl PendingReply {
     /// `expect_read` is Some for reads: (offset, length) of the data that
     /// must come back.
     pub fn new(
-        sender: Sender<WriterMessage>,
+        replies: Arc<Replies>,
         handle: u64,
         expect_read: Option<(u64, u32)>,
         in_flight_bytes: u64,
     ) -> Self {
         PendingReply {
             inner: Some(PendingInner {
-                sender,
+                replies,
                 handle,
                 expect_read,
                 in_flight_bytes,
@@ -265,9 +362,7 @@ impl PendingReply {
 
 impl PendingInner {
     fn send(self, error: u32, body: ReplyBody) {
-        // The writer only goes away after every in-flight reply is sent,
-        // so a failed send means the connection is already torn down.
-        let _ = self.sender.send(WriterMessage::Reply {
+        self.replies.push(Reply {
             handle: self.handle,
             error,
             body,

@@ -1,7 +1,7 @@
 //! The transmission phase of one connection: read requests, validate them,
-//! hand them to the export, and let the writer thread send the replies.
+//! hand them to the export, and send the replies that come back meanwhile
+//! (the writer thread sends the others).
 
-use std::sync::mpsc::{self, Sender};
 use std::sync::Arc;
 
 use crate::config::ServerConfig;
@@ -10,7 +10,7 @@ use crate::handshake::Session;
 use crate::in_flight::InFlight;
 use crate::part_sequence::PartSequence;
 use crate::protocol::{self as p, RequestHeader};
-use crate::reply::{self, done_for, PendingReply, WriterMessage, WriterSettings};
+use crate::reply::{done_for, PendingReply, Replies, WriterSettings};
 use crate::stream::{DeadlineWriter, MessageReader, NextMessage, Stream};
 
 /// A request that passed validation.
@@ -66,16 +66,20 @@ pub fn serve(
         config.max_in_flight_requests,
         config.max_in_flight_bytes,
     ));
-    let (sender, receiver) = mpsc::channel();
     let settings = WriterSettings {
         structured_replies: session.structured_replies,
         send_timeout: config.send_timeout,
     };
+    let replies = Arc::new(Replies::new(
+        writer_stream,
+        Arc::clone(&in_flight),
+        settings,
+    ));
     let writer = {
-        let in_flight = Arc::clone(&in_flight);
+        let replies = Arc::clone(&replies);
         std::thread::Builder::new()
             .name("nbd-reply".into())
-            .spawn(move || reply::run_writer(writer_stream, receiver, in_flight, settings))
+            .spawn(move || replies.run_writer())
     };
     let writer = match writer {
         Ok(writer) => writer,
@@ -85,11 +89,11 @@ pub fn serve(
         }
     };
 
-    read_requests(reader, &sender, &in_flight, export, config, session);
+    read_requests(reader, &replies, &in_flight, export, config, session);
 
     // Disconnect: every request already taken is still answered first.
     in_flight.wait_idle();
-    let _ = sender.send(WriterMessage::Close);
+    replies.close();
     if writer.join().is_err() {
         tracing::error!("nbd: reply thread panicked");
     }
@@ -101,14 +105,14 @@ pub fn serve(
 
 fn read_requests(
     reader: &mut MessageReader<Stream>,
-    sender: &Sender<WriterMessage>,
+    replies: &Arc<Replies>,
     in_flight: &InFlight,
     export: &Arc<dyn Export>,
     config: &ServerConfig,
     session: Session,
 ) {
     reader.read_ahead(READ_AHEAD_BYTES);
-    let mut batch = Batch::new(Arc::clone(export));
+    let mut batch = Batch::new(Arc::clone(export), Arc::clone(replies));
     loop {
         // Requests already read go to the export before the reader can
         // wait on the socket: a client is never kept waiting for a request
@@ -156,10 +160,10 @@ fn read_requests(
                     return;
                 }
                 in_flight.acquire(0);
-                PendingReply::new(sender.clone(), header.handle, None, 0).reply_error(error);
+                PendingReply::new(Arc::clone(replies), header.handle, None, 0).reply_error(error);
             }
             Verdict::Run(op) => {
-                if !start(op, &header, reader, sender, in_flight, &mut batch, config) {
+                if !start(op, &header, reader, replies, in_flight, &mut batch, config) {
                     return;
                 }
             }
@@ -178,13 +182,15 @@ const BATCH_REQUESTS_MAX: usize = 64;
 /// submitted then, so every request taken is answered.
 struct Batch {
     export: Arc<dyn Export>,
+    replies: Arc<Replies>,
     commands: Vec<(ExportCommand, Done)>,
 }
 
 impl Batch {
-    fn new(export: Arc<dyn Export>) -> Batch {
+    fn new(export: Arc<dyn Export>, replies: Arc<Replies>) -> Batch {
         Batch {
             export,
+            replies,
             commands: Vec::with_capacity(BATCH_REQUESTS_MAX),
         }
     }
@@ -201,7 +207,10 @@ impl Batch {
         if !self.commands.is_empty() {
             let commands =
                 std::mem::replace(&mut self.commands, Vec::with_capacity(BATCH_REQUESTS_MAX));
+            // Replies that come back inside the export go out from here.
+            self.replies.begin_collecting();
             self.export.submit_batch(commands);
+            self.replies.end_collecting();
         }
     }
 
@@ -367,7 +376,7 @@ fn start(
     op: Op,
     header: &RequestHeader,
     reader: &mut MessageReader<Stream>,
-    sender: &Sender<WriterMessage>,
+    replies: &Arc<Replies>,
     in_flight: &InFlight,
     batch: &mut Batch,
     config: &ServerConfig,
@@ -381,7 +390,7 @@ fn start(
         } => {
             batch.acquire(in_flight, u64::from(len_bytes));
             let pending = PendingReply::new(
-                sender.clone(),
+                Arc::clone(replies),
                 handle,
                 Some((offset_bytes, len_bytes)),
                 u64::from(len_bytes),
@@ -405,7 +414,8 @@ fn start(
         } => {
             // Count the bytes before allocating them, so the bound holds.
             batch.acquire(in_flight, u64::from(len_bytes));
-            let pending = PendingReply::new(sender.clone(), handle, None, u64::from(len_bytes));
+            let pending =
+                PendingReply::new(Arc::clone(replies), handle, None, u64::from(len_bytes));
             let mut data = vec![0u8; len_bytes as usize];
             if let Err(e) = reader.fill(&mut data) {
                 tracing::debug!("nbd: reading write payload: {e}");
@@ -429,7 +439,7 @@ fn start(
         }
         Op::Flush => {
             batch.acquire(in_flight, 0);
-            let pending = PendingReply::new(sender.clone(), handle, None, 0);
+            let pending = PendingReply::new(Arc::clone(replies), handle, None, 0);
             batch.push(ExportCommand::Flush, done_for(pending));
         }
         Op::Trim {
@@ -445,7 +455,7 @@ fn start(
             // Split into parts of its own: what came before goes first.
             batch.submit();
             in_flight.acquire(0);
-            let pending = PendingReply::new(sender.clone(), handle, None, 0);
+            let pending = PendingReply::new(Arc::clone(replies), handle, None, 0);
             let is_trim = matches!(op, Op::Trim { .. });
             let parts = split(offset_bytes, len_bytes, config.max_request_bytes);
             if parts.is_empty() {
@@ -480,7 +490,7 @@ fn start(
             // 0: allocated or unknown), which is always correct. One extent
             // of the requested length also satisfies REQ_ONE.
             batch.acquire(in_flight, 0);
-            PendingReply::new(sender.clone(), handle, None, 0)
+            PendingReply::new(Arc::clone(replies), handle, None, 0)
                 .reply_block_status(vec![(len_bytes, 0)]);
         }
         Op::Disconnect => {}
