@@ -29,9 +29,6 @@ pub enum CloseOutcome {
 /// What the engine thread receives from handles (user requests do not go
 /// through it: the submitting thread runs them, see `engine::drive`).
 pub(crate) enum Command {
-    /// Requests with much data to write, run by the engine thread so the
-    /// submitter can go on (see `EngineHandle::submit_batch`).
-    SubmitBatch(Vec<(UserOp, ReplySink)>),
     Admin {
         command: AdminCommand,
         done: Sender<serde_json::Value>,
@@ -158,7 +155,7 @@ impl Shared {
 }
 
 /// A write this large makes [`EngineHandle::submit_batch`] hand its batch
-/// to the engine thread.
+/// to a drive thread.
 pub const HANDED_OFF_WRITE_BYTES_MIN: usize = 64 * 1024;
 
 /// A cheap, cloneable way to submit requests to a running engine from any
@@ -188,9 +185,10 @@ impl EngineHandle {
     /// each would: the machine takes them all before any runs.
     ///
     /// A batch with a write of [`HANDED_OFF_WRITE_BYTES_MIN`] or more goes
-    /// to the engine thread instead, and this returns at once: the
-    /// submitter (an NBD connection's reader) then reads the next requests
-    /// off its socket while the engine copies this data into the members.
+    /// to one of the engine's drive threads instead, and this returns at
+    /// once: the submitter (an NBD connection's reader) then reads the next
+    /// requests off its socket while that thread copies the data into the
+    /// members.
     /// Small writes come in batches of many requests, where the hand-off's
     /// wake-ups cost more than running them here.
     pub fn submit_batch(&self, requests: Vec<(UserOp, ReplyFn)>) {
@@ -205,9 +203,7 @@ impl EngineHandle {
             return;
         }
         if large_write {
-            // If the engine is gone the command comes back and dropping
-            // its sinks answers `ShuttingDown` to each.
-            let _ = self.commands.send(Command::SubmitBatch(batch.collect()));
+            self.engine.hand_off(batch.collect());
             return;
         }
         self.engine.submit(batch);

@@ -10,6 +10,11 @@
 //! pool's workers as before, and the engine thread keeps the timers and
 //! the pool's completions.
 //!
+//! A batch with a large write is handed to one of a few drive threads
+//! instead, which run it the same way: the submitter (a connection's
+//! reader) then reads its next requests while the data is copied, and
+//! several connections' large writes are copied at once.
+//!
 //! Work that a callback creates (a reply callback that submits the next
 //! part of a request) is only queued when its thread is already driving:
 //! that thread's loop picks it up, so the stack never grows with it.
@@ -17,7 +22,8 @@
 use std::cell::Cell;
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::Ordering;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::JoinHandle;
 
 use crossbeam_channel::Sender;
 use eraid_core::io::{IoCompletion, IoId, UserError, UserOp};
@@ -30,11 +36,18 @@ thread_local! {
     static DRIVING: Cell<bool> = const { Cell::new(false) };
 }
 
-/// The engine's state and the way to wake its thread.
+/// Requests a submitter hands to the drive threads.
+pub(crate) type HandedOff = Vec<(UserOp, ReplySink)>;
+
+/// The engine's state, the way to wake its thread, and the queue of the
+/// drive threads.
 pub(crate) struct EngineLock {
     state: Mutex<EngineState>,
     /// Capacity one: a wake-up already queued is enough.
     wake: Sender<()>,
+    /// One queue per drive thread; empty once the engine has finished
+    /// (the drive threads then stop).
+    hand_off: Mutex<Vec<Sender<HandedOff>>>,
 }
 
 impl EngineLock {
@@ -42,7 +55,40 @@ impl EngineLock {
         EngineLock {
             state: Mutex::new(state),
             wake,
+            hand_off: Mutex::new(Vec::new()),
         }
+    }
+
+    /// Queues requests for a drive thread, which runs them as
+    /// [`EngineLock::submit`] would while the caller goes on. A submitting
+    /// thread always gets the same drive thread: one connection's batches
+    /// run one after another on a warm thread, different connections'
+    /// (usually) at once on different ones.
+    pub(crate) fn hand_off(&self, requests: HandedOff) {
+        let sender = {
+            let queues = self.hand_off.lock().unwrap_or_else(|e| e.into_inner());
+            let mut hasher = std::collections::hash_map::DefaultHasher::new();
+            std::hash::Hash::hash(&std::thread::current().id(), &mut hasher);
+            let index = std::hash::Hasher::finish(&hasher) as usize % queues.len().max(1);
+            queues.get(index).cloned()
+        };
+        match sender {
+            Some(sender) => {
+                if let Err(crossbeam_channel::SendError(requests)) = sender.send(requests) {
+                    refuse(requests);
+                }
+            }
+            None => refuse(requests),
+        }
+    }
+
+    /// The engine has finished: the drive threads run what is queued
+    /// (answered `ShuttingDown`) and stop.
+    pub(crate) fn stop_handing_off(&self) {
+        self.hand_off
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
     }
 
     /// The state, or None once a panic while running the machine left it
@@ -180,6 +226,33 @@ fn wake_if_wanted(state: &mut EngineState, wake: &Sender<()>) {
         state.engine_sleep = EngineSleep::Awake;
         let _ = wake.try_send(());
     }
+}
+
+/// Starts `count` drive threads, each with its own queue: each runs
+/// handed-off requests on itself until its queue closes.
+pub(crate) fn start_drive_threads(
+    lock: &Arc<EngineLock>,
+    count: usize,
+) -> std::io::Result<Vec<JoinHandle<()>>> {
+    let mut threads = Vec::with_capacity(count);
+    for index in 0..count {
+        let (sender, queue) = crossbeam_channel::unbounded::<HandedOff>();
+        let thread_lock = Arc::clone(lock);
+        threads.push(
+            std::thread::Builder::new()
+                .name(format!("eraid-drive-{index}"))
+                .spawn(move || {
+                    for requests in queue {
+                        thread_lock.submit(requests);
+                    }
+                })?,
+        );
+        lock.hand_off
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(sender);
+    }
+    Ok(threads)
 }
 
 /// Answers requests that never reached the machine.

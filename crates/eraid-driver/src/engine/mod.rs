@@ -23,6 +23,7 @@ use std::time::Duration;
 use crossbeam_channel::{Receiver, Select, Sender};
 use eraid_core::io::{ArrayEvent, Machine, TimeNs};
 
+use drive::start_drive_threads;
 pub(crate) use drive::{refuse, EngineLock};
 use state::{EngineSleep, EngineState, StateParts};
 
@@ -69,11 +70,18 @@ impl std::fmt::Debug for EngineConfig {
     }
 }
 
+/// Drive threads (see `drive`): one per core, so large writes from that
+/// many connections are copied at once.
+fn drive_thread_count() -> usize {
+    std::thread::available_parallelism().map_or(2, |n| n.get().clamp(2, 8))
+}
+
 /// A running engine: the owner of its thread. Dropping it closes the array
 /// (as [`Engine::close`]) and joins the thread.
 pub struct Engine {
     handle: EngineHandle,
     thread: Option<JoinHandle<()>>,
+    drive_threads: Vec<JoinHandle<()>>,
 }
 
 impl Engine {
@@ -116,6 +124,7 @@ impl Engine {
             member_timeout: config.member_timeout,
         });
         let lock = Arc::new(EngineLock::new(state, wake_tx));
+        let drive_threads = start_drive_threads(&lock, drive_thread_count())?;
         let runner = Runner {
             lock: Arc::clone(&lock),
             commands: command_rx,
@@ -137,6 +146,7 @@ impl Engine {
                 engine: lock,
             },
             thread: Some(thread),
+            drive_threads,
         })
     }
 
@@ -155,6 +165,12 @@ impl Engine {
             if thread.join().is_err() {
                 tracing::error!("the engine thread panicked");
                 return CloseOutcome::Stopped;
+            }
+        }
+        // The engine thread closed their queue as it finished.
+        for thread in self.drive_threads.drain(..) {
+            if thread.join().is_err() {
+                tracing::error!("a drive thread panicked");
             }
         }
         outcome
@@ -210,6 +226,7 @@ impl Runner {
         // Later commands fail to send: nobody receives them any more.
         drop(self.commands);
         finished.answer();
+        self.lock.stop_handing_off();
     }
 
     fn main_loop(&mut self) -> CloseOutcome {

@@ -147,11 +147,6 @@ impl EngineState {
     /// Handles one caller's command (on the engine thread).
     pub(crate) fn command(&mut self, command: Command) {
         match command {
-            Command::SubmitBatch(batch) => {
-                for (op, sink) in batch {
-                    self.submit(op, sink);
-                }
-            }
             Command::Admin { command, done } => {
                 let now = self.now();
                 let answer = self.machine.handle_admin(now, command);
@@ -433,8 +428,6 @@ impl Finished {
         for command in commands {
             match command {
                 Command::Close { done } => self.close_waiters.push(done),
-                // Dropping the sinks answers `ShuttingDown`.
-                Command::SubmitBatch(_) => {}
                 // Dropping `done` answers `ShuttingDown`.
                 Command::Admin { .. } => {}
                 Command::Grow { done, .. } => {
