@@ -58,7 +58,9 @@ pub fn start_assembled(
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum IoPath {
     /// Members in memory (files on tmpfs or ramfs) are read and written by
-    /// the engine thread itself; every other member by the I/O workers.
+    /// the thread running the request (the connection that submitted it,
+    /// or a drive thread for large writes); every other member by the I/O
+    /// workers.
     #[default]
     Auto,
     /// Every device I/O goes to the I/O worker threads.

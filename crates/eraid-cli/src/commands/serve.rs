@@ -182,10 +182,11 @@ pub struct ServeArgs {
     /// Where the array's journal is now, if not where create made it.
     #[arg(long, value_name = "PATH")]
     journal: Option<PathBuf>,
-    /// Who performs device I/O. auto: the engine thread itself for members
-    /// in memory (files on tmpfs or ramfs, which cannot stall; a thread
-    /// hand-off costs more than their copy), I/O worker threads for every
-    /// other member; pool: worker threads for every member.
+    /// Who performs device I/O. auto: the thread running the request (the
+    /// client connection's own, or a drive thread for large writes) for
+    /// members in memory (files on tmpfs or ramfs, which cannot stall; a
+    /// thread hand-off costs more than their copy), I/O worker threads for
+    /// every other member; pool: worker threads for every member.
     #[arg(long, value_name = "MODE", value_enum, default_value_t = crate::runtime::IoPath::Auto)]
     io_path: crate::runtime::IoPath,
     /// Member files, block devices or NBD exports (nbd://HOST:PORT/EXPORT,
