@@ -5,70 +5,15 @@
 mod common;
 
 use std::collections::BTreeSet;
-use std::io;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
+use common::recording_member::RecordingMember;
 use common::{pattern, write_then_read_back, MirrorMachine, PIECE_BYTES};
 use eraid_driver::{CloseOutcome, Engine, EngineConfig, MemberIo};
 
 const MEMBER_BYTES: usize = 4 << 20;
 const WAIT: Duration = Duration::from_secs(30);
-
-/// A member in a `Vec` that says whether it is memory-backed and records
-/// the name of every thread that reads or writes it.
-struct RecordingMember {
-    label: String,
-    memory_backed: bool,
-    bytes: Mutex<Vec<u8>>,
-    threads: Mutex<BTreeSet<String>>,
-}
-
-impl RecordingMember {
-    fn new(index: usize, memory_backed: bool) -> Arc<RecordingMember> {
-        Arc::new(RecordingMember {
-            label: format!("m{index}"),
-            memory_backed,
-            bytes: Mutex::new(vec![0; MEMBER_BYTES]),
-            threads: Mutex::default(),
-        })
-    }
-
-    fn note_thread(&self) {
-        let name = std::thread::current()
-            .name()
-            .unwrap_or("unnamed")
-            .to_string();
-        self.threads.lock().unwrap().insert(name);
-    }
-
-    fn threads(&self) -> BTreeSet<String> {
-        self.threads.lock().unwrap().clone()
-    }
-}
-
-impl MemberIo for RecordingMember {
-    fn label(&self) -> &str {
-        &self.label
-    }
-    fn memory_backed(&self) -> bool {
-        self.memory_backed
-    }
-    fn read_at(&self, offset_bytes: u64, len_bytes: usize) -> io::Result<Vec<u8>> {
-        self.note_thread();
-        let bytes = self.bytes.lock().unwrap();
-        Ok(bytes[offset_bytes as usize..][..len_bytes].to_vec())
-    }
-    fn write_at(&self, offset_bytes: u64, data: &[u8]) -> io::Result<()> {
-        self.note_thread();
-        self.bytes.lock().unwrap()[offset_bytes as usize..][..data.len()].copy_from_slice(data);
-        Ok(())
-    }
-    fn sync_data(&self) -> io::Result<()> {
-        self.note_thread();
-        Ok(())
-    }
-}
 
 /// Runs 64 concurrent writes then 64 reads (each two pieces over a mirror
 /// of `members`), checks every byte, and returns the threads that did I/O
@@ -103,7 +48,7 @@ fn run_mirror(members: &[Arc<RecordingMember>], io_pool_only: bool) -> Vec<BTree
             assert!(
                 bytes[i * request_bytes..][..request_bytes] == pattern(request_bytes, i as u64),
                 "{}: request {i}'s bytes differ",
-                member.label
+                member.label()
             );
         }
     }
@@ -127,7 +72,10 @@ fn all_pool_workers(threads: &BTreeSet<String>) -> bool {
 
 #[test]
 fn memory_backed_members_are_served_by_the_submitting_thread() {
-    let members = [RecordingMember::new(0, true), RecordingMember::new(1, true)];
+    let members = [
+        RecordingMember::new(0, true, MEMBER_BYTES),
+        RecordingMember::new(1, true, MEMBER_BYTES),
+    ];
     for threads in run_mirror(&members, false) {
         assert!(submitter_and_engine_only(&threads), "{threads:?}");
     }
@@ -135,7 +83,10 @@ fn memory_backed_members_are_served_by_the_submitting_thread() {
 
 #[test]
 fn io_pool_only_sends_memory_backed_members_to_the_workers() {
-    let members = [RecordingMember::new(0, true), RecordingMember::new(1, true)];
+    let members = [
+        RecordingMember::new(0, true, MEMBER_BYTES),
+        RecordingMember::new(1, true, MEMBER_BYTES),
+    ];
     for threads in run_mirror(&members, true) {
         assert!(all_pool_workers(&threads), "{threads:?}");
     }
@@ -144,8 +95,8 @@ fn io_pool_only_sends_memory_backed_members_to_the_workers() {
 #[test]
 fn other_members_stay_with_the_workers_beside_memory_backed_ones() {
     let members = [
-        RecordingMember::new(0, true),
-        RecordingMember::new(1, false),
+        RecordingMember::new(0, true, MEMBER_BYTES),
+        RecordingMember::new(1, false, MEMBER_BYTES),
     ];
     let threads = run_mirror(&members, false);
     assert!(submitter_and_engine_only(&threads[0]), "{:?}", threads[0]);

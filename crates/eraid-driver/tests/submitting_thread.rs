@@ -8,11 +8,11 @@
 mod common;
 
 use std::collections::BTreeSet;
-use std::io;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use common::recording_member::RecordingMember;
 use common::{pattern, MirrorMachine};
 use eraid_core::io::{
     AdminCommand, ArrayEvent, DeviceIo, IoCompletion, IoId, Machine, TimeNs, UserOp, UserReply,
@@ -23,51 +23,7 @@ use eraid_driver::{CloseOutcome, Engine, EngineConfig, EngineHandle, MemberIo, R
 
 const WAIT: Duration = Duration::from_secs(30);
 
-/// A member in memory that records which threads did its I/O.
-struct MemoryMember {
-    bytes: Mutex<Vec<u8>>,
-    threads: Mutex<BTreeSet<String>>,
-}
-
-impl MemoryMember {
-    fn new(len_bytes: usize) -> Arc<MemoryMember> {
-        Arc::new(MemoryMember {
-            bytes: Mutex::new(vec![0; len_bytes]),
-            threads: Mutex::default(),
-        })
-    }
-
-    fn note_thread(&self) {
-        let name = std::thread::current()
-            .name()
-            .unwrap_or("unnamed")
-            .to_string();
-        self.threads.lock().unwrap().insert(name);
-    }
-}
-
-impl MemberIo for MemoryMember {
-    fn label(&self) -> &str {
-        "memory"
-    }
-    fn memory_backed(&self) -> bool {
-        true
-    }
-    fn read_at(&self, offset_bytes: u64, len_bytes: usize) -> io::Result<Vec<u8>> {
-        self.note_thread();
-        Ok(self.bytes.lock().unwrap()[offset_bytes as usize..][..len_bytes].to_vec())
-    }
-    fn write_at(&self, offset_bytes: u64, data: &[u8]) -> io::Result<()> {
-        self.note_thread();
-        self.bytes.lock().unwrap()[offset_bytes as usize..][..data.len()].copy_from_slice(data);
-        Ok(())
-    }
-    fn sync_data(&self) -> io::Result<()> {
-        Ok(())
-    }
-}
-
-fn start_mirror(members: &[Arc<MemoryMember>]) -> Engine {
+fn start_mirror(members: &[Arc<RecordingMember>]) -> Engine {
     let devices = members
         .iter()
         .map(|m| Arc::clone(m) as Arc<dyn MemberIo>)
@@ -103,7 +59,7 @@ fn chain(handle: EngineHandle, left: usize, done: crossbeam_channel::Sender<usiz
 
 #[test]
 fn a_callback_that_submits_is_queued_not_run_inside_it() {
-    let member = MemoryMember::new(1 << 20);
+    let member = RecordingMember::new(0, true, 1 << 20);
     let engine = start_mirror(std::slice::from_ref(&member));
     let handle = engine.handle();
     let (done_tx, done_rx) = crossbeam_channel::bounded(1);
@@ -121,16 +77,16 @@ fn a_callback_that_submits_is_queued_not_run_inside_it() {
         .recv_timeout(WAIT)
         .expect("the chain did not finish");
     // All of it ran on the submitting thread: no engine thread hand-off.
-    assert_eq!(
-        *member.threads.lock().unwrap(),
-        BTreeSet::from(["submitter".to_string()])
-    );
+    assert_eq!(member.threads(), BTreeSet::from(["submitter".to_string()]));
     assert_eq!(close_within_wait(engine), CloseOutcome::Closed);
 }
 
 #[test]
 fn threads_submitting_at_once_each_read_back_their_own_data() {
-    let members = [MemoryMember::new(8 << 20), MemoryMember::new(8 << 20)];
+    let members = [
+        RecordingMember::new(0, true, 8 << 20),
+        RecordingMember::new(1, true, 8 << 20),
+    ];
     let engine = start_mirror(&members);
     let threads = 4;
     let requests_per_thread = 200;
@@ -167,7 +123,7 @@ fn threads_submitting_at_once_each_read_back_their_own_data() {
     }
     // Each submitter copied data itself.
     for member in &members {
-        let seen = member.threads.lock().unwrap();
+        let seen = member.threads();
         assert!(
             (0..threads).all(|t| seen.contains(&format!("submitter-{t}"))),
             "{seen:?}"
@@ -178,7 +134,7 @@ fn threads_submitting_at_once_each_read_back_their_own_data() {
 
 #[test]
 fn a_batch_with_a_large_write_runs_on_a_drive_thread() {
-    let member = MemoryMember::new(4 << 20);
+    let member = RecordingMember::new(0, true, 4 << 20);
     let engine = start_mirror(std::slice::from_ref(&member));
     let handle = engine.handle();
     let (tx, rx) = crossbeam_channel::unbounded();
@@ -206,7 +162,7 @@ fn a_batch_with_a_large_write_runs_on_a_drive_thread() {
     for _ in 0..2 {
         assert_eq!(rx.recv_timeout(WAIT).unwrap(), Ok(None));
     }
-    let threads = member.threads.lock().unwrap().clone();
+    let threads = member.threads();
     assert!(
         threads.len() == 1 && threads.iter().all(|t| t.starts_with("eraid-drive-")),
         "{threads:?}"

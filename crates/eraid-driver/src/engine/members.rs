@@ -53,22 +53,9 @@ impl EngineState {
                 config,
             },
         );
-        let pool = self.pool.as_mut().expect("checked above");
-        if let Some(error) = answer.get("error") {
-            // The machine changed nothing, so no I/O addresses the new slots.
-            pool.truncate_members(first);
-            self.shared.stats().by_member.truncate(first);
-            let reason = error
-                .as_str()
-                .map_or_else(|| error.to_string(), str::to_string);
-            return Err(GrowError::Refused(reason));
-        }
-        if !self.io_threads_fixed {
-            let wanted = default_io_threads(pool.member_count());
-            if let Err(error) = pool.ensure_threads(wanted) {
-                tracing::warn!("cannot start more I/O workers for the new members: {error}");
-            }
-        }
+        self.keep_or_drop_new_devices(first, &answer)
+            .map_err(GrowError::Refused)?;
+        let pool = self.pool.as_ref().expect("checked above");
         tracing::info!(
             added = pool.member_count() - first,
             members = pool.member_count(),
@@ -129,22 +116,8 @@ impl EngineState {
             },
         };
         let answer = self.machine.handle_admin(now, command);
-        let pool = self.pool.as_mut().expect("checked above");
-        if let Some(error) = answer.get("error") {
-            // The machine changed nothing, so no I/O addresses the device.
-            pool.truncate_members(first);
-            self.shared.stats().by_member.truncate(first);
-            let reason = error
-                .as_str()
-                .map_or_else(|| error.to_string(), str::to_string);
-            return Err(MemberChangeError::Refused(reason));
-        }
-        if !self.io_threads_fixed {
-            let wanted = default_io_threads(pool.member_count());
-            if let Err(error) = pool.ensure_threads(wanted) {
-                tracing::warn!("cannot start more I/O workers for the new member: {error}");
-            }
-        }
+        self.keep_or_drop_new_devices(first, &answer)
+            .map_err(MemberChangeError::Refused)?;
         tracing::info!(spare, "member {label} added");
         Ok(answer)
     }
@@ -198,5 +171,31 @@ impl EngineState {
             status,
             released_device,
         })
+    }
+
+    /// After the machine answered a command that added devices from slot
+    /// `first` on: if it refused (its reason is returned), the devices are
+    /// dropped again (it changed nothing, so no I/O addresses them);
+    /// otherwise the pool gets workers for them.
+    fn keep_or_drop_new_devices(
+        &mut self,
+        first: usize,
+        answer: &serde_json::Value,
+    ) -> Result<(), String> {
+        let pool = self.pool.as_mut().expect("the caller checked the pool");
+        if let Some(error) = answer.get("error") {
+            pool.truncate_members(first);
+            self.shared.stats().by_member.truncate(first);
+            return Err(error
+                .as_str()
+                .map_or_else(|| error.to_string(), str::to_string));
+        }
+        if !self.io_threads_fixed {
+            let wanted = default_io_threads(pool.member_count());
+            if let Err(error) = pool.ensure_threads(wanted) {
+                tracing::warn!("cannot start more I/O workers for the new members: {error}");
+            }
+        }
+        Ok(())
     }
 }

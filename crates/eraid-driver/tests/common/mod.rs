@@ -8,6 +8,8 @@
 
 #![allow(dead_code)]
 
+pub mod recording_member;
+
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
