@@ -71,7 +71,7 @@ fn main() {
         )
         .with_writer(std::io::stderr)
         // Its default reports a failed write with eprintln!, which panics
-        // (in the engine thread) when stderr is a closed pipe: a log line
+        // (in whichever thread runs the array) when stderr is a closed pipe: a log line
         // must never stop the array, so a line that cannot be written is
         // dropped.
         .log_internal_errors(false)

@@ -1,8 +1,8 @@
 //! A pool of worker threads that perform device I/Os.
 //!
 //! Blocking `pread`/`pwrite`/`fdatasync` calls run on many threads at once so
-//! the array keeps every member busy; the engine thread never blocks on a
-//! device.
+//! the array keeps every member busy; no thread running the array's state
+//! machine blocks on a device.
 //!
 //! Ordering: jobs run in any order, on any worker. The core's contract makes
 //! that safe: it only issues `DeviceOp::Flush` for a member after the writes

@@ -6,8 +6,9 @@
 //!   [`NbdMember`]: one that is an NBD export elsewhere; [`MemberDevice`]:
 //!   either, opened by what its name is.
 //! - [`IoPool`]: worker threads performing device I/O concurrently.
-//! - [`Engine`] / [`EngineHandle`]: the thread that owns the machine, and the
-//!   cloneable handle callers submit requests through; a running engine
+//! - [`Engine`] / [`EngineHandle`]: the machine under one lock, run by the
+//!   threads that submit requests, a few drive threads and the engine
+//!   thread, and the cloneable handle callers submit through; a running engine
 //!   accepts new members for an online growth ([`EngineHandle::grow`]) and
 //!   replacements or hot spares ([`EngineHandle::add_member`]).
 //! - [`superblock_io`]: synchronous metadata helpers for create/assemble.

@@ -21,7 +21,7 @@ pub trait MemberIo: Send + Sync {
     fn sync_data(&self) -> io::Result<()>;
     /// True when the member lives in memory (a file on tmpfs or ramfs, no
     /// O_DIRECT): its reads and writes are memory copies that cannot wait
-    /// on a device, so the engine thread may perform them itself instead
+    /// on a device, so the thread running the request may perform them instead
     /// of handing each to a pool worker (two thread wake-ups per I/O, which
     /// cost more than the copy). Devices that can stall must say false.
     fn memory_backed(&self) -> bool {

@@ -112,8 +112,7 @@ impl EngineLock {
     /// nothing left to do without waiting.
     pub(crate) fn submit(&self, requests: impl IntoIterator<Item = (UserOp, ReplySink)>) {
         let Some(mut state) = self.lock() else {
-            // Dropping each sink answers `ShuttingDown`.
-            drop(requests.into_iter().collect::<Vec<_>>());
+            refuse(requests);
             return;
         };
         for (op, sink) in requests {

@@ -49,9 +49,10 @@ pub struct EngineConfig {
     /// The journal the machine's batches go to (`Machine::poll_journal`).
     pub journal: Option<Arc<dyn MemberIo>>,
     /// Send every device I/O to the pool's workers, memory-backed members'
-    /// too. By default the engine thread performs I/O on memory-backed
-    /// members itself ([`MemberIo::memory_backed`]): a copy in memory costs
-    /// less than the two thread wake-ups a worker's hand-off does.
+    /// too. By default the thread running a request performs I/O on
+    /// memory-backed members itself ([`MemberIo::memory_backed`]): a copy
+    /// in memory costs less than the two thread wake-ups a worker's
+    /// hand-off does.
     pub io_pool_only: bool,
 }
 
