@@ -4,6 +4,11 @@
 //! user requests, device completions and the current time, and collects
 //! device I/Os, user replies and the next deadline. The real driver does that
 //! against files; the simulator does it against disk models in virtual time.
+//!
+//! Write payloads are [`Bytes`]: a request's bytes are shared, not copied,
+//! by the chunk writes the core splits it into (and by a mirror's copies).
+
+pub use bytes::Bytes;
 
 /// A point in time, in nanoseconds since an epoch the driver picks.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -46,7 +51,7 @@ pub enum DeviceOp {
     },
     Write {
         offset_bytes: u64,
-        data: Vec<u8>,
+        data: Bytes,
     },
     /// Make the range read as zeroes. No data travels: a driver may zero or
     /// punch the range (fallocate, BLKZEROOUT) or write zeroes in pieces.
@@ -119,7 +124,7 @@ pub enum UserOp {
     /// `fua`: durable on every member before the reply.
     Write {
         offset_bytes: u64,
-        data: Vec<u8>,
+        data: Bytes,
         fua: bool,
     },
     /// Reply only once every write acknowledged before it is durable.

@@ -61,6 +61,17 @@ impl StripeCode {
         )))
     }
 
+    /// Whether every parity shard is a plain copy of the one data shard (a
+    /// mirror): then a write's parity is its data, shared, not computed.
+    pub fn parity_is_data_copy(&self) -> bool {
+        match self {
+            StripeCode::Matrix(code) => {
+                code.data_count() == 1 && code.coding_rows().iter().all(|&c| c == 1)
+            }
+            StripeCode::Crs(_) => false,
+        }
+    }
+
     /// Whether stripe operations must cover whole chunks (see
     /// `Level::whole_chunk_stripes`).
     pub fn whole_chunks(&self) -> bool {

@@ -602,7 +602,7 @@ impl MemHarness {
                 (&io.op, self.members.get_mut(io.member))
             {
                 if !m.failed {
-                    m.unflushed.push((*offset_bytes, data.clone()));
+                    m.unflushed.push((*offset_bytes, data.to_vec()));
                 }
             }
         }

@@ -21,7 +21,7 @@ fn member_that_missed_writes_is_stale_and_not_used() {
         1,
         UserOp::Write {
             offset_bytes: 0,
-            data: vec![7; 8192],
+            data: vec![7; 8192].into(),
             fua: false,
         },
     )

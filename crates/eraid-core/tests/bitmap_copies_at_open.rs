@@ -33,7 +33,7 @@ fn a_region_marked_on_one_member_only_survives_that_member_failing() {
     let offset_bytes = array.capacity_bytes() - 8 * SECTOR_BYTES;
     let write = UserOp::Write {
         offset_bytes,
-        data: vec![7; 8 * SECTOR_BYTES as usize],
+        data: vec![7; 8 * SECTOR_BYTES as usize].into(),
         fua: true,
     };
     call(&mut h, &mut array, 1, write).expect("write");

@@ -248,7 +248,7 @@ fn close_destages_everything() {
     let data: Vec<u8> = (0..8192u32).map(|i| (i * 7) as u8).collect();
     let write = UserOp::Write {
         offset_bytes: 3 * 4096,
-        data: data.clone(),
+        data: data.clone().into(),
         fua: false,
     };
     call(&mut h, &mut array, 1, write).unwrap();

@@ -32,7 +32,7 @@ fn cached_options(policy: CachePolicy, geometry: &Geometry) -> ArrayOptions {
 fn write(offset_bytes: u64, len_bytes: u64, byte: u8) -> UserOp {
     UserOp::Write {
         offset_bytes,
-        data: vec![byte; len_bytes as usize],
+        data: vec![byte; len_bytes as usize].into(),
         fua: false,
     }
 }

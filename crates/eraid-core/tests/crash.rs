@@ -61,7 +61,7 @@ fn crash_once(
                     id + writes.len() as u64,
                     UserOp::Write {
                         offset_bytes: offset,
-                        data: data.clone(),
+                        data: data.clone().into(),
                         fua: false,
                     },
                 );
@@ -261,7 +261,7 @@ fn a_raid0_marked_dirty_opens_without_a_resync_and_drops_the_marks() {
         1,
         UserOp::Write {
             offset_bytes: 4096,
-            data: data.clone(),
+            data: data.clone().into(),
             fua: false,
         },
     )

@@ -74,7 +74,7 @@ fn crash_once(seed: u64, level: Level, layout: ParityLayout, members: usize) {
                     wid,
                     UserOp::Write {
                         offset_bytes: offset,
-                        data,
+                        data: data.into(),
                         fua: false,
                     },
                 );

@@ -324,7 +324,7 @@ fn lock_queue_drains(level: Level, layout: ParityLayout, members: usize, fail: &
                     id: RequestId(id),
                     op: UserOp::Write {
                         offset_bytes: 0,
-                        data: vec![id as u8; 512],
+                        data: vec![id as u8; 512].into(),
                         fua: false,
                     },
                 },

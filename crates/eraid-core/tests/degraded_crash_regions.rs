@@ -21,7 +21,7 @@ fn unresynced_regions_stay_marked(level: Level, layout: ParityLayout, members: u
     for id in 1..=8u64 {
         let write = UserOp::Write {
             offset_bytes: id * 4096,
-            data: vec![id as u8; 16 * SECTOR_BYTES as usize],
+            data: vec![id as u8; 16 * SECTOR_BYTES as usize].into(),
             fua: false,
         };
         call(&mut h, &mut array, id, write).expect("degraded write succeeds");

@@ -35,7 +35,7 @@ fn crash_degraded_then_rebuild(seed: u64, members: usize) -> u64 {
             id,
             UserOp::Write {
                 offset_bytes: offset,
-                data,
+                data: data.into(),
                 fua: false,
             },
         )

@@ -17,7 +17,7 @@ const MEMBER_CHUNKS: u64 = 24;
 fn write(h: &mut MemHarness, array: &mut Array, id: u64, offset_bytes: u64, data: &[u8]) -> bool {
     let op = UserOp::Write {
         offset_bytes,
-        data: data.to_vec(),
+        data: data.to_vec().into(),
         fua: false,
     };
     call(h, array, id, op).is_ok() && call(h, array, id + 1, UserOp::Flush).is_ok()

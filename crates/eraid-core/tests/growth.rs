@@ -57,7 +57,7 @@ fn verify_all(h: &mut MemHarness, array: &mut Array, model: &[u8], id: &mut u64)
 fn write_from_start(h: &mut MemHarness, array: &mut Array, data: &[u8]) {
     let write = UserOp::Write {
         offset_bytes: 0,
-        data: data.to_vec(),
+        data: data.to_vec().into(),
         fua: false,
     };
     call(h, array, 1, write).expect("write");
@@ -157,7 +157,7 @@ fn grow_under_load(
                     id,
                     UserOp::Write {
                         offset_bytes: range.0,
-                        data,
+                        data: data.into(),
                         fua: false,
                     },
                 );
@@ -220,7 +220,7 @@ fn grow_under_load(
         id,
         UserOp::Write {
             offset_bytes: capacity,
-            data: tail.clone(),
+            data: tail.clone().into(),
             fua: false,
         },
     )
@@ -312,7 +312,7 @@ fn member_fails_during_growth(
             id,
             UserOp::Write {
                 offset_bytes: offset,
-                data,
+                data: data.into(),
                 fua: false,
             },
         )
@@ -415,7 +415,7 @@ fn successive_growths_keep_every_byte() {
             id,
             UserOp::Write {
                 offset_bytes: old,
-                data: tail.clone(),
+                data: tail.clone().into(),
                 fua: false,
             },
         )
@@ -535,7 +535,7 @@ fn operator_pauses_tunes_and_resumes_a_growth() {
     let at = 3 * CHUNK + 512;
     let write = UserOp::Write {
         offset_bytes: at,
-        data: data.clone(),
+        data: data.clone().into(),
         fua: false,
     };
     call(&mut h, &mut array, id, write).expect("write while paused");

@@ -58,7 +58,7 @@ fn crash_during_growth(seed: u64, case: &Case, bitmap: bool) -> u64 {
         1,
         UserOp::Write {
             offset_bytes: 0,
-            data: initial.clone(),
+            data: initial.clone().into(),
             fua: true,
         },
     )
@@ -122,7 +122,7 @@ fn crash_during_growth(seed: u64, case: &Case, bitmap: bool) -> u64 {
                     id,
                     UserOp::Write {
                         offset_bytes: offset,
-                        data,
+                        data: data.into(),
                         fua: false,
                     },
                 );

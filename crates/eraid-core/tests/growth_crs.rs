@@ -68,7 +68,7 @@ fn filled_and_growing(
     let model: Vec<u8> = (0..array.capacity_bytes()).map(|_| rng.gen()).collect();
     let write = UserOp::Write {
         offset_bytes: 0,
-        data: model.clone(),
+        data: model.clone().into(),
         fua: true,
     };
     call(&mut h, &mut array, 1, write).expect("initial data");
@@ -248,7 +248,7 @@ fn fill_added_space(
         .collect();
     let op = UserOp::Write {
         offset_bytes: capacity,
-        data: tail.clone(),
+        data: tail.clone().into(),
         fua: false,
     };
     call(h, array, *id + 2, op).expect("write the added space");
@@ -297,7 +297,7 @@ fn load_until_done(
                 model[range.0 as usize..(range.0 + range.1) as usize].copy_from_slice(&data);
                 let op = UserOp::Write {
                     offset_bytes: range.0,
-                    data,
+                    data: data.into(),
                     fua: false,
                 };
                 h.submit(array, *id, op);
@@ -519,7 +519,7 @@ fn crash_once(
             .collect();
         let op = UserOp::Write {
             offset_bytes: initial.len() as u64,
-            data: tail.clone(),
+            data: tail.clone().into(),
             fua: true,
         };
         call(&mut h, &mut array, 3, op).expect("fill the added space");
@@ -550,7 +550,7 @@ fn crash_once(
             }
             let op = UserOp::Write {
                 offset_bytes: offset,
-                data,
+                data: data.into(),
                 fua: false,
             };
             h.submit(&mut array, id, op);
@@ -686,7 +686,7 @@ fn overlap_run(overlap_bytes: u64, rewrite: usize) -> serde_json::Value {
     let mut model: Vec<u8> = (0..array.capacity_bytes()).map(|_| rng.gen()).collect();
     let write = UserOp::Write {
         offset_bytes: 0,
-        data: model.clone(),
+        data: model.clone().into(),
         fua: true,
     };
     call(&mut h, &mut array, 1, write).expect("initial data");
@@ -716,7 +716,7 @@ fn overlap_run(overlap_bytes: u64, rewrite: usize) -> serde_json::Value {
         model[at as usize..(at + chunk / 2) as usize].copy_from_slice(&data);
         let op = UserOp::Write {
             offset_bytes: at,
-            data,
+            data: data.into(),
             fua: false,
         };
         h.submit(&mut array, 10 + i, op);

@@ -26,7 +26,7 @@ fn crash_with_one_of_two_joined(level: Level, layout: ParityLayout, strategy: Re
         .collect();
     let write = UserOp::Write {
         offset_bytes: 0,
-        data: data.clone(),
+        data: data.clone().into(),
         fua: true,
     };
     call(&mut h, &mut array, 1, write).expect("write ok");

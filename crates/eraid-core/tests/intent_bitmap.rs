@@ -20,7 +20,7 @@ fn is_bitmap_write(io: &DeviceIo) -> bool {
 fn write(offset_bytes: u64, byte: u8) -> UserOp {
     UserOp::Write {
         offset_bytes,
-        data: vec![byte; 4096],
+        data: vec![byte; 4096].into(),
         fua: false,
     }
 }

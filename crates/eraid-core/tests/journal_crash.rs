@@ -329,7 +329,7 @@ fn a_failing_journal_degrades_to_write_through_losing_nothing() {
                 id,
                 UserOp::Write {
                     offset_bytes: range.0,
-                    data: data.clone(),
+                    data: data.clone().into(),
                     fua: false,
                 },
             );

@@ -68,7 +68,7 @@ fn written_then_crashed(
             10 + n as u64,
             UserOp::Write {
                 offset_bytes: n as u64 * 4096,
-                data: block.to_vec(),
+                data: block.to_vec().into(),
                 fua: false,
             },
         );

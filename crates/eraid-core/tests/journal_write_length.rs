@@ -58,7 +58,7 @@ fn a_write_longer_than_the_journal_takes_is_refused_and_changes_nothing() {
         1,
         UserOp::Write {
             offset_bytes: 0,
-            data: vec![0xAB; too_long],
+            data: vec![0xAB; too_long].into(),
             fua: false,
         },
     );
@@ -86,7 +86,7 @@ fn a_write_longer_than_the_journal_takes_is_refused_and_changes_nothing() {
         5,
         UserOp::Write {
             offset_bytes: 0,
-            data: vec![0xCD; JOURNAL_BYTES as usize],
+            data: vec![0xCD; JOURNAL_BYTES as usize].into(),
             fua: false,
         },
     );
@@ -124,7 +124,7 @@ fn a_write_longer_than_the_journal_takes_is_refused_and_changes_nothing() {
         3,
         UserOp::Write {
             offset_bytes: 0,
-            data: vec![0x5C; max_bytes as usize],
+            data: vec![0x5C; max_bytes as usize].into(),
             fua: false,
         },
     );

@@ -26,7 +26,7 @@ fn raid5(seed: u64) -> MemHarness {
 fn write(offset_bytes: u64, byte: u8) -> UserOp {
     UserOp::Write {
         offset_bytes,
-        data: vec![byte; 8192],
+        data: vec![byte; 8192].into(),
         fua: false,
     }
 }

@@ -210,7 +210,7 @@ fn member_mut(_: usize, member: &mut Option<MemMember>) -> &mut MemMember {
 fn write_all(h: &mut MemHarness, array: &mut Array, model: &[u8], id: u64) {
     let write = UserOp::Write {
         offset_bytes: 0,
-        data: model.to_vec(),
+        data: model.to_vec().into(),
         fua: false,
     };
     call(h, array, id, write).expect("write");

@@ -37,7 +37,7 @@ fn growing_to_the_most_members_with_long_paths_fits_the_superblock() {
         .collect();
     let write = UserOp::Write {
         offset_bytes: 0,
-        data: data.clone(),
+        data: data.clone().into(),
         fua: true,
     };
     call(&mut h, &mut array, 1, write).unwrap();

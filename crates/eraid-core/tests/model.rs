@@ -43,7 +43,7 @@ fn run_model(seed: u64, level: Level, layout: eraid_core::geometry::ParityLayout
                     let data: Vec<u8> = (0..range.1).map(|_| rng.gen()).collect();
                     UserOp::Write {
                         offset_bytes: range.0,
-                        data,
+                        data: data.into(),
                         fua: rng.gen_bool(0.1),
                     }
                 }

@@ -134,7 +134,7 @@ fn a_read_error_under_a_partial_write_is_repaired_and_the_write_lands() {
                 10 + i as u64,
                 UserOp::Write {
                     offset_bytes: at,
-                    data,
+                    data: data.into(),
                     fua: false,
                 },
             )
@@ -298,7 +298,7 @@ fn a_hung_member_is_failed_at_the_timeout_and_the_array_goes_on() {
         1,
         UserOp::Write {
             offset_bytes: 0,
-            data: data.clone(),
+            data: data.clone().into(),
             fua: true,
         },
     );
@@ -387,7 +387,7 @@ fn only_the_longest_overdue_member_is_failed_the_others_get_a_fresh_timeout() {
         1,
         UserOp::Write {
             offset_bytes: 0,
-            data: data.clone(),
+            data: data.clone().into(),
             fua: false,
         },
     );
@@ -505,7 +505,7 @@ fn a_flush_waits_for_the_record_of_a_member_failed_before_it() {
         2,
         UserOp::Write {
             offset_bytes: 0,
-            data: data.clone(),
+            data: data.clone().into(),
             fua: false,
         },
     );

@@ -40,7 +40,7 @@ fn a_read_repair_from_stale_parity_keeps_the_readable_sectors() {
             2,
             UserOp::Write {
                 offset_bytes: 0,
-                data: written.clone(),
+                data: written.clone().into(),
                 fua: true,
             },
         )

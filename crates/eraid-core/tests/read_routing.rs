@@ -174,7 +174,7 @@ fn write_of_a_rebuilt_stripe(redirect_reads: bool, chunk: u64) -> (Vec<usize>, V
         30,
         UserOp::Write {
             offset_bytes: chunk * CHUNK,
-            data,
+            data: data.into(),
             fua: false,
         },
     );

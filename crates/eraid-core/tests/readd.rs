@@ -61,7 +61,7 @@ fn write(h: &mut MemHarness, array: &mut Array, id: u64, at: u64, data: Vec<u8>,
         id,
         UserOp::Write {
             offset_bytes: at,
-            data,
+            data: data.into(),
             fua: false,
         },
     )

@@ -417,7 +417,7 @@ fn crash_during_rebuild(
                 id,
                 UserOp::Write {
                     offset_bytes: range.0,
-                    data: data.clone(),
+                    data: data.clone().into(),
                     fua: false,
                 },
             );
@@ -760,7 +760,7 @@ fn a_spare_survives_a_restart_and_takes_over_later() {
         2,
         UserOp::Write {
             offset_bytes: 0,
-            data: model.clone(),
+            data: model.clone().into(),
             fua: false,
         },
     )
@@ -1234,7 +1234,7 @@ fn a_user_write_over_a_whole_unrebuilt_chunk_marks_it_rebuilt() {
             1_000,
             UserOp::Write {
                 offset_bytes: at,
-                data: half.clone(),
+                data: half.clone().into(),
                 fua: false,
             },
         )
@@ -1252,7 +1252,7 @@ fn a_user_write_over_a_whole_unrebuilt_chunk_marks_it_rebuilt() {
             1_001,
             UserOp::Write {
                 offset_bytes: at,
-                data: whole.clone(),
+                data: whole.clone().into(),
                 fua: false,
             },
         )

@@ -539,7 +539,7 @@ fn crash_during_rebuild_beside_growth(
                 next_id,
                 UserOp::Write {
                     offset_bytes: range.0,
-                    data: data.clone(),
+                    data: data.clone().into(),
                     fua: false,
                 },
             );

@@ -329,7 +329,7 @@ fn crash_during_replace(
                 id,
                 UserOp::Write {
                     offset_bytes: range.0,
-                    data: data.clone(),
+                    data: data.clone().into(),
                     fua: false,
                 },
             );

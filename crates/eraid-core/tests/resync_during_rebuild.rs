@@ -64,7 +64,7 @@ fn resync_ends_clean_after_the_rebuild(level: Level, layout: ParityLayout, membe
         3,
         UserOp::Write {
             offset_bytes: 0,
-            data: model[..sector].to_vec(),
+            data: model[..sector].to_vec().into(),
             fua: false,
         },
     );

@@ -235,10 +235,14 @@ impl EngineHandle {
         }
     }
 
-    pub fn write(&self, offset_bytes: u64, data: Vec<u8>) -> Result<(), UserError> {
+    pub fn write(
+        &self,
+        offset_bytes: u64,
+        data: impl Into<eraid_core::io::Bytes>,
+    ) -> Result<(), UserError> {
         self.call(UserOp::Write {
             offset_bytes,
-            data,
+            data: data.into(),
             fua: false,
         })
         .map(|_| ())

@@ -704,7 +704,7 @@ mod tests {
             member,
             op: DeviceOp::Write {
                 offset_bytes: 0,
-                data: vec![1; 512],
+                data: vec![1; 512].into(),
             },
             cause: IoCause::User,
             priority: Default::default(),
@@ -761,7 +761,7 @@ mod tests {
             member: 0,
             op: DeviceOp::Write {
                 offset_bytes: 0,
-                data: vec![1; 512],
+                data: vec![1; 512].into(),
             },
             cause: IoCause::User,
             priority: Default::default(),
@@ -834,7 +834,7 @@ mod tests {
             member: 0,
             op: DeviceOp::Write {
                 offset_bytes: 0,
-                data: vec![0; 512],
+                data: vec![0; 512].into(),
             },
             cause: IoCause::User,
             priority: Default::default(),

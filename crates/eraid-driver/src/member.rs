@@ -11,7 +11,7 @@ use std::os::unix::fs::{FileExt, FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::aligned_buf::AlignedBuf;
+use eraid_buffers::{AlignedBuf, DIRECT_ALIGN_BYTES};
 use crate::member_io::MemberIo;
 
 /// Whether to try O_DIRECT when opening a member.
@@ -361,8 +361,16 @@ impl MemberFile {
         match &self.direct_file {
             None => write_full(&self.buffered_file, data, offset_bytes).map_err(|(_, e)| e)?,
             Some(direct_file) => {
-                let buf = AlignedBuf::copy_of(data);
-                if let Err((done_bytes, err)) = write_full(direct_file, &buf, offset_bytes) {
+                // A payload read into a pooled buffer is aligned already
+                // (a chunk's slice of one, too): no bounce copy.
+                let bounce;
+                let buf = if (data.as_ptr() as usize).is_multiple_of(DIRECT_ALIGN_BYTES) {
+                    data
+                } else {
+                    bounce = AlignedBuf::copy_of(data);
+                    &bounce[..]
+                };
+                if let Err((done_bytes, err)) = write_full(direct_file, buf, offset_bytes) {
                     if !is_einval(&err) {
                         return Err(err);
                     }

@@ -260,7 +260,7 @@ fn close_finishes_in_flight_requests_then_stops_the_engine() {
                 &handle,
                 UserOp::Write {
                     offset_bytes: i * 8192,
-                    data: pattern(8192, i),
+                    data: pattern(8192, i).into(),
                     fua: false,
                 },
             )

@@ -51,7 +51,7 @@ fn chain(handle: EngineHandle, left: usize, done: crossbeam_channel::Sender<usiz
     });
     let op = UserOp::Write {
         offset_bytes: (left % 64 * 512) as u64,
-        data: vec![left as u8; 512],
+        data: vec![left as u8; 512].into(),
         fua: false,
     };
     handle.submit(op, callback);
@@ -143,12 +143,12 @@ fn a_batch_with_a_large_write_runs_on_a_drive_thread() {
     };
     let large = UserOp::Write {
         offset_bytes: 0,
-        data: pattern(HANDED_OFF_WRITE_BYTES_MIN, 1),
+        data: pattern(HANDED_OFF_WRITE_BYTES_MIN, 1).into(),
         fua: false,
     };
     let small = UserOp::Write {
         offset_bytes: HANDED_OFF_WRITE_BYTES_MIN as u64,
-        data: pattern(4096, 2),
+        data: pattern(4096, 2).into(),
         fua: false,
     };
     std::thread::Builder::new()

@@ -328,7 +328,7 @@ impl Sim {
                 (
                     UserOp::Write {
                         offset_bytes,
-                        data: payload(id, first, count),
+                        data: payload(id, first, count).into(),
                         fua,
                     },
                     Pending::Write { first, count, fua },

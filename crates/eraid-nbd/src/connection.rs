@@ -1,6 +1,7 @@
 //! One client connection from accept to close: handshake (within its
 //! deadline), then transmission.
 
+use eraid_buffers::BufferPool;
 use std::net::Shutdown;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -22,8 +23,9 @@ pub fn serve_connection(
     config: &ServerConfig,
     watch: Watch,
     slots: &Slots,
+    write_buffers: &BufferPool,
 ) {
-    serve_registered(stream, id, export, config, watch, slots);
+    serve_registered(stream, id, export, config, watch, slots, write_buffers);
     slots.leave(id);
 }
 
@@ -34,6 +36,7 @@ fn serve_registered(
     config: &ServerConfig,
     watch: Watch,
     slots: &Slots,
+    write_buffers: &BufferPool,
 ) {
     let deadline = Instant::now() + config.handshake_timeout;
     if let Err(e) = setup(&stream) {
@@ -68,7 +71,7 @@ fn serve_registered(
             tracing::debug!("nbd: client entered transmission ({session:?})");
             reader.set_deadline(None);
             writer.set_deadline(None);
-            transmission::serve(&mut reader, writer, &export, config, session);
+            transmission::serve(&mut reader, writer, &export, config, session, write_buffers);
         }
         Ok(Negotiated::Closed) => tracing::debug!("nbd: client left during handshake"),
         Err(e) => tracing::debug!("nbd: handshake ended: {e}"),

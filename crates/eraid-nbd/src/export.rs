@@ -12,9 +12,10 @@ pub enum ExportCommand {
         offset_bytes: u64,
         len_bytes: u32,
     },
+    /// `data` is shared, not copied, by the array's member writes.
     Write {
         offset_bytes: u64,
-        data: Vec<u8>,
+        data: bytes::Bytes,
         fua: bool,
     },
     /// Must make durable every write *completed* before it was submitted,

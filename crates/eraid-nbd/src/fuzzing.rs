@@ -58,7 +58,16 @@ pub fn serve_client_bytes(client_bytes: &[u8]) -> Vec<u8> {
         let _ = receiver.read_to_end(&mut replies);
         replies
     });
-    serve_connection(Stream::Unix(server_end), 1, export, &config, watch, &slots);
+    let write_buffers = eraid_buffers::BufferPool::new(1 << 20);
+    serve_connection(
+        Stream::Unix(server_end),
+        1,
+        export,
+        &config,
+        watch,
+        &slots,
+        &write_buffers,
+    );
     writer.join().expect("client writer");
     reader.join().expect("client reader")
 }

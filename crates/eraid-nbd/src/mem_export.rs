@@ -184,7 +184,7 @@ mod tests {
         export
             .execute(ExportCommand::Write {
                 offset_bytes: 512,
-                data: data.clone(),
+                data: data.clone().into(),
                 fua: true,
             })
             .unwrap();

@@ -14,6 +14,7 @@ use crate::config::ServerConfig;
 use crate::connection::{new_cancel_flag, serve_connection};
 use crate::export::Export;
 use crate::slots::Slots;
+use eraid_buffers::BufferPool;
 use crate::stream::{Stream, Watch};
 
 /// Where the server listens.
@@ -43,6 +44,8 @@ enum Bound {
 
 /// How often the accept loop looks at the stop flag when no client comes.
 const ACCEPT_POLL_INTERVAL: Duration = Duration::from_millis(20);
+/// Idle write buffers the server keeps for reuse (more are freed).
+const WRITE_BUFFERS_CACHED_BYTES_MAX: u64 = 64 * 1024 * 1024;
 
 /// An NBD server for one export.
 pub struct Server {
@@ -54,6 +57,8 @@ pub struct Server {
     /// Set when `run_until` sees its stop flag; every connection polls it.
     stopping: Arc<AtomicBool>,
     slots: Arc<Slots>,
+    /// Write payloads are read into these, shared by every connection.
+    write_buffers: BufferPool,
 }
 
 impl Server {
@@ -105,6 +110,7 @@ impl Server {
             uri,
             export,
             slots: Arc::new(Slots::new(config.max_connections, config.handshake_reserve)),
+            write_buffers: BufferPool::new(config.max_in_flight_bytes.min(WRITE_BUFFERS_CACHED_BYTES_MAX)),
             config: Arc::new(config),
             stopping: Arc::new(AtomicBool::new(false)),
         })
@@ -217,6 +223,7 @@ impl Server {
         let export = Arc::clone(&self.export);
         let config = Arc::clone(&self.config);
         let slots = Arc::clone(&self.slots);
+        let write_buffers = self.write_buffers.clone();
         let watch = Watch {
             stopping: Arc::clone(&self.stopping),
             cancelled: new_cancel_flag(),
@@ -231,7 +238,9 @@ impl Server {
         }
         let spawned = std::thread::Builder::new()
             .name(format!("nbd-conn-{id}"))
-            .spawn(move || serve_connection(stream, id, export, &config, watch, &slots));
+            .spawn(move || {
+                serve_connection(stream, id, export, &config, watch, &slots, &write_buffers)
+            });
         if spawned.is_err() {
             self.slots.leave(id);
         }

@@ -158,6 +158,11 @@ pub struct MessageReader<R: Read> {
     ahead: Vec<u8>,
     ahead_start: usize,
     ahead_end: usize,
+    /// How much of `ahead` the next read may fill: all of it while
+    /// messages are small, `NARROW_AHEAD_BYTES` after a large payload, so
+    /// the next large payload is mostly read into its own buffer, not
+    /// through this one.
+    ahead_window: usize,
 }
 
 /// The outcome of waiting for the next message.
@@ -180,6 +185,7 @@ impl<R: Read> MessageReader<R> {
             ahead: Vec::new(),
             ahead_start: 0,
             ahead_end: 0,
+            ahead_window: 0,
         }
     }
 
@@ -203,6 +209,7 @@ impl<R: Read> MessageReader<R> {
             "read-ahead is set before the first read"
         );
         self.ahead = vec![0; bytes_max];
+        self.ahead_window = bytes_max;
     }
 
     /// Bytes already read from the stream and not yet taken.
@@ -211,16 +218,17 @@ impl<R: Read> MessageReader<R> {
     }
 
     /// One read: from the bytes read ahead if there are any, else from the
-    /// stream (into `buf` directly when it is at least as large as a
-    /// read-ahead, otherwise through the read-ahead buffer).
+    /// stream (into `buf` directly when it is large, a write's payload:
+    /// through the read-ahead buffer it would cost a copy of every byte;
+    /// small reads go through it, so pipelined headers come in one call).
     fn read_some(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         if self.buffered_bytes() == 0 {
-            if buf.len() >= self.ahead.len() {
+            if buf.len() >= self.ahead.len().min(DIRECT_READ_BYTES_MIN) {
                 return self.inner.read(buf);
             }
             self.ahead_start = 0;
             self.ahead_end = 0;
-            self.ahead_end = self.inner.read(&mut self.ahead)?;
+            self.ahead_end = self.inner.read(&mut self.ahead[..self.ahead_window])?;
         }
         let taken = buf.len().min(self.buffered_bytes());
         buf[..taken].copy_from_slice(&self.ahead[self.ahead_start..][..taken]);
@@ -257,6 +265,11 @@ impl<R: Read> MessageReader<R> {
 
     /// Reads all of `buf` as the continuation of a message already begun.
     pub fn fill(&mut self, buf: &mut [u8]) -> io::Result<()> {
+        self.ahead_window = if buf.len() >= DIRECT_READ_BYTES_MIN {
+            self.ahead.len().min(NARROW_AHEAD_BYTES)
+        } else {
+            self.ahead.len()
+        };
         let mut filled_bytes = 0;
         let mut stop_seen_at: Option<Instant> = None;
         while filled_bytes < buf.len() {
@@ -291,6 +304,13 @@ impl<R: Read> MessageReader<R> {
         Ok(())
     }
 }
+
+/// A read at least this long skips the read-ahead buffer (a memcpy of 16
+/// KiB costs about what the extra system call for the next header does).
+const DIRECT_READ_BYTES_MIN: usize = 16 * 1024;
+/// The read-ahead after a large payload: room for many headers, little of
+/// the next payload.
+const NARROW_AHEAD_BYTES: usize = 4096;
 
 /// Writes to a stream whose write timeout is short, giving up when the
 /// armed deadline passes (it is re-armed per reply, not per byte, so a

@@ -8,6 +8,7 @@ use crate::config::ServerConfig;
 use crate::export::{Done, Export, ExportCommand};
 use crate::handshake::Session;
 use crate::in_flight::InFlight;
+use eraid_buffers::BufferPool;
 use crate::part_sequence::PartSequence;
 use crate::protocol::{self as p, RequestHeader};
 use crate::reply::{done_for, PendingReply, Replies, WriterSettings};
@@ -61,6 +62,7 @@ pub fn serve(
     export: &Arc<dyn Export>,
     config: &ServerConfig,
     session: Session,
+    write_buffers: &BufferPool,
 ) {
     let in_flight = Arc::new(InFlight::new(
         config.max_in_flight_requests,
@@ -89,7 +91,15 @@ pub fn serve(
         }
     };
 
-    read_requests(reader, &replies, &in_flight, export, config, session);
+    read_requests(
+        reader,
+        &replies,
+        &in_flight,
+        export,
+        config,
+        session,
+        write_buffers,
+    );
 
     // Disconnect: every request already taken is still answered first.
     in_flight.wait_idle();
@@ -110,9 +120,10 @@ fn read_requests(
     export: &Arc<dyn Export>,
     config: &ServerConfig,
     session: Session,
+    write_buffers: &BufferPool,
 ) {
     reader.read_ahead(READ_AHEAD_BYTES);
-    let mut batch = Batch::new(Arc::clone(export), Arc::clone(replies));
+    let mut batch = Batch::new(Arc::clone(export), Arc::clone(replies), write_buffers.clone());
     loop {
         // Requests already read go to the export before the reader can
         // wait on the socket: a client is never kept waiting for a request
@@ -184,13 +195,17 @@ struct Batch {
     export: Arc<dyn Export>,
     replies: Arc<Replies>,
     commands: Vec<(ExportCommand, Done)>,
+    /// Write payloads are read into these: no allocation or zeroing per
+    /// request, aligned for members opened with O_DIRECT.
+    write_buffers: BufferPool,
 }
 
 impl Batch {
-    fn new(export: Arc<dyn Export>, replies: Arc<Replies>) -> Batch {
+    fn new(export: Arc<dyn Export>, replies: Arc<Replies>, write_buffers: BufferPool) -> Batch {
         Batch {
             export,
             replies,
+            write_buffers,
             commands: Vec::with_capacity(BATCH_REQUESTS_MAX),
         }
     }
@@ -416,7 +431,7 @@ fn start(
             batch.acquire(in_flight, u64::from(len_bytes));
             let pending =
                 PendingReply::new(Arc::clone(replies), handle, None, u64::from(len_bytes));
-            let mut data = vec![0u8; len_bytes as usize];
+            let mut data = batch.write_buffers.take(len_bytes as usize);
             if let Err(e) = reader.fill(&mut data) {
                 tracing::debug!("nbd: reading write payload: {e}");
                 // Nobody is listening for this reply any more; answering it
@@ -430,7 +445,7 @@ fn start(
                 batch.push(
                     ExportCommand::Write {
                         offset_bytes,
-                        data,
+                        data: data.freeze(),
                         fua,
                     },
                     done_for(pending),

@@ -346,7 +346,7 @@ fn long_trims_and_zero_writes_are_split_and_fua_is_honoured() {
     let commands = seen.lock().unwrap().clone();
     let mut expected = vec![ExportCommand::Write {
         offset_bytes: 0,
-        data: Vec::new(),
+        data: Vec::new().into(),
         fua: true,
     }];
     for i in 0..4u64 {

@@ -148,7 +148,7 @@ fn qemu_img_info_convert_and_compare() {
     export
         .execute(eraid_nbd::ExportCommand::Write {
             offset_bytes: 4096,
-            data: vec![0xAA; 512],
+            data: vec![0xAA; 512].into(),
             fua: false,
         })
         .unwrap();

@@ -176,14 +176,14 @@ impl Array {
         if !cache.store.make_room(new_units) {
             return Some(request);
         }
-        let mut through: Vec<(u64, Vec<u8>)> = Vec::new();
+        let mut through: Vec<(u64, crate::io::Bytes)> = Vec::new();
         for piece in &pieces {
-            let bytes = &data[piece.user_offset..piece.user_offset + piece.within.len()];
+            let bytes = data.slice(piece.user_offset..piece.user_offset + piece.within.len());
             if !cache
                 .store
-                .write_tagged(piece.key, piece.within.start, bytes, tag)
+                .write_tagged(piece.key, piece.within.start, &bytes, tag)
             {
-                through.push((offset_bytes + piece.user_offset as u64, bytes.to_vec()));
+                through.push((offset_bytes + piece.user_offset as u64, bytes));
             }
         }
         cache.counters.written_blocks += (pieces.len() - through.len()) as u64;

@@ -9,7 +9,7 @@ use std::ops::Range;
 
 /// What a shard write carries.
 pub(super) enum Payload {
-    Bytes(Vec<u8>),
+    Bytes(crate::io::Bytes),
     /// Zeroes over the range: no buffer, a zero-range device op.
     Zeroes,
 }
@@ -20,6 +20,23 @@ fn sub(range: &Range<u64>, within: &Range<u64>) -> Range<usize> {
         "{range:?} outside {within:?}"
     );
     (range.start - within.start) as usize..(range.end - within.start) as usize
+}
+
+/// The user's bytes of every data shard, when the segments cover each of
+/// the `k` shards over the whole row (a full-stripe write); else None.
+fn whole_row_data<'a>(
+    segments: &'a [super::op::Segment],
+    k: usize,
+    row: &Range<u64>,
+) -> Option<Vec<&'a [u8]>> {
+    let mut data: Vec<Option<&[u8]>> = vec![None; k];
+    for s in segments {
+        if s.intra != *row {
+            return None;
+        }
+        data[s.data_index] = Some(s.data.as_deref()?);
+    }
+    data.into_iter().collect()
 }
 
 impl Array {
@@ -445,7 +462,19 @@ impl Array {
                             .expect("shapes match");
                         }
                         for (i, bytes) in parity.into_iter().enumerate() {
-                            writes.push((k + i, row.clone(), Payload::Bytes(bytes)));
+                            writes.push((k + i, row.clone(), Payload::Bytes(bytes.into())));
+                        }
+                    }
+                    // A mirror's write of a whole chunk: every copy is the
+                    // user's bytes, shared (no row rebuilt, no copy made).
+                    WriteMethod::ReconstructWrite
+                        if code.as_deref().is_some_and(|c| c.parity_is_data_copy())
+                            && matches!(op.segments.as_slice(),
+                                [s] if s.intra == row && s.data.is_some()) =>
+                    {
+                        let data = op.segments[0].data.clone().expect("checked");
+                        for i in k..k + m {
+                            writes.push((i, row.clone(), Payload::Bytes(data.clone())));
                         }
                     }
                     WriteMethod::ReconstructWrite | WriteMethod::ReadAllRebuild => {
@@ -455,43 +484,54 @@ impl Array {
                                 overwritten[s.data_index] = s.intra == row;
                             }
                         }
-                        match rebuild_row(&op, code.as_deref(), &overwritten) {
-                            Ok(mut shards) => {
-                                for s in &op.segments {
-                                    shards[s.data_index][sub(&s.intra, &row)]
-                                        .copy_from_slice(&s.write_bytes());
-                                }
-                                let (data, parity) = shards.split_at_mut(k);
-                                let data_refs: Vec<&[u8]> =
-                                    data.iter().map(|d| d.as_slice()).collect();
-                                let mut parity_refs: Vec<&mut [u8]> =
-                                    parity.iter_mut().map(|p| p.as_mut_slice()).collect();
-                                code.as_deref()
-                                    .expect("parity code")
-                                    .encode(&data_refs, &mut parity_refs)
-                                    .expect("shapes match");
-                                for (i, bytes) in parity.iter().enumerate() {
-                                    writes.push((
-                                        k + i,
-                                        row.clone(),
-                                        Payload::Bytes(bytes.clone()),
-                                    ));
-                                }
-                                // Data shards of targets no segment writes:
-                                // reconstructed above, written whole.
-                                for (i, shard) in data.iter().enumerate() {
-                                    let segment_writes_it =
-                                        op.segments.iter().any(|s| s.data_index == i);
-                                    if whole_row && unrebuilt_targets[i] && !segment_writes_it {
+                        let code = code.as_deref().expect("parity code");
+                        if let Some(data_refs) = whole_row_data(&op.segments, k, &row) {
+                            // A full-stripe write: parity straight from the
+                            // user's bytes, nothing rebuilt or copied.
+                            let mut parity: Vec<Vec<u8>> = vec![vec![0u8; row_len]; m];
+                            let mut parity_refs: Vec<&mut [u8]> =
+                                parity.iter_mut().map(|p| p.as_mut_slice()).collect();
+                            code.encode(&data_refs, &mut parity_refs)
+                                .expect("shapes match");
+                            for (i, bytes) in parity.into_iter().enumerate() {
+                                writes.push((k + i, row.clone(), Payload::Bytes(bytes.into())));
+                            }
+                        } else {
+                            match rebuild_row(&op, Some(code), &overwritten) {
+                                Ok(mut shards) => {
+                                    for s in &op.segments {
+                                        shards[s.data_index][sub(&s.intra, &row)]
+                                            .copy_from_slice(&s.write_bytes());
+                                    }
+                                    let (data, parity) = shards.split_at_mut(k);
+                                    let data_refs: Vec<&[u8]> =
+                                        data.iter().map(|d| d.as_slice()).collect();
+                                    let mut parity_refs: Vec<&mut [u8]> =
+                                        parity.iter_mut().map(|p| p.as_mut_slice()).collect();
+                                    code.encode(&data_refs, &mut parity_refs)
+                                        .expect("shapes match");
+                                    let parity = shards.split_off(k);
+                                    for (i, bytes) in parity.into_iter().enumerate() {
                                         writes.push((
-                                            i,
+                                            k + i,
                                             row.clone(),
-                                            Payload::Bytes(shard.clone()),
+                                            Payload::Bytes(bytes.into()),
                                         ));
                                     }
+                                    // Data shards of targets no segment
+                                    // writes: reconstructed above, written
+                                    // whole.
+                                    for (i, shard) in shards.into_iter().enumerate() {
+                                        let segment_writes_it =
+                                            op.segments.iter().any(|s| s.data_index == i);
+                                        if whole_row && unrebuilt_targets[i] && !segment_writes_it
+                                        {
+                                            writes.push((i, row.clone(), Payload::Bytes(shard.into())));
+                                        }
+                                    }
                                 }
+                                Err(reason) => error = Some(UserError::Unavailable(reason)),
                             }
-                            Err(reason) => error = Some(UserError::Unavailable(reason)),
                         }
                     }
                 }
@@ -532,7 +572,7 @@ impl Array {
                 let member = op.map.shards().nth(shard).expect("shard").member;
                 let device = op.copy_to.expect("checked");
                 if self.copy_destination_live(member, device) {
-                    writes.push((shard, read.0, Payload::Bytes(read.1)));
+                    writes.push((shard, read.0, Payload::Bytes(read.1.into())));
                 }
             }
             OpKind::Rebuild => {
@@ -559,7 +599,7 @@ impl Array {
                                 && suspect
                                 && op.reads[i].as_ref().is_some_and(|(_, read)| read != bytes);
                             if *target || stale_parity {
-                                writes.push((i, row.clone(), Payload::Bytes(bytes.clone())));
+                                writes.push((i, row.clone(), Payload::Bytes(bytes.clone().into())));
                             }
                         }
                     }
@@ -587,7 +627,7 @@ impl Array {
                         if bytes != op.reads[k + i].as_ref().expect("read").1 {
                             mismatch = true;
                             if repair {
-                                writes.push((k + i, row.clone(), Payload::Bytes(bytes)));
+                                writes.push((k + i, row.clone(), Payload::Bytes(bytes.into())));
                             }
                         }
                     }

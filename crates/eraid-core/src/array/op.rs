@@ -66,7 +66,7 @@ pub struct Segment {
     pub user_offset: usize,
     /// New bytes, for writes (None for a zeroing segment until a plan
     /// needs its bytes: see `zeroes`).
-    pub data: Option<Vec<u8>>,
+    pub data: Option<crate::io::Bytes>,
     /// The segment writes zeroes (TRIM, WRITE_ZEROES): no buffer is held
     /// for it unless the stripe's parity needs one.
     pub zeroes: bool,

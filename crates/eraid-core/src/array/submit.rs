@@ -137,7 +137,7 @@ impl Array {
         &self,
         offset_bytes: u64,
         len_bytes: u64,
-        data: Option<&[u8]>,
+        data: Option<&crate::io::Bytes>,
     ) -> Vec<(OpTarget, Vec<Segment>)> {
         let chunk = self.geometry.chunk_bytes;
         let mut groups: Vec<(OpTarget, Vec<Segment>)> = Vec::new();
@@ -153,7 +153,7 @@ impl Array {
                 data_index,
                 intra: intra..intra + piece,
                 user_offset,
-                data: data.map(|d| d[user_offset..user_offset + piece as usize].to_vec()),
+                data: data.map(|d| d.slice(user_offset..user_offset + piece as usize)),
                 zeroes: false,
             };
             match groups.last_mut() {

@@ -123,14 +123,14 @@ pub struct MemberWrite {
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum MemberData {
-    Bytes(Vec<u8>),
+    Bytes(crate::io::Bytes),
     Zeroes { len_bytes: u64 },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Record {
     /// A user's write, as it arrived (replayed through the array).
-    UserWrite { offset_bytes: u64, data: Vec<u8> },
+    UserWrite { offset_bytes: u64, data: crate::io::Bytes },
     /// A user's trim or write of zeroes (eraid writes zeroes for both).
     UserZeroes { offset_bytes: u64, len_bytes: u64 },
     /// A stripe op's member writes (data and parity), recorded before any
@@ -242,7 +242,7 @@ fn decode_payload(kind: u8, payload: &[u8]) -> Option<Record> {
     match kind {
         KIND_USER_WRITE => Some(Record::UserWrite {
             offset_bytes: u64_at(0)?,
-            data: payload.get(8..)?.to_vec(),
+            data: crate::io::Bytes::copy_from_slice(payload.get(8..)?),
         }),
         KIND_USER_ZEROES => Some(Record::UserZeroes {
             offset_bytes: u64_at(0)?,
@@ -262,7 +262,7 @@ fn decode_payload(kind: u8, payload: &[u8]) -> Option<Record> {
                     MemberData::Zeroes { len_bytes: len }
                 } else {
                     let end = at.checked_add(usize::try_from(len).ok()?)?;
-                    let bytes = payload.get(at..end)?.to_vec();
+                    let bytes = crate::io::Bytes::copy_from_slice(payload.get(at..end)?);
                     at = end;
                     MemberData::Bytes(bytes)
                 };
@@ -288,7 +288,7 @@ mod tests {
             MemberWrite {
                 slot: 2,
                 offset_bytes: 1 << 20,
-                data: MemberData::Bytes(vec![7; 4096]),
+                data: MemberData::Bytes(vec![7; 4096].into()),
             },
             MemberWrite {
                 slot: 4,

@@ -61,7 +61,7 @@ mod tests {
         let mut ring = Ring::resume(&header, &[]);
         let record = |n: u8| Record::UserWrite {
             offset_bytes: n as u64 * 4096,
-            data: vec![n; 100],
+            data: vec![n; 100].into(),
         };
         let put = |ring: &mut Ring, image: &mut Vec<u8>, n: u8| {
             let bytes = record(n).encode(ring.next_seq(), 3);

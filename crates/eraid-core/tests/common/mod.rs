@@ -204,7 +204,7 @@ pub fn fill(h: &mut MemHarness, array: &mut Array, rng: &mut ChaCha8Rng) -> Vec<
         1,
         UserOp::Write {
             offset_bytes: 0,
-            data: model.clone(),
+            data: model.clone().into(),
             fua: true,
         },
     )

@@ -146,7 +146,7 @@ impl MirrorMachine {
                     for member in 0..self.members {
                         let op = DeviceOp::Write {
                             offset_bytes: offset_bytes + start as u64,
-                            data: piece.to_vec(),
+                            data: piece.to_vec().into(),
                         };
                         self.issue(member, op, Owner::Request { id, read_at: None });
                         issued += 1;
@@ -339,7 +339,7 @@ pub fn write_then_read_back(
         .map(|i| {
             let op = UserOp::Write {
                 offset_bytes: (i * request_bytes) as u64,
-                data: pattern(request_bytes, i as u64),
+                data: pattern(request_bytes, i as u64).into(),
                 fua: false,
             };
             submit(handle, op)

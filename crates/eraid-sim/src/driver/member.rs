@@ -53,7 +53,7 @@ pub enum InflightKind {
     /// `data` is kept only when the member stores bytes.
     Write {
         offset_bytes: u64,
-        data: Option<Vec<u8>>,
+        data: Option<eraid_core::io::Bytes>,
     },
 }
 
@@ -176,7 +176,10 @@ impl Member {
                         c.writes += 1;
                         c.written_bytes += len_bytes;
                     });
-                    let data = self.store.is_some().then(|| vec![0; len_bytes as usize]);
+                    let data = self
+                        .store
+                        .is_some()
+                        .then(|| eraid_core::io::Bytes::from(vec![0; len_bytes as usize]));
                     (
                         false,
                         offset_bytes,
@@ -478,7 +481,7 @@ fn split_io(
             },
             Some(bytes) => InflightKind::Write {
                 offset_bytes: offset,
-                data: bytes.as_mut().map(|b| b.drain(..len as usize).collect()),
+                data: bytes.as_mut().map(|b| b.split_to(len as usize)),
             },
         };
         pieces.push((offset, len, kind));
@@ -578,7 +581,7 @@ mod tests {
         let data: Vec<u8> = (0..2048 * KIB).map(|i| (i % 251) as u8).collect();
         let write = DeviceOp::Write {
             offset_bytes: 64 * KIB,
-            data: data.clone(),
+            data: data.clone().into(),
         };
         let batch = vec![(IoId(1), IoCause::Redistribution, IoPriority::Normal, write)];
         assert!(member

@@ -413,7 +413,7 @@ impl Simulation {
             let kept = self.oracle.is_some().then(|| bytes.clone());
             let op = UserOp::Write {
                 offset_bytes: request.offset_bytes,
-                data: bytes,
+                data: bytes.into(),
                 fua: false,
             };
             (op, kept)

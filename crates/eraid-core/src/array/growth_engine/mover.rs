@@ -426,7 +426,7 @@ impl Array {
             let op = if write {
                 DeviceOp::Write {
                     offset_bytes: run.offset_bytes,
-                    data: self.gather(run),
+                    data: self.gather(run).into(),
                 }
             } else {
                 DeviceOp::Read {
