@@ -185,12 +185,13 @@ impl EngineHandle {
     /// each would: the machine takes them all before any runs.
     ///
     /// A batch with a write of [`HANDED_OFF_WRITE_BYTES_MIN`] or more goes
-    /// to one of the engine's drive threads instead, and this returns at
+    /// to one of the engine's drive threads instead while fewer
+    /// connections than cores stream such writes, and this returns at
     /// once: the submitter (an NBD connection's reader) then reads the next
     /// requests off its socket while that thread copies the data into the
-    /// members.
-    /// Small writes come in batches of many requests, where the hand-off's
-    /// wake-ups cost more than running them here.
+    /// members. With more, it runs here (the readers keep the cores busy
+    /// by themselves). Small writes come in batches of many requests,
+    /// where the hand-off's wake-ups cost more than running them here.
     pub fn submit_batch(&self, requests: Vec<(UserOp, ReplyFn)>) {
         let large_write = requests.iter().any(|(op, _)| {
             matches!(op, UserOp::Write { data, .. } if data.len() >= HANDED_OFF_WRITE_BYTES_MIN)
@@ -203,7 +204,7 @@ impl EngineHandle {
             return;
         }
         if large_write {
-            self.engine.hand_off(batch.collect());
+            self.engine.submit_large(batch.collect());
             return;
         }
         self.engine.submit(batch);

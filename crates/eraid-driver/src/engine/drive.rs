@@ -21,19 +21,40 @@
 
 use std::cell::Cell;
 use std::panic::{self, AssertUnwindSafe};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 
 use crossbeam_channel::Sender;
 use eraid_core::io::{IoCompletion, IoId, UserError, UserOp};
 
+use super::large_writers::LargeWriters;
 use super::state::{EngineSleep, EngineState, Work};
 use crate::reply::ReplySink;
 
 thread_local! {
     /// This thread is inside [`EngineLock::drive`].
     static DRIVING: Cell<bool> = const { Cell::new(false) };
+    /// The drive thread this submitting thread hands its batches to,
+    /// counted from [`NEXT_SUBMITTER`] on its first hand-off.
+    static SUBMITTER_NUMBER: Cell<Option<usize>> = const { Cell::new(None) };
+}
+
+/// Submitting threads are numbered in the order they first hand off, so
+/// connections spread evenly over the drive threads (a hash of thread ids,
+/// as before, puts three or four of four connections on one of two threads
+/// in 10 of the 16 equally likely cases).
+static NEXT_SUBMITTER: AtomicUsize = AtomicUsize::new(0);
+
+fn submitter_number() -> usize {
+    SUBMITTER_NUMBER.with(|number| match number.get() {
+        Some(n) => n,
+        None => {
+            let n = NEXT_SUBMITTER.fetch_add(1, Ordering::Relaxed);
+            number.set(Some(n));
+            n
+        }
+    })
 }
 
 /// Requests a submitter hands to the drive threads.
@@ -48,6 +69,7 @@ pub(crate) struct EngineLock {
     /// One queue per drive thread; empty once the engine has finished
     /// (the drive threads then stop).
     hand_off: Mutex<Vec<Sender<HandedOff>>>,
+    large_writers: LargeWriters,
 }
 
 impl EngineLock {
@@ -56,6 +78,9 @@ impl EngineLock {
             state: Mutex::new(state),
             wake,
             hand_off: Mutex::new(Vec::new()),
+            large_writers: LargeWriters::new(
+                std::thread::available_parallelism().map_or(2, |n| n.get()),
+            ),
         }
     }
 
@@ -63,13 +88,24 @@ impl EngineLock {
     /// [`EngineLock::submit`] would while the caller goes on. A submitting
     /// thread always gets the same drive thread: one connection's batches
     /// run one after another on a warm thread, different connections'
-    /// (usually) at once on different ones.
-    pub(crate) fn hand_off(&self, requests: HandedOff) {
+    /// at once on different ones (round robin).
+    /// Runs a batch with a large write: on a drive thread while few
+    /// connections stream large writes, else here (see `large_writers`).
+    pub(crate) fn submit_large(&self, requests: HandedOff) {
+        if self
+            .large_writers
+            .note_and_choose_hand_off(submitter_number())
+        {
+            self.hand_off(requests);
+        } else {
+            self.submit(requests);
+        }
+    }
+
+    fn hand_off(&self, requests: HandedOff) {
         let sender = {
             let queues = self.hand_off.lock().unwrap_or_else(|e| e.into_inner());
-            let mut hasher = std::collections::hash_map::DefaultHasher::new();
-            std::hash::Hash::hash(&std::thread::current().id(), &mut hasher);
-            let index = std::hash::Hasher::finish(&hasher) as usize % queues.len().max(1);
+            let index = submitter_number() % queues.len().max(1);
             queues.get(index).cloned()
         };
         match sender {

@@ -11,6 +11,7 @@
 //! block devices and NBD exports), operator commands and the close.
 
 mod drive;
+mod large_writers;
 mod members;
 mod state;
 
