@@ -203,15 +203,15 @@ impl Replies {
 }
 
 /// A simple reply: header, then the data of a successful read.
-fn write_simple(
-    out: &mut impl Write,
+fn write_simple<W: Write>(
+    out: &mut BufWriter<W>,
     handle: u64,
     error: u32,
     body: &ReplyBody,
 ) -> std::io::Result<()> {
     out.write_all(&p::encode_simple_reply(error, handle))?;
     match body {
-        ReplyBody::Read { data, .. } if error == 0 => out.write_all(data),
+        ReplyBody::Read { data, .. } if error == 0 => write_data(out, data),
         ReplyBody::BlockStatus { .. } => {
             // The reader never runs BLOCK_STATUS without structured replies.
             unreachable!("block status needs structured replies")
@@ -222,8 +222,8 @@ fn write_simple(
 
 /// A structured reply of one chunk (flagged DONE): the data of a read,
 /// block status, or an error; other successes may stay simple replies.
-fn write_structured(
-    out: &mut impl Write,
+fn write_structured<W: Write>(
+    out: &mut BufWriter<W>,
     handle: u64,
     error: u32,
     body: &ReplyBody,
@@ -258,7 +258,7 @@ fn write_structured(
             );
             out.write_all(&header)?;
             out.write_all(&offset_bytes.to_be_bytes())?;
-            out.write_all(data)
+            write_data(out, data)
         }
         ReplyBody::BlockStatus { extents } => {
             let header = p::encode_structured_reply(
@@ -277,6 +277,21 @@ fn write_structured(
         }
     }
 }
+
+/// A read's data: a large one goes straight to the socket after what is
+/// buffered (one more system call instead of a copy of every byte into the
+/// buffer), a small one into the buffer with its neighbours.
+fn write_data<W: Write>(out: &mut BufWriter<W>, data: &[u8]) -> std::io::Result<()> {
+    if data.len() >= DIRECT_DATA_BYTES_MIN {
+        out.flush()?;
+        out.get_mut().write_all(data)
+    } else {
+        out.write_all(data)
+    }
+}
+
+/// See [`write_data`].
+const DIRECT_DATA_BYTES_MIN: usize = 16 * 1024;
 
 fn fail(out: &BufWriter<DeadlineWriter>, error: std::io::Error) -> bool {
     tracing::debug!("nbd: reply write failed, dropping connection: {error}");

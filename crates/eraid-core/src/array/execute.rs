@@ -384,10 +384,30 @@ impl Array {
                     }
                     _ => false,
                 };
+                // A request this op serves whole from several reads (chunks
+                // in order): appended, not zeroed first and overwritten.
+                let in_order = !whole
+                    && direct
+                    && buf.is_empty()
+                    && op.segments.first().is_some_and(|s| s.user_offset == 0)
+                    && op.segments.windows(2).all(|pair| {
+                        pair[0].user_offset + (pair[0].intra.end - pair[0].intra.start) as usize
+                            == pair[1].user_offset
+                    })
+                    && op.segments.last().is_some_and(|s| {
+                        s.user_offset + (s.intra.end - s.intra.start) as usize == read_len_bytes
+                    });
                 if whole {
                     let (_, bytes) = op.reads[op.segments[0].data_index].take().expect("read");
                     assert_eq!(bytes.len(), read_len_bytes, "a whole read's bytes");
                     *buf = bytes;
+                } else if in_order {
+                    let mut joined = Vec::with_capacity(read_len_bytes);
+                    for s in &op.segments {
+                        joined.extend_from_slice(&op.reads[s.data_index].as_ref().expect("read").1);
+                    }
+                    assert_eq!(joined.len(), read_len_bytes, "an in-order read's bytes");
+                    *buf = joined;
                 } else {
                     if buf.len() != read_len_bytes {
                         *buf = vec![0; read_len_bytes];
