@@ -229,7 +229,10 @@ impl MatrixCode {
             return Ok(());
         }
         let done = match (self.fast_path, &mut *parity) {
-            (FastPath::Xor, [p]) => isal::xor_gen(data, p),
+            // ISA-L's xor_gen wants 32-byte aligned buffers; parity in a
+            // plain Vec often is not, and the dot product ec_encode_data
+            // would take instead is slower than XOR in Rust.
+            (FastPath::Xor, [p]) => isal::xor_gen(data, p) || xor_encode(data, p),
             (FastPath::PQ, [p, q]) => isal::pq_gen(data, p, q),
             _ => false,
         };
@@ -539,4 +542,21 @@ mod tests {
             }
         }
     }
+}
+
+/// `p = XOR of data` (at least two shards of `p`'s length), two inputs per
+/// pass over `p`.
+fn xor_encode(data: &[&[u8]], p: &mut [u8]) -> bool {
+    let [first, second, rest @ ..] = data else {
+        return false;
+    };
+    crate::xor::xor_to(p, first, second);
+    let mut pairs = rest.chunks_exact(2);
+    for pair in &mut pairs {
+        crate::xor::xor2_into(p, pair[0], pair[1]);
+    }
+    if let [last] = pairs.remainder() {
+        crate::xor::xor_into(p, last);
+    }
+    true
 }
