@@ -33,11 +33,16 @@ impl Running {
 /// Default member timeout: a device I/O not done within it fails the member.
 pub const DEFAULT_MEMBER_TIMEOUT_S: u64 = 30;
 
+/// Default window a sequential write's partial last stripe waits for the
+/// rest of the stripe (`ArrayOptions::write_gather_window_us`).
+pub const DEFAULT_WRITE_GATHER_WINDOW_US: u64 = 2_000;
+
 /// The engine's options for real members when no flag says otherwise:
 /// the core's defaults plus the member timeout (real devices can hang).
 pub fn real_member_options() -> ArrayOptions {
     ArrayOptions {
         member_timeout_ms: Some(DEFAULT_MEMBER_TIMEOUT_S * 1000),
+        write_gather_window_us: DEFAULT_WRITE_GATHER_WINDOW_US,
         ..ArrayOptions::default()
     }
 }

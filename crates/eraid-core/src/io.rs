@@ -18,6 +18,10 @@ impl TimeNs {
     pub fn plus_ms(self, ms: u64) -> TimeNs {
         TimeNs(self.0.saturating_add(ms.saturating_mul(1_000_000)))
     }
+
+    pub fn plus_ns(self, ns: u64) -> TimeNs {
+        TimeNs(self.0.saturating_add(ns))
+    }
 }
 
 /// Identifies one device I/O issued by the core; echoed back on completion.

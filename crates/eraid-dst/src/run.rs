@@ -128,6 +128,7 @@ impl Sim {
             rebuild: test_rebuild_config(scenario.rebuild_strategy, scenario.geometry.chunk_bytes),
             planted_bug: scenario.planted_bug,
             member_timeout_ms: Some(MEMBER_TIMEOUT_MS),
+            write_gather_window_us: scenario.write_gather_window_us,
             ..test_array_options()
         };
         if let Some(cache) = &scenario.cache {
@@ -1009,6 +1010,9 @@ impl Sim {
         // Faults stop: a hung member the array never sent I/O answers again.
         self.h.hung_devices.clear();
         self.h.run(&mut self.array);
+        // A write gathering the rest of its stripe waits for its window
+        // (at most 5 ms here) to end, not for an I/O.
+        self.h.idle(&mut self.array, 10);
         self.take_replies()?;
         if !self.pending.is_empty() {
             return Err(format!(

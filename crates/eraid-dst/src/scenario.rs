@@ -68,6 +68,8 @@ pub struct Scenario {
     pub seed: u64,
     pub geometry: Geometry,
     pub bitmap: bool,
+    /// `ArrayOptions::write_gather_window_us` (0: off).
+    pub write_gather_window_us: u64,
     pub cache: Option<CacheConfig>,
     /// The journal device's size, for a write-back cache (as `create
     /// --journal` requires, and at least the size it accepts): it makes
@@ -252,6 +254,7 @@ impl Scenario {
             seed,
             geometry,
             bitmap: rng.gen_bool(0.8),
+            write_gather_window_us: 0,
             cache,
             journal_bytes: None,
             rebuild_strategy: *[
@@ -281,6 +284,10 @@ impl Scenario {
             let stripe_bytes = members as u64 * scenario.geometry.chunk_bytes;
             let min_bytes = eraid_core::journal::journal_bytes_min(stripe_bytes);
             scenario.journal_bytes = Some(min_bytes * *[1u64, 2].choose(&mut rng).unwrap());
+        }
+        // Drawn after everything else, so earlier seeds keep their draws.
+        if rng.gen_bool(0.5) {
+            scenario.write_gather_window_us = rng.gen_range(200..=5_000);
         }
         scenario
     }

@@ -162,6 +162,13 @@ pub struct ServeArgs {
     #[arg(long, value_name = "SECONDS", default_value_t = crate::runtime::DEFAULT_MEMBER_TIMEOUT_S,
           value_parser = clap::value_parser!(u64).range(1..=86_400))]
     member_timeout_s: u64,
+    /// RAID-5/6: the end of a sequential write that covers only part of a
+    /// stripe waits up to this many microseconds for the next request to
+    /// cover the rest, so the stripe is written whole without reading old
+    /// data or parity (only while other requests are in flight; 0: never).
+    #[arg(long, value_name = "MICROSECONDS", default_value_t = crate::runtime::DEFAULT_WRITE_GATHER_WINDOW_US,
+          value_parser = clap::value_parser!(u64).range(0..=100_000))]
+    write_gather_window_us: u64,
     /// An NBD member whose server drops the connection is reconnected for
     /// up to this many seconds (0: never), then failed. It is reconnected
     /// only when no write it acknowledged since its last completed flush
@@ -493,6 +500,7 @@ impl ServeArgs {
             cache,
             max_read_errors: self.max_read_errors,
             member_timeout_ms: Some(self.member_timeout_s * 1000),
+            write_gather_window_us: self.write_gather_window_us,
             ..ArrayOptions::default()
         };
         let running = crate::runtime::start_assembled_with(

@@ -57,6 +57,9 @@ impl Array {
 
     /// The op holds its stripe lock: take the write intent if it writes.
     pub(super) fn op_locked(&mut self, op_id: u64) {
+        if self.gather_at_lock(op_id) {
+            return;
+        }
         let now = self.now;
         if self.ops[&op_id].kind == OpKind::Write {
             // Written without them, absent members are stale: every write
@@ -805,33 +808,36 @@ impl Array {
                 {
                     self.rebuild_stripe_written_by_user(pass, op.stripe);
                 }
-                let pending = self.requests.get_mut(&id).expect("parent request");
-                pending.remaining_ops -= 1;
-                if error.is_some() && pending.error.is_none() {
-                    pending.error = error;
-                }
-                if pending.remaining_ops == 0 {
-                    let pending = self.requests.remove(&id).expect("parent request");
-                    match pending.error {
-                        Some(error) => self.outbox_reply.push_back(UserReply {
-                            id,
-                            result: Err(error),
-                        }),
-                        None if pending.fua => self.flush_members(FlushPurpose::Reply(id)),
-                        None => {
-                            let mut read_buf = pending.read_buf;
-                            if let Some(buf) = &mut read_buf {
-                                // (Every op fills it; a read of nothing
-                                // stays empty.)
-                                buf.resize(pending.read_len_bytes, 0);
-                                for (at, bytes) in &pending.overlay {
-                                    buf[*at..*at + bytes.len()].copy_from_slice(bytes);
-                                }
-                            }
-                            self.outbox_reply.push_back(UserReply {
+                // An op that gathered answers every request that joined it.
+                for id in std::iter::once(id).chain(op.merged_parents.iter().copied()) {
+                    let pending = self.requests.get_mut(&id).expect("parent request");
+                    pending.remaining_ops -= 1;
+                    if error.is_some() && pending.error.is_none() {
+                        pending.error = error.clone();
+                    }
+                    if pending.remaining_ops == 0 {
+                        let pending = self.requests.remove(&id).expect("parent request");
+                        match pending.error {
+                            Some(error) => self.outbox_reply.push_back(UserReply {
                                 id,
-                                result: Ok(read_buf),
-                            })
+                                result: Err(error),
+                            }),
+                            None if pending.fua => self.flush_members(FlushPurpose::Reply(id)),
+                            None => {
+                                let mut read_buf = pending.read_buf;
+                                if let Some(buf) = &mut read_buf {
+                                    // (Every op fills it; a read of nothing
+                                    // stays empty.)
+                                    buf.resize(pending.read_len_bytes, 0);
+                                    for (at, bytes) in &pending.overlay {
+                                        buf[*at..*at + bytes.len()].copy_from_slice(bytes);
+                                    }
+                                }
+                                self.outbox_reply.push_back(UserReply {
+                                    id,
+                                    result: Ok(read_buf),
+                                })
+                            }
                         }
                     }
                 }

@@ -21,6 +21,7 @@ mod rebuild_engine;
 mod scrub;
 mod status;
 mod submit;
+mod write_gather;
 
 use crate::geometry::{Geometry, Level};
 use crate::growth::config as reshape_config;
@@ -75,6 +76,10 @@ pub struct ArrayOptions {
     /// The journal (None: no journal; writes are acknowledged without one,
     /// as before, or from the cache as the paper's NVS in the simulator).
     pub journal: Option<JournalSetup>,
+    /// How long the tail of a sequential write may wait, holding its
+    /// stripe, for the next request to complete the stripe (0: never; see
+    /// `write_gather`). The simulator leaves it off.
+    pub write_gather_window_us: u64,
 }
 
 /// Bugs the simulation harness must be able to catch (test-only).
@@ -103,6 +108,7 @@ impl Default for ArrayOptions {
             max_read_errors: member_health::DEFAULT_MAX_READ_ERRORS,
             member_timeout_ms: None,
             journal: None,
+            write_gather_window_us: 0,
         }
     }
 }
@@ -228,6 +234,7 @@ pub struct Array {
     now: TimeNs,
     next_io_id: u64,
     next_op_id: u64,
+    gather: write_gather::WriteGather,
     next_flush_id: u64,
     /// Who waits for each I/O, the device it went to, and where it leaves
     /// that device's head (`read_balance`).
@@ -391,6 +398,7 @@ impl Array {
             now,
             next_io_id: 0,
             next_op_id: 0,
+            gather: Default::default(),
             next_flush_id: 0,
             io_owner: HashMap::new(),
             heads: read_balance::DeviceHeads::default(),
@@ -1094,6 +1102,7 @@ impl Machine for Array {
         self.now = now;
         self.expire_member_timeouts();
         self.reshape_time_passed(now);
+        self.release_gathering_due(false);
         if self.rebuild.is_some() {
             self.ready.push(Ready::Rebuild);
         }
@@ -1114,6 +1123,7 @@ impl Machine for Array {
         match self.phase {
             Phase::Closing(_) | Phase::Closed => {}
             Phase::Opening | Phase::Running => {
+                self.release_gathering_due(true);
                 for request in std::mem::take(&mut self.held) {
                     self.outbox_reply.push_back(UserReply {
                         id: request.id,
@@ -1211,6 +1221,7 @@ impl Machine for Array {
         };
         [
             clean,
+            self.gather_deadline(),
             self.reshape_timeout(),
             self.rebuild_timeout(),
             member_deadline,

@@ -104,6 +104,9 @@ pub enum OpKind {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum OpState {
     WaitingLock,
+    /// Holds its lock and waits, briefly, for the next request's share of
+    /// the stripe (`write_gather`).
+    Gathering,
     /// Holds the lock; members absent since the start are being recorded
     /// as faulty before this write goes on without them.
     WaitingAbsentRecord {
@@ -161,6 +164,11 @@ pub struct StripeOp {
     pub completes_rebuild: Option<u64>,
     /// A destage op's plan and data.
     pub destage: Option<Box<super::destage_engine::work::DestageWork>>,
+    /// Requests whose writes joined this op while it gathered (see
+    /// `write_gather`): answered with its parent.
+    pub merged_parents: Vec<RequestId>,
+    /// On getting its lock, wait for the rest of the stripe first.
+    pub gather_eligible: bool,
 }
 
 impl StripeOp {

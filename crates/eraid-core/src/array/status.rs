@@ -119,6 +119,7 @@ impl Array {
             "reshape": self.reshape_status_json(),
             "rebuild": self.rebuild_status_json(),
             "cache": self.cache_status_json(),
+            "write_gather": self.write_gather_json(),
         });
         if let crate::geometry::Level::Crs { parity_members, w } = self.geometry.level {
             status["data_members"] = self.geometry.data_per_stripe().into();

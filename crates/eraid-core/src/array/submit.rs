@@ -90,8 +90,12 @@ impl Array {
                 );
             }
             UserOp::Write { data, fua, .. } => {
+                let gather_tail = self.gather_eligible_write(offset_bytes, len_bytes, fua);
                 let segments = self.split(offset_bytes, len_bytes, Some(&data));
-                self.start_request(id, chunks, segments, OpKind::Write, None, fua);
+                let last_op = self.start_request(id, chunks, segments, OpKind::Write, None, fua);
+                if let Some(op) = last_op.filter(|_| gather_tail) {
+                    self.ops.get_mut(&op).expect("just created").gather_eligible = true;
+                }
             }
             // Trim is a hint; eraid keeps parity exact by writing zeroes, so
             // reads of trimmed ranges return zeroes. No buffer is made for
@@ -173,7 +177,7 @@ impl Array {
         kind: OpKind,
         read_len_bytes: Option<usize>,
         fua: bool,
-    ) {
+    ) -> Option<u64> {
         assert!(!groups.is_empty());
         assert!(
             !self.requests.contains_key(&id),
@@ -194,17 +198,20 @@ impl Array {
                 overlay: Vec::new(),
             },
         );
+        let mut last_op = None;
         for (stripe, segments) in groups {
             let lock = if kind == OpKind::Read {
                 LockMode::Shared
             } else {
                 LockMode::Exclusive
             };
-            self.create_op(Parent::User(id), stripe, kind, lock, segments);
+            last_op = self.create_op(Parent::User(id), stripe, kind, lock, segments);
         }
+        last_op
     }
 
-    /// Creates a stripe op and starts it if its lock is free.
+    /// Creates a stripe op and starts it if its lock is free; returns its
+    /// id, or None if the segments joined an op gathering that stripe.
     pub(super) fn create_op(
         &mut self,
         parent: Parent,
@@ -212,7 +219,8 @@ impl Array {
         kind: OpKind,
         lock: LockMode,
         segments: Vec<Segment>,
-    ) {
+    ) -> Option<u64> {
+        let segments = self.join_gathering(parent, target.lock_key(), kind, segments)?;
         let op_id = self.next_op_id;
         self.next_op_id += 1;
         let stripe = target.stripe;
@@ -257,10 +265,13 @@ impl Array {
             copy_to: None,
             completes_rebuild: None,
             destage: None,
+            merged_parents: Vec::new(),
+            gather_eligible: false,
         };
         self.ops.insert(op_id, op);
         if self.locks.acquire(lock_key, op_id, lock) {
             self.ready.push(Ready::OpLocked(op_id));
         }
+        Some(op_id)
     }
 }

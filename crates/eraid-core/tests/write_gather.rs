@@ -1,0 +1,162 @@
+//! Gathering sequential writes' partial stripes into full ones
+//! (`ArrayOptions::write_gather_window_us`): the data and parity come out
+//! right, gathered stripes read nothing, a tail nothing joins starts when
+//! its window ends, and a client that waits for each reply loses the
+//! window once, not on every write.
+
+mod common;
+use common::*;
+use eraid_core::geometry::{Level, ParityLayout};
+use eraid_core::io::{DeviceOp, IoCause, Machine, UserOp};
+use eraid_core::testing::MemHarness;
+use eraid_core::{Array, ArrayOptions};
+
+const MEMBER_CHUNKS: u64 = 64;
+/// Long against the harness's clock (each I/O takes up to 2 ms of it), so
+/// a tail waits until the test moves time on.
+const WINDOW_US: u64 = 1_000_000;
+
+fn open_gathering(level: Level, members: usize) -> (MemHarness, Array) {
+    let g = geometry(level, ParityLayout::LeftSymmetric, members, MEMBER_CHUNKS);
+    let mut h = MemHarness::create(g, 11);
+    let options = ArrayOptions {
+        write_gather_window_us: WINDOW_US,
+        ..options()
+    };
+    let assembly = h.assemble().expect("assembles");
+    let mut array = Array::open(assembly, options, h.now);
+    h.run(&mut array);
+    (h, array)
+}
+
+fn gathered(array: &Array) -> (u64, u64) {
+    let status = array.status_json();
+    (
+        status["write_gather"]["stripes_waited"].as_u64().unwrap(),
+        status["write_gather"]["stripes_completed"].as_u64().unwrap(),
+    )
+}
+
+fn bytes_for(id: u64, len: usize) -> Vec<u8> {
+    (0..len).map(|i| (i as u64 * 31 + id * 7) as u8).collect()
+}
+
+/// User reads issued while the writes ran (none, if every stripe went out
+/// whole).
+fn run_counting_user_reads(h: &mut MemHarness, array: &mut Array) -> usize {
+    let mut reads = std::collections::BTreeSet::new();
+    loop {
+        for io in h.inflight_ios() {
+            if io.cause == IoCause::User && matches!(io.op, DeviceOp::Read { .. }) {
+                reads.insert(io.id);
+            }
+        }
+        if !h.step(array) {
+            return reads.len();
+        }
+    }
+}
+
+#[test]
+fn pipelined_sequential_writes_go_out_as_full_stripes_with_right_parity() {
+    for (level, members) in [(Level::Raid5, 4), (Level::Raid6, 5)] {
+        let (mut h, mut array) = open_gathering(level, members);
+        // Two chunks per write, three data chunks per stripe: every write
+        // but the first ends inside a stripe the next one finishes.
+        let write_bytes = 2 * CHUNK as usize;
+        let writes = 12u64;
+        let mut model = vec![0u8; (writes as usize) * write_bytes];
+        for i in 0..writes {
+            let data = bytes_for(i, write_bytes);
+            model[i as usize * write_bytes..][..write_bytes].copy_from_slice(&data);
+            h.submit(
+                &mut array,
+                100 + i,
+                UserOp::Write {
+                    offset_bytes: i * write_bytes as u64,
+                    data: data.into(),
+                    fua: false,
+                },
+            );
+        }
+        let user_reads = run_counting_user_reads(&mut h, &mut array);
+        // The last write's tail waits for a request that never comes.
+        h.idle(&mut array, 1_100);
+        for i in 0..writes {
+            let reply = h.take_reply(100 + i).unwrap_or_else(|| panic!("{level:?}: write {i} answered"));
+            assert_eq!(reply.result, Ok(None), "{level:?}: write {i}");
+        }
+        let (waited, completed) = gathered(&array);
+        // Stripes 1..8 each start as one write's tail and end as the next
+        // one's head.
+        assert_eq!((waited, completed), (7, 7), "{level:?}: stripes waited, completed");
+        // Only the first write's head and the last tail were partial.
+        assert!(user_reads <= 2 * members, "{level:?}: {user_reads} reads for partial stripes");
+        let read = read_range(&mut h, &mut array, 1, 0, model.len());
+        assert!(read == model, "{level:?}: data read back");
+        assert_eq!(check(&mut h, &mut array, false), (0, 0), "{level:?}: parity consistent");
+    }
+}
+
+#[test]
+fn a_tail_nothing_joins_starts_when_its_window_ends_and_the_next_ones_do_not_wait() {
+    let (mut h, mut array) = open_gathering(Level::Raid5, 4);
+    let write_bytes = 2 * CHUNK as usize;
+    // A client that sends each write after the previous reply.
+    let mut write = |h: &mut MemHarness, array: &mut Array, i: u64| {
+        h.submit(
+            array,
+            i,
+            UserOp::Write {
+                offset_bytes: i * write_bytes as u64,
+                data: bytes_for(i, write_bytes).into(),
+                fua: false,
+            },
+        );
+        h.run(array);
+    };
+    write(&mut h, &mut array, 0);
+    assert!(h.take_reply(0).is_some(), "a first write does not continue a stream");
+    write(&mut h, &mut array, 1);
+    assert!(h.take_reply(1).is_none(), "the second's tail waits for the rest of its stripe");
+    let deadline = array.poll_timeout().expect("a deadline for the waiting tail");
+    assert!(deadline.0 <= h.now.0 + WINDOW_US * 1_000, "within the window");
+    h.idle(&mut array, 1_100);
+    assert_eq!(h.take_reply(1).expect("answered after the window").result, Ok(None));
+    for i in 2..10 {
+        write(&mut h, &mut array, i);
+        assert!(h.take_reply(i).is_some(), "write {i} did not wait after a wait in vain");
+    }
+    assert_eq!(gathered(&array), (1, 0));
+    let model: Vec<u8> = (0..10).flat_map(|i| bytes_for(i, write_bytes)).collect();
+    assert!(read_range(&mut h, &mut array, 99, 0, model.len()) == model);
+    assert_eq!(check(&mut h, &mut array, false), (0, 0));
+}
+
+#[test]
+fn closing_starts_a_waiting_tail() {
+    let (mut h, mut array) = open_gathering(Level::Raid5, 4);
+    let write_bytes = 2 * CHUNK as usize;
+    for i in 0..2u64 {
+        h.submit(
+            &mut array,
+            i,
+            UserOp::Write {
+                offset_bytes: i * write_bytes as u64,
+                data: bytes_for(i, write_bytes).into(),
+                fua: false,
+            },
+        );
+        h.run(&mut array);
+    }
+    assert!(h.take_reply(1).is_none(), "waiting");
+    array.handle_close(h.now);
+    h.run(&mut array);
+    assert_eq!(h.take_reply(1).expect("answered at close").result, Ok(None));
+    assert!(array.is_closed());
+}
+
+#[test]
+fn off_by_default() {
+    assert_eq!(ArrayOptions::default().write_gather_window_us, 0);
+}
