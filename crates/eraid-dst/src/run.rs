@@ -91,6 +91,8 @@ struct Sim {
     model: Model,
     pending: HashMap<u64, InFlight>,
     next_id: u64,
+    /// Where the last write ended (sector), for sequential seeds.
+    last_write_end: Option<u64>,
     /// Device count before a growth added members (to drop blank ones).
     members_before_growth: Option<usize>,
     flush_replied: bool,
@@ -148,6 +150,7 @@ impl Sim {
             model: Model::new(capacity / SECTOR_BYTES),
             pending: HashMap::new(),
             next_id: 1,
+            last_write_end: None,
             members_before_growth: None,
             flush_replied: false,
             unsettled_by_crash: None,
@@ -308,7 +311,16 @@ impl Sim {
             chunk_sectors.min(16)
         };
         let count = self.rng.gen_range(1..=max_len.min(sectors));
-        let first = self.rng.gen_range(0..=sectors - count);
+        // Sequential seeds continue the last write most of the time (and
+        // only they draw for it: the other seeds keep their draws).
+        let continued = self
+            .last_write_end
+            .filter(|&end| self.scenario.sequential_writes && end + count <= sectors)
+            .filter(|_| self.rng.gen_bool(0.7));
+        let first = match continued {
+            Some(end) => end,
+            None => self.rng.gen_range(0..=sectors - count),
+        };
         let at = self.model.tick();
         let (offset_bytes, len_bytes) = (first * SECTOR_BYTES, count * SECTOR_BYTES);
         let (op, pending) = match self.rng.gen_range(0..100) {
@@ -326,6 +338,7 @@ impl Sim {
             40..=79 => {
                 let fua = self.rng.gen_bool(0.1);
                 self.model.write_submitted(first, count, id, id, at);
+                self.last_write_end = Some(first + count);
                 (
                     UserOp::Write {
                         offset_bytes,
@@ -1014,6 +1027,13 @@ impl Sim {
         // (at most 5 ms here) to end, not for an I/O.
         self.h.idle(&mut self.array, 10);
         self.take_replies()?;
+        for _ in 0..10 {
+            if self.pending.is_empty() {
+                break;
+            }
+            self.h.idle(&mut self.array, 10);
+            self.take_replies()?;
+        }
         if !self.pending.is_empty() {
             return Err(format!(
                 "{} requests never answered: {}",

@@ -70,6 +70,9 @@ pub struct Scenario {
     pub bitmap: bool,
     /// `ArrayOptions::write_gather_window_us` (0: off).
     pub write_gather_window_us: u64,
+    /// Writes mostly continue the previous one (streams whose partial
+    /// stripes the array may gather).
+    pub sequential_writes: bool,
     pub cache: Option<CacheConfig>,
     /// The journal device's size, for a write-back cache (as `create
     /// --journal` requires, and at least the size it accepts): it makes
@@ -255,6 +258,7 @@ impl Scenario {
             geometry,
             bitmap: rng.gen_bool(0.8),
             write_gather_window_us: 0,
+            sequential_writes: false,
             cache,
             journal_bytes: None,
             rebuild_strategy: *[
@@ -288,6 +292,7 @@ impl Scenario {
         // Drawn after everything else, so earlier seeds keep their draws.
         if rng.gen_bool(0.5) {
             scenario.write_gather_window_us = rng.gen_range(200..=5_000);
+            scenario.sequential_writes = rng.gen_bool(0.6);
         }
         scenario
     }
@@ -346,7 +351,7 @@ impl Scenario {
     pub fn describe(&self) -> String {
         let g = &self.geometry;
         format!(
-            "{} {} x{} chunk {} B, {} chunks/member, bitmap {}, cache {}, journal {}, rebuild {:?}, activity {:?}, failures {:?}, hangs {:?}, latent errors {:?}, crashes {:?}, slow {:?}, {} steps, depth {}",
+            "{} {} x{} chunk {} B, {} chunks/member, bitmap {}, cache {}, journal {}, rebuild {:?}, activity {:?}, failures {:?}, hangs {:?}, latent errors {:?}, crashes {:?}, slow {:?}, {} steps, depth {}, write gather {} us, sequential writes {}",
             g.level.name(),
             g.layout.name(),
             g.member_count,
@@ -370,6 +375,8 @@ impl Scenario {
             self.slow_members,
             self.steps,
             self.queue_depth,
+            self.write_gather_window_us,
+            self.sequential_writes,
         )
     }
 }

@@ -104,10 +104,33 @@ impl Array {
                     && new.intra.start < old.intra.end
             })
         });
-        if overlaps || segments.iter().any(|s| s.data.is_none()) {
+        // An op has one segment per data shard (plans read and write one
+        // range per shard): a new piece of a shard already written joins
+        // only when it continues that piece, and is appended to it.
+        let continues_or_new = segments.iter().all(|new| {
+            op.segments
+                .iter()
+                .find(|old| old.data_index == new.data_index)
+                .is_none_or(|old| old.intra.end == new.intra.start)
+        });
+        if overlaps || !continues_or_new || segments.iter().any(|s| s.data.is_none()) {
             return Some(segments);
         }
-        op.segments.extend(segments);
+        for new in segments {
+            match op.segments.iter_mut().find(|old| old.data_index == new.data_index) {
+                Some(old) => {
+                    let (Some(head), Some(tail)) = (&old.data, &new.data) else {
+                        unreachable!("checked: both carry bytes")
+                    };
+                    let mut joined = Vec::with_capacity(head.len() + tail.len());
+                    joined.extend_from_slice(head);
+                    joined.extend_from_slice(tail);
+                    old.data = Some(joined.into());
+                    old.intra.end = new.intra.end;
+                }
+                None => op.segments.push(new),
+            }
+        }
         op.merged_parents.push(id);
         op.row = op.segments.iter().map(|s| s.intra.start).min().expect("segments")
             ..op.segments.iter().map(|s| s.intra.end).max().expect("segments");
@@ -146,6 +169,11 @@ impl Array {
     pub(super) fn gather_at_lock(&mut self, op_id: u64) -> bool {
         let op = self.ops.get_mut(&op_id).expect("op");
         if !std::mem::take(&mut op.gather_eligible) {
+            return false;
+        }
+        // A write queued behind a wait that ended in vain does not wait
+        // again (nor do those after it: see `cooldown_writes`).
+        if self.gather.cooldown_writes > 0 {
             return false;
         }
         if self.stripe_fully_covered(op_id) {
