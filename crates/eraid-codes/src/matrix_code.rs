@@ -499,6 +499,23 @@ fn raid6_q_row(data_count: usize) -> Vec<u8> {
         .collect()
 }
 
+/// `p = XOR of data` (at least two shards of `p`'s length), two inputs per
+/// pass over `p`.
+fn xor_encode(data: &[&[u8]], p: &mut [u8]) -> bool {
+    let [first, second, rest @ ..] = data else {
+        return false;
+    };
+    crate::xor::xor_to(p, first, second);
+    let mut pairs = rest.chunks_exact(2);
+    for pair in &mut pairs {
+        crate::xor::xor2_into(p, pair[0], pair[1]);
+    }
+    if let [last] = pairs.remainder() {
+        crate::xor::xor_into(p, last);
+    }
+    true
+}
+
 #[cfg(test)]
 mod tests {
     use super::{FastPath, MatrixCode};
@@ -542,21 +559,4 @@ mod tests {
             }
         }
     }
-}
-
-/// `p = XOR of data` (at least two shards of `p`'s length), two inputs per
-/// pass over `p`.
-fn xor_encode(data: &[&[u8]], p: &mut [u8]) -> bool {
-    let [first, second, rest @ ..] = data else {
-        return false;
-    };
-    crate::xor::xor_to(p, first, second);
-    let mut pairs = rest.chunks_exact(2);
-    for pair in &mut pairs {
-        crate::xor::xor2_into(p, pair[0], pair[1]);
-    }
-    if let [last] = pairs.remainder() {
-        crate::xor::xor_into(p, last);
-    }
-    true
 }

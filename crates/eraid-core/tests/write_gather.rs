@@ -33,7 +33,9 @@ fn gathered(array: &Array) -> (u64, u64) {
     let status = array.status_json();
     (
         status["write_gather"]["stripes_waited"].as_u64().unwrap(),
-        status["write_gather"]["stripes_completed"].as_u64().unwrap(),
+        status["write_gather"]["stripes_completed"]
+            .as_u64()
+            .unwrap(),
     )
 }
 
@@ -83,18 +85,31 @@ fn pipelined_sequential_writes_go_out_as_full_stripes_with_right_parity() {
         // The last write's tail waits for a request that never comes.
         h.idle(&mut array, 1_100);
         for i in 0..writes {
-            let reply = h.take_reply(100 + i).unwrap_or_else(|| panic!("{level:?}: write {i} answered"));
+            let reply = h
+                .take_reply(100 + i)
+                .unwrap_or_else(|| panic!("{level:?}: write {i} answered"));
             assert_eq!(reply.result, Ok(None), "{level:?}: write {i}");
         }
         let (waited, completed) = gathered(&array);
         // Stripes 1..8 each start as one write's tail and end as the next
         // one's head.
-        assert_eq!((waited, completed), (7, 7), "{level:?}: stripes waited, completed");
+        assert_eq!(
+            (waited, completed),
+            (7, 7),
+            "{level:?}: stripes waited, completed"
+        );
         // Only the first write's head and the last tail were partial.
-        assert!(user_reads <= 2 * members, "{level:?}: {user_reads} reads for partial stripes");
+        assert!(
+            user_reads <= 2 * members,
+            "{level:?}: {user_reads} reads for partial stripes"
+        );
         let read = read_range(&mut h, &mut array, 1, 0, model.len());
         assert!(read == model, "{level:?}: data read back");
-        assert_eq!(check(&mut h, &mut array, false), (0, 0), "{level:?}: parity consistent");
+        assert_eq!(
+            check(&mut h, &mut array, false),
+            (0, 0),
+            "{level:?}: parity consistent"
+        );
     }
 }
 
@@ -103,7 +118,7 @@ fn a_tail_nothing_joins_starts_when_its_window_ends_and_the_next_ones_do_not_wai
     let (mut h, mut array) = open_gathering(Level::Raid5, 4);
     let write_bytes = 2 * CHUNK as usize;
     // A client that sends each write after the previous reply.
-    let mut write = |h: &mut MemHarness, array: &mut Array, i: u64| {
+    let write = |h: &mut MemHarness, array: &mut Array, i: u64| {
         h.submit(
             array,
             i,
@@ -116,16 +131,33 @@ fn a_tail_nothing_joins_starts_when_its_window_ends_and_the_next_ones_do_not_wai
         h.run(array);
     };
     write(&mut h, &mut array, 0);
-    assert!(h.take_reply(0).is_some(), "a first write does not continue a stream");
+    assert!(
+        h.take_reply(0).is_some(),
+        "a first write does not continue a stream"
+    );
     write(&mut h, &mut array, 1);
-    assert!(h.take_reply(1).is_none(), "the second's tail waits for the rest of its stripe");
-    let deadline = array.poll_timeout().expect("a deadline for the waiting tail");
-    assert!(deadline.0 <= h.now.0 + WINDOW_US * 1_000, "within the window");
+    assert!(
+        h.take_reply(1).is_none(),
+        "the second's tail waits for the rest of its stripe"
+    );
+    let deadline = array
+        .poll_timeout()
+        .expect("a deadline for the waiting tail");
+    assert!(
+        deadline.0 <= h.now.0 + WINDOW_US * 1_000,
+        "within the window"
+    );
     h.idle(&mut array, 1_100);
-    assert_eq!(h.take_reply(1).expect("answered after the window").result, Ok(None));
+    assert_eq!(
+        h.take_reply(1).expect("answered after the window").result,
+        Ok(None)
+    );
     for i in 2..10 {
         write(&mut h, &mut array, i);
-        assert!(h.take_reply(i).is_some(), "write {i} did not wait after a wait in vain");
+        assert!(
+            h.take_reply(i).is_some(),
+            "write {i} did not wait after a wait in vain"
+        );
     }
     assert_eq!(gathered(&array), (1, 0));
     let model: Vec<u8> = (0..10).flat_map(|i| bytes_for(i, write_bytes)).collect();
@@ -198,8 +230,14 @@ fn pieces_of_one_chunk_from_several_writes_become_one() {
     for i in 0..writes {
         assert_eq!(h.take_reply(100 + i).expect("answered").result, Ok(None));
     }
-    assert_eq!(gathered(&array), (2, 1), "stripe 1 completed, stripe 2 timed out");
-    let model: Vec<u8> = (0..writes).flat_map(|i| bytes_for(i, piece as usize)).collect();
+    assert_eq!(
+        gathered(&array),
+        (2, 1),
+        "stripe 1 completed, stripe 2 timed out"
+    );
+    let model: Vec<u8> = (0..writes)
+        .flat_map(|i| bytes_for(i, piece as usize))
+        .collect();
     assert!(read_range(&mut h, &mut array, 1, start, model.len()) == model);
     assert_eq!(check(&mut h, &mut array, false), (0, 0));
 }

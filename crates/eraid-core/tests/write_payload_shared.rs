@@ -51,12 +51,19 @@ fn member_writes(level: Level, layout: ParityLayout, members: usize, payload: &B
             len_bytes: payload.len(),
         },
     );
-    assert_eq!(read.expect("read").expect("bytes"), payload[..], "read back");
+    assert_eq!(
+        read.expect("read").expect("bytes"),
+        payload[..],
+        "read back"
+    );
     seen.into_values().collect()
 }
 
 fn payload(chunks: u64) -> Bytes {
-    (0..chunks * CHUNK).map(|i| (i % 251) as u8).collect::<Vec<u8>>().into()
+    (0..chunks * CHUNK)
+        .map(|i| (i % 251) as u8)
+        .collect::<Vec<u8>>()
+        .into()
 }
 
 #[test]
@@ -79,6 +86,9 @@ fn raid5_writes_data_from_the_users_buffer_and_only_parity_is_new() {
     // parity), stripe 1 whole (three chunks, one parity), stripe 2 partly.
     let shared = member_writes(Level::Raid5, ParityLayout::LeftSymmetric, 4, &payload(6));
     let from_user = shared.iter().filter(|&&s| s).count();
-    assert_eq!(from_user, 6, "every data chunk from the user's buffer: {shared:?}");
+    assert_eq!(
+        from_user, 6,
+        "every data chunk from the user's buffer: {shared:?}"
+    );
     assert_eq!(shared.len() - from_user, 3, "one parity write per stripe");
 }

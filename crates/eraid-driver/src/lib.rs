@@ -14,7 +14,6 @@
 //! - [`superblock_io`]: synchronous metadata helpers for create/assemble.
 //! - [`journal_file`]: the write-back cache's journal on a file or device.
 
-
 pub mod device_errors;
 pub mod engine;
 pub mod handle;
@@ -30,8 +29,8 @@ pub mod stride_bench;
 pub mod superblock_io;
 pub mod zeroing;
 
-pub use eraid_buffers::DIRECT_ALIGN_BYTES;
 pub use engine::{Engine, EngineConfig};
+pub use eraid_buffers::DIRECT_ALIGN_BYTES;
 pub use handle::{CloseOutcome, EngineHandle, GrowError, GrowMember, MemberChangeError};
 pub use io_pool::{default_io_threads, IoPool};
 pub use member::{DirectMode, MemberCounters, MemberFile, MemberOptions};

@@ -11,8 +11,8 @@ use std::os::unix::fs::{FileExt, FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use eraid_buffers::{AlignedBuf, DIRECT_ALIGN_BYTES};
 use crate::member_io::MemberIo;
+use eraid_buffers::{AlignedBuf, DIRECT_ALIGN_BYTES};
 
 /// Whether to try O_DIRECT when opening a member.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

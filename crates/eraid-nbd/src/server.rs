@@ -14,8 +14,8 @@ use crate::config::ServerConfig;
 use crate::connection::{new_cancel_flag, serve_connection};
 use crate::export::Export;
 use crate::slots::Slots;
-use eraid_buffers::BufferPool;
 use crate::stream::{Stream, Watch};
+use eraid_buffers::BufferPool;
 
 /// Where the server listens.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -110,7 +110,11 @@ impl Server {
             uri,
             export,
             slots: Arc::new(Slots::new(config.max_connections, config.handshake_reserve)),
-            write_buffers: BufferPool::new(config.max_in_flight_bytes.min(WRITE_BUFFERS_CACHED_BYTES_MAX)),
+            write_buffers: BufferPool::new(
+                config
+                    .max_in_flight_bytes
+                    .min(WRITE_BUFFERS_CACHED_BYTES_MAX),
+            ),
             config: Arc::new(config),
             stopping: Arc::new(AtomicBool::new(false)),
         })

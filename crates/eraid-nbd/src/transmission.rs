@@ -8,11 +8,11 @@ use crate::config::ServerConfig;
 use crate::export::{Done, Export, ExportCommand};
 use crate::handshake::Session;
 use crate::in_flight::InFlight;
-use eraid_buffers::BufferPool;
 use crate::part_sequence::PartSequence;
 use crate::protocol::{self as p, RequestHeader};
 use crate::reply::{done_for, PendingReply, Replies, WriterSettings};
 use crate::stream::{DeadlineWriter, MessageReader, NextMessage, Stream};
+use eraid_buffers::BufferPool;
 
 /// A request that passed validation.
 #[derive(Debug, PartialEq, Eq)]
@@ -123,7 +123,11 @@ fn read_requests(
     write_buffers: &BufferPool,
 ) {
     reader.read_ahead(READ_AHEAD_BYTES);
-    let mut batch = Batch::new(Arc::clone(export), Arc::clone(replies), write_buffers.clone());
+    let mut batch = Batch::new(
+        Arc::clone(export),
+        Arc::clone(replies),
+        write_buffers.clone(),
+    );
     loop {
         // Requests already read go to the export before the reader can
         // wait on the socket: a client is never kept waiting for a request

@@ -165,7 +165,9 @@ pub struct ServeArgs {
     /// RAID-5/6: the end of a sequential write that covers only part of a
     /// stripe waits up to this many microseconds for the next request to
     /// cover the rest, so the stripe is written whole without reading old
-    /// data or parity (only while other requests are in flight; 0: never).
+    /// data or parity. After a wait nothing completed (a client that sends
+    /// each write only after the previous reply), the next 64 sequential
+    /// writes do not wait. 0: never.
     #[arg(long, value_name = "MICROSECONDS", default_value_t = crate::runtime::DEFAULT_WRITE_GATHER_WINDOW_US,
           value_parser = clap::value_parser!(u64).range(0..=100_000))]
     write_gather_window_us: u64,

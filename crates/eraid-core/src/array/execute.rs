@@ -547,9 +547,12 @@ impl Array {
                                     for (i, shard) in shards.into_iter().enumerate() {
                                         let segment_writes_it =
                                             op.segments.iter().any(|s| s.data_index == i);
-                                        if whole_row && unrebuilt_targets[i] && !segment_writes_it
-                                        {
-                                            writes.push((i, row.clone(), Payload::Bytes(shard.into())));
+                                        if whole_row && unrebuilt_targets[i] && !segment_writes_it {
+                                            writes.push((
+                                                i,
+                                                row.clone(),
+                                                Payload::Bytes(shard.into()),
+                                            ));
                                         }
                                     }
                                 }

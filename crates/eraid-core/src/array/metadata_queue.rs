@@ -220,7 +220,13 @@ impl Array {
         });
         let empty = writes.is_empty();
         for (device, offset_bytes, data) in writes {
-            self.issue_metadata(device, DeviceOp::Write { offset_bytes, data: data.into() });
+            self.issue_metadata(
+                device,
+                DeviceOp::Write {
+                    offset_bytes,
+                    data: data.into(),
+                },
+            );
         }
         if empty {
             self.ready.push(Ready::MetadataStageDone);
@@ -280,7 +286,13 @@ impl Array {
             self.metadata.writes_total += writes.len() as u64;
             let empty = writes.is_empty();
             for (device, offset_bytes, data) in writes {
-                self.issue_metadata(device, DeviceOp::Write { offset_bytes, data: data.into() });
+                self.issue_metadata(
+                    device,
+                    DeviceOp::Write {
+                        offset_bytes,
+                        data: data.into(),
+                    },
+                );
             }
             if empty {
                 self.ready.push(Ready::MetadataStageDone);

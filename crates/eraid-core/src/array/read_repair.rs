@@ -333,7 +333,10 @@ impl Array {
             let offset_bytes = self.member_offset_bytes(place.member_chunk, range_start + at_bytes);
             self.issue(
                 place.member,
-                DeviceOp::Write { offset_bytes, data: data.into() },
+                DeviceOp::Write {
+                    offset_bytes,
+                    data: data.into(),
+                },
                 cause,
                 Owner::Repair { op: op_id, shard },
             );

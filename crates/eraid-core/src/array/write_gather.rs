@@ -53,7 +53,12 @@ impl Array {
 
     /// Whether a user write of this range may leave its last stripe
     /// gathering (and records where it ends).
-    pub(super) fn gather_eligible_write(&mut self, offset_bytes: u64, len_bytes: u64, fua: bool) -> bool {
+    pub(super) fn gather_eligible_write(
+        &mut self,
+        offset_bytes: u64,
+        len_bytes: u64,
+        fua: bool,
+    ) -> bool {
         if self.gather_window_ns() == 0 {
             return false;
         }
@@ -71,8 +76,7 @@ impl Array {
             self.gather.cooldown_writes -= 1;
             return false;
         }
-        !fua
-            && self.options.journal.is_none()
+        !fua && self.options.journal.is_none()
             && self.cache.is_none()
             && self.reshape.is_none()
             && self.rebuild.is_none()
@@ -117,7 +121,11 @@ impl Array {
             return Some(segments);
         }
         for new in segments {
-            match op.segments.iter_mut().find(|old| old.data_index == new.data_index) {
+            match op
+                .segments
+                .iter_mut()
+                .find(|old| old.data_index == new.data_index)
+            {
                 Some(old) => {
                     let (Some(head), Some(tail)) = (&old.data, &new.data) else {
                         unreachable!("checked: both carry bytes")
@@ -132,8 +140,17 @@ impl Array {
             }
         }
         op.merged_parents.push(id);
-        op.row = op.segments.iter().map(|s| s.intra.start).min().expect("segments")
-            ..op.segments.iter().map(|s| s.intra.end).max().expect("segments");
+        op.row = op
+            .segments
+            .iter()
+            .map(|s| s.intra.start)
+            .min()
+            .expect("segments")
+            ..op.segments
+                .iter()
+                .map(|s| s.intra.end)
+                .max()
+                .expect("segments");
         if self.stripe_fully_covered(op_id) {
             self.gather.stripes_completed += 1;
             self.release_gathering(op_id);

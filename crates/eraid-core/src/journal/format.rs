@@ -130,7 +130,10 @@ pub enum MemberData {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Record {
     /// A user's write, as it arrived (replayed through the array).
-    UserWrite { offset_bytes: u64, data: crate::io::Bytes },
+    UserWrite {
+        offset_bytes: u64,
+        data: crate::io::Bytes,
+    },
     /// A user's trim or write of zeroes (eraid writes zeroes for both).
     UserZeroes { offset_bytes: u64, len_bytes: u64 },
     /// A stripe op's member writes (data and parity), recorded before any

@@ -58,9 +58,15 @@ mod tests {
     #[test]
     fn hands_off_while_few_submitters_stream_and_not_when_many_do() {
         let writers = LargeWriters::new(2);
-        assert!(writers.note_and_choose_hand_off(0), "one streaming: hand off");
+        assert!(
+            writers.note_and_choose_hand_off(0),
+            "one streaming: hand off"
+        );
         assert!(writers.note_and_choose_hand_off(0), "the same one again");
-        assert!(!writers.note_and_choose_hand_off(1), "two on two cores: run here");
+        assert!(
+            !writers.note_and_choose_hand_off(1),
+            "two on two cores: run here"
+        );
         assert!(!writers.note_and_choose_hand_off(0));
     }
 
@@ -70,6 +76,9 @@ mod tests {
         assert!(writers.note_and_choose_hand_off(0));
         assert!(!writers.note_and_choose_hand_off(1));
         std::thread::sleep(std::time::Duration::from_millis(3 * ACTIVE_WINDOW_MS));
-        assert!(writers.note_and_choose_hand_off(1), "submitter 0 went quiet");
+        assert!(
+            writers.note_and_choose_hand_off(1),
+            "submitter 0 went quiet"
+        );
     }
 }

@@ -161,7 +161,11 @@ impl Array {
         let writes = writes
             .into_iter()
             .map(|(shard, range, bytes)| {
-                (shard, range, super::super::execute::Payload::Bytes(bytes.into()))
+                (
+                    shard,
+                    range,
+                    super::super::execute::Payload::Bytes(bytes.into()),
+                )
             })
             .collect();
         self.op_issue_writes(op_id, op, writes, error);
