@@ -70,7 +70,11 @@ fn main() -> Result<(), String> {
     let mut buf = vec![0u8; BLOCK_BYTES];
     println!(
         "{path}: {reads} random 4 KiB reads per path{}",
-        if drop_caches { ", page cache dropped before each" } else { "" }
+        if drop_caches {
+            ", page cache dropped before each"
+        } else {
+            ""
+        }
     );
 
     cold()?;

@@ -28,13 +28,13 @@ fn whole_row_data<'a>(
     segments: &'a [super::op::Segment],
     k: usize,
     row: &Range<u64>,
-) -> Option<Vec<&'a [u8]>> {
-    let mut data: Vec<Option<&[u8]>> = vec![None; k];
+) -> Option<Vec<&'a crate::io::Bytes>> {
+    let mut data: Vec<Option<&crate::io::Bytes>> = vec![None; k];
     for s in segments {
         if s.intra != *row {
             return None;
         }
-        data[s.data_index] = Some(s.data.as_deref()?);
+        data[s.data_index] = Some(s.data.as_ref()?);
     }
     data.into_iter().collect()
 }
@@ -392,14 +392,9 @@ impl Array {
                 let in_order = !whole
                     && direct
                     && buf.is_empty()
-                    && op.segments.first().is_some_and(|s| s.user_offset == 0)
-                    && op.segments.windows(2).all(|pair| {
-                        pair[0].user_offset + (pair[0].intra.end - pair[0].intra.start) as usize
-                            == pair[1].user_offset
-                    })
-                    && op.segments.last().is_some_and(|s| {
-                        s.user_offset + (s.intra.end - s.intra.start) as usize == read_len_bytes
-                    });
+                    && op.segments.iter().try_fold(0, |at, s| {
+                        (s.user_offset == at).then(|| at + (s.intra.end - s.intra.start) as usize)
+                    }) == Some(read_len_bytes);
                 if whole {
                     let (_, bytes) = op.reads[op.segments[0].data_index].take().expect("read");
                     assert_eq!(bytes.len(), read_len_bytes, "a whole read's bytes");
@@ -488,18 +483,6 @@ impl Array {
                             writes.push((k + i, row.clone(), Payload::Bytes(bytes.into())));
                         }
                     }
-                    // A mirror's write of a whole chunk: every copy is the
-                    // user's bytes, shared (no row rebuilt, no copy made).
-                    WriteMethod::ReconstructWrite
-                        if code.as_deref().is_some_and(|c| c.parity_is_data_copy())
-                            && matches!(op.segments.as_slice(),
-                                [s] if s.intra == row && s.data.is_some()) =>
-                    {
-                        let data = op.segments[0].data.clone().expect("checked");
-                        for i in k..k + m {
-                            writes.push((i, row.clone(), Payload::Bytes(data.clone())));
-                        }
-                    }
                     WriteMethod::ReconstructWrite | WriteMethod::ReadAllRebuild => {
                         let mut overwritten = vec![false; k];
                         if method == WriteMethod::ReconstructWrite {
@@ -508,9 +491,18 @@ impl Array {
                             }
                         }
                         let code = code.as_deref().expect("parity code");
-                        if let Some(data_refs) = whole_row_data(&op.segments, k, &row) {
+                        let full_row = whole_row_data(&op.segments, k, &row);
+                        if let Some(data) = full_row.as_ref().filter(|_| code.parity_is_data_copy())
+                        {
+                            // A mirror's full row: every copy is the user's
+                            // bytes, shared.
+                            for i in k..k + m {
+                                writes.push((i, row.clone(), Payload::Bytes(data[0].clone())));
+                            }
+                        } else if let Some(data) = full_row {
                             // A full-stripe write: parity straight from the
                             // user's bytes, nothing rebuilt or copied.
+                            let data_refs: Vec<&[u8]> = data.iter().map(|d| &d[..]).collect();
                             let mut parity: Vec<Vec<u8>> = vec![vec![0u8; row_len]; m];
                             let mut parity_refs: Vec<&mut [u8]> =
                                 parity.iter_mut().map(|p| p.as_mut_slice()).collect();

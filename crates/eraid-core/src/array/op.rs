@@ -72,6 +72,13 @@ pub struct Segment {
     pub zeroes: bool,
 }
 
+/// The byte range inside the chunks that `segments` (at least one) span.
+pub fn row_of(segments: &[Segment]) -> Range<u64> {
+    let start = segments.iter().map(|s| s.intra.start).min();
+    let end = segments.iter().map(|s| s.intra.end).max();
+    start.expect("segments")..end.expect("segments")
+}
+
 impl Segment {
     /// The bytes it writes, materialising zeroes if it has none yet.
     pub fn write_bytes(&self) -> std::borrow::Cow<'_, [u8]> {

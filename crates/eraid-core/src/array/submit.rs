@@ -232,16 +232,7 @@ impl Array {
         let row = if segments.is_empty() || whole_chunks {
             0..self.geometry.chunk_bytes
         } else {
-            segments
-                .iter()
-                .map(|s| s.intra.start)
-                .min()
-                .expect("segments")
-                ..segments
-                    .iter()
-                    .map(|s| s.intra.end)
-                    .max()
-                    .expect("segments")
+            super::op::row_of(&segments)
         };
         let op = StripeOp {
             parent,

@@ -140,17 +140,7 @@ impl Array {
             }
         }
         op.merged_parents.push(id);
-        op.row = op
-            .segments
-            .iter()
-            .map(|s| s.intra.start)
-            .min()
-            .expect("segments")
-            ..op.segments
-                .iter()
-                .map(|s| s.intra.end)
-                .max()
-                .expect("segments");
+        op.row = super::op::row_of(&op.segments);
         if self.stripe_fully_covered(op_id) {
             self.gather.stripes_completed += 1;
             self.release_gathering(op_id);
@@ -158,26 +148,15 @@ impl Array {
         None
     }
 
-    /// Every data shard of the op is written over the whole chunk.
+    /// Every data shard of the op is written over the whole chunk (an op
+    /// has one segment per shard: `join_gathering` keeps it so).
     fn stripe_fully_covered(&self, op_id: u64) -> bool {
         let op = &self.ops[&op_id];
-        let chunk = self.geometry.chunk_bytes;
+        let chunk = 0..self.geometry.chunk_bytes;
         (0..op.map.data.len()).all(|d| {
-            let mut ranges: Vec<_> = op
-                .segments
+            op.segments
                 .iter()
-                .filter(|s| s.data_index == d)
-                .map(|s| s.intra.clone())
-                .collect();
-            ranges.sort_by_key(|r| r.start);
-            let mut covered_to = 0;
-            for r in ranges {
-                if r.start > covered_to {
-                    return false;
-                }
-                covered_to = covered_to.max(r.end);
-            }
-            covered_to == chunk
+                .any(|s| s.data_index == d && s.intra == chunk)
         })
     }
 
