@@ -10,4 +10,4 @@ mod aligned;
 mod pool;
 
 pub use aligned::{AlignedBuf, DIRECT_ALIGN_BYTES};
-pub use pool::{BufferPool, PoolCounters};
+pub use pool::{BufferPool, PoolCounters, PooledBuf};

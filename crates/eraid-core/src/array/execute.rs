@@ -503,13 +503,16 @@ impl Array {
                             // A full-stripe write: parity straight from the
                             // user's bytes, nothing rebuilt or copied.
                             let data_refs: Vec<&[u8]> = data.iter().map(|d| &d[..]).collect();
-                            let mut parity: Vec<Vec<u8>> = vec![vec![0u8; row_len]; m];
+                            // Every byte of each buffer is written by the
+                            // encode, so a reused one's old bytes never leak.
+                            let mut parity: Vec<eraid_buffers::PooledBuf> =
+                                (0..m).map(|_| self.parity_buffers.take(row_len)).collect();
                             let mut parity_refs: Vec<&mut [u8]> =
-                                parity.iter_mut().map(|p| p.as_mut_slice()).collect();
+                                parity.iter_mut().map(|p| &mut p[..]).collect();
                             code.encode(&data_refs, &mut parity_refs)
                                 .expect("shapes match");
                             for (i, bytes) in parity.into_iter().enumerate() {
-                                writes.push((k + i, row.clone(), Payload::Bytes(bytes.into())));
+                                writes.push((k + i, row.clone(), Payload::Bytes(bytes.freeze())));
                             }
                         } else {
                             match rebuild_row(&op, Some(code), &overwritten) {

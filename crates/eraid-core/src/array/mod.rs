@@ -222,6 +222,9 @@ struct Pending {
     overlay: Vec<(usize, Vec<u8>)>,
 }
 
+/// Idle parity buffers the array keeps for reuse, at most.
+const PARITY_BUFFERS_CACHED_BYTES_MAX: u64 = 16 << 20;
+
 pub struct Array {
     geometry: Geometry,
     layout: Box<dyn Layout>,
@@ -235,6 +238,11 @@ pub struct Array {
     next_io_id: u64,
     next_op_id: u64,
     gather: write_gather::WriteGather,
+    /// Full-stripe parity is encoded into these: aligned (ISA-L's
+    /// `xor_gen`, O_DIRECT members without a bounce copy), and neither
+    /// allocated nor zeroed per stripe once warm. Pure memory: which
+    /// buffer a stripe gets changes no result.
+    parity_buffers: eraid_buffers::BufferPool,
     next_flush_id: u64,
     /// Who waits for each I/O, the device it went to, and where it leaves
     /// that device's head (`read_balance`).
@@ -399,6 +407,7 @@ impl Array {
             next_io_id: 0,
             next_op_id: 0,
             gather: Default::default(),
+            parity_buffers: eraid_buffers::BufferPool::new(PARITY_BUFFERS_CACHED_BYTES_MAX),
             next_flush_id: 0,
             io_owner: HashMap::new(),
             heads: read_balance::DeviceHeads::default(),
