@@ -61,6 +61,27 @@ impl Stream {
         }
     }
 
+    /// Bytes the kernel holds for this socket that a read would return at
+    /// once (FIONREAD). 0 for TLS, whose socket bytes are records, not
+    /// requests, and 0 if the kernel will not say.
+    pub fn readable_bytes(&self) -> usize {
+        use std::os::fd::AsRawFd;
+        let fd = match self {
+            Stream::Unix(s) => s.as_raw_fd(),
+            Stream::Tcp(s) => s.as_raw_fd(),
+            Stream::Tls(_) => return 0,
+        };
+        let mut bytes: libc::c_int = 0;
+        // SAFETY: FIONREAD writes one c_int through the pointer, which
+        // points at `bytes`; the fd is open for as long as `self` lives.
+        let rc = unsafe { libc::ioctl(fd, libc::FIONREAD, &mut bytes) };
+        if rc == 0 {
+            usize::try_from(bytes).unwrap_or(0)
+        } else {
+            0
+        }
+    }
+
     /// Sends what a TLS session still holds from earlier writes (nothing
     /// to do on a plain socket, whose writes are final).
     pub fn send_pending(&mut self) -> io::Result<()> {
@@ -174,6 +195,14 @@ pub enum NextMessage {
     Eof,
     /// The server is stopping and the client was between messages.
     Stopping,
+}
+
+impl MessageReader<Stream> {
+    /// Bytes a read would return now without waiting: read ahead, or
+    /// still in the socket.
+    pub fn ready_bytes(&self) -> usize {
+        self.buffered_bytes() + self.inner.readable_bytes()
+    }
 }
 
 impl<R: Read> MessageReader<R> {

@@ -131,8 +131,11 @@ fn read_requests(
     loop {
         // Requests already read go to the export before the reader can
         // wait on the socket: a client is never kept waiting for a request
-        // it sent because later ones have not arrived.
-        if reader.buffered_bytes() < p::REQUEST_HEADER_BYTES || batch.is_full() {
+        // it sent because later ones have not arrived. (A batch of large
+        // writes also reads on while the socket holds a next request.)
+        let next_is_here = reader.buffered_bytes() >= p::REQUEST_HEADER_BYTES
+            || (batch.holds_large_writes() && reader.ready_bytes() >= p::REQUEST_HEADER_BYTES);
+        if batch.is_full() || !next_is_here {
             batch.submit();
         }
         let mut header_bytes = [0u8; p::REQUEST_HEADER_BYTES];
@@ -191,6 +194,12 @@ const READ_AHEAD_BYTES: usize = 256 * 1024;
 /// Requests handed to the export at once, at most.
 const BATCH_REQUESTS_MAX: usize = 64;
 
+/// A write at least this large is large: its batch may wait for the next
+/// requests the socket already holds (see [`Batch::holds_large_writes`]).
+const LARGE_WRITE_BYTES_MIN: usize = 64 * 1024;
+/// Large writes' payload a batch gathers before it goes to the export.
+const LARGE_WRITES_BATCH_BYTES_MAX: u64 = 512 * 1024;
+
 /// Requests read but not yet handed to the export: those a client sent
 /// together go on in one `submit_batch` (one wake-up of the engine rather
 /// than one per request). Whatever is left when the reader stops is
@@ -199,6 +208,8 @@ struct Batch {
     export: Arc<dyn Export>,
     replies: Arc<Replies>,
     commands: Vec<(ExportCommand, Done)>,
+    /// Bytes of large writes' payload in `commands`.
+    large_write_bytes: u64,
     /// Write payloads are read into these: no allocation or zeroing per
     /// request, aligned for members opened with O_DIRECT.
     write_buffers: BufferPool,
@@ -211,11 +222,28 @@ impl Batch {
             replies,
             write_buffers,
             commands: Vec::with_capacity(BATCH_REQUESTS_MAX),
+            large_write_bytes: 0,
         }
     }
 
     fn push(&mut self, command: ExportCommand, done: Done) {
+        if let ExportCommand::Write { data, .. } = &command {
+            if data.len() >= LARGE_WRITE_BYTES_MIN {
+                self.large_write_bytes += data.len() as u64;
+            }
+        }
         self.commands.push((command, done));
+    }
+
+    /// The batch has large writes and room for more: it waits for the
+    /// next request when the socket already holds it. A large write's
+    /// payload is read straight from the socket, past the read-ahead, so
+    /// without this each one would go to the export alone, and each
+    /// hand-off to a drive thread costs wake-ups (one connection's 128 KiB
+    /// sequential writes: 1884-2633 MiB/s alone, 2343-2782 four at a time,
+    /// `scripts/ab-fio.sh`, six alternations).
+    fn holds_large_writes(&self) -> bool {
+        self.large_write_bytes > 0 && self.large_write_bytes < LARGE_WRITES_BATCH_BYTES_MAX
     }
 
     fn is_full(&self) -> bool {
@@ -224,6 +252,7 @@ impl Batch {
 
     fn submit(&mut self) {
         if !self.commands.is_empty() {
+            self.large_write_bytes = 0;
             let commands =
                 std::mem::replace(&mut self.commands, Vec::with_capacity(BATCH_REQUESTS_MAX));
             // Replies that come back inside the export go out from here.

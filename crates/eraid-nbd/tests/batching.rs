@@ -98,17 +98,23 @@ impl Export for Recording {
 /// `count` write requests (handles 1..=count, 4 KiB each, at 4 KiB steps)
 /// and their payloads, as one buffer.
 fn pipelined_writes(count: u64) -> Vec<u8> {
+    sized_writes(1..=count, WRITE_BYTES)
+}
+
+/// Write requests with these handles, `write_bytes` each at steps of that
+/// size (handle 1 at offset 0), and their payloads, as one buffer.
+fn sized_writes(handles: std::ops::RangeInclusive<u64>, write_bytes: usize) -> Vec<u8> {
     let mut bytes = Vec::new();
-    for handle in 1..=count {
+    for handle in handles {
         let header = p::RequestHeader {
             flags: 0,
             command: p::CMD_WRITE,
             handle,
-            offset_bytes: (handle - 1) * WRITE_BYTES as u64,
-            len_bytes: WRITE_BYTES as u32,
+            offset_bytes: (handle - 1) * write_bytes as u64,
+            len_bytes: write_bytes as u32,
         };
         bytes.extend_from_slice(&header.encode());
-        bytes.extend_from_slice(&random_bytes(WRITE_BYTES, handle));
+        bytes.extend_from_slice(&random_bytes(write_bytes, handle));
     }
     bytes
 }
@@ -150,6 +156,43 @@ fn pipelined_requests_reach_the_export_in_batches_and_all_are_answered() {
         batches.iter().any(|&len| len > 1),
         "32 writes sent in one buffer each went on alone: {batches:?}"
     );
+    served.stop();
+}
+
+#[test]
+fn large_writes_already_in_the_socket_go_to_the_export_together() {
+    // A large write's payload is read past the read-ahead, so nothing is
+    // buffered after it; the next request is still in the socket. The
+    // first write narrows the read-ahead (as a stream of large writes
+    // does); then two sent in one call must reach the export as one batch.
+    const LARGE: usize = 64 * 1024;
+    let export = Recording::new(false);
+    let mut served = serve(
+        Arc::clone(&export) as Arc<dyn Export>,
+        ServerConfig::default(),
+    );
+    let mut raw = Raw::start(&served.socket_path);
+    raw.go(b"");
+    raw.send(&sized_writes(1..=1, LARGE));
+    assert_eq!(raw.reply(), (0, 1));
+    let before = export.batches.lock().unwrap().len();
+    raw.send(&sized_writes(2..=3, LARGE));
+    let mut answered = [raw.reply(), raw.reply()];
+    answered.sort_unstable();
+    assert_eq!(answered, [(0, 2), (0, 3)]);
+    let batches = export.batches.lock().unwrap()[before..].to_vec();
+    assert_eq!(
+        batches,
+        vec![2],
+        "two large writes sent together went to the export apart"
+    );
+    for handle in 1..=3 {
+        let data = raw.read_ok(100 + handle, (handle - 1) * LARGE as u64, LARGE as u32);
+        assert!(
+            data == random_bytes(LARGE, handle),
+            "write {handle} reads back different"
+        );
+    }
     served.stop();
 }
 
