@@ -1,8 +1,9 @@
 //! Gathering sequential writes' partial stripes into full ones
 //! (`ArrayOptions::write_gather_window_us`): the data and parity come out
 //! right, gathered stripes read nothing, a tail nothing joins starts when
-//! its window ends, and a client that waits for each reply loses the
-//! window once, not on every write.
+//! its window ends (four windows for a stream whose tails were joined),
+//! a client that waits for each reply loses the window once, not on every
+//! write, and only its own stream cools down.
 
 mod common;
 use common::*;
@@ -166,6 +167,158 @@ fn a_tail_nothing_joins_starts_when_its_window_ends_and_the_next_ones_do_not_wai
 }
 
 #[test]
+fn a_wait_in_vain_cools_down_only_its_own_stream() {
+    let (mut h, mut array) = open_gathering(Level::Raid5, 4);
+    let write_bytes = 2 * CHUNK as usize;
+    let write = |h: &mut MemHarness, array: &mut Array, id: u64, chunk: u64| {
+        h.submit(
+            array,
+            id,
+            UserOp::Write {
+                offset_bytes: chunk * CHUNK,
+                data: bytes_for(id, write_bytes).into(),
+                fua: false,
+            },
+        );
+    };
+    // Stream A, a client that waits for each reply: its second write's
+    // tail waits in vain.
+    write(&mut h, &mut array, 1, 0);
+    h.run(&mut array);
+    write(&mut h, &mut array, 2, 2);
+    h.run(&mut array);
+    h.idle(&mut array, 1_100);
+    assert!(h.take_reply(2).is_some(), "answered after the window");
+    assert_eq!(gathered(&array), (1, 0));
+    // Stream B, pipelined, far from A: six writes of two chunks from
+    // chunk 60 (a stripe boundary). Writes 1, 3 and 4 end inside a stripe
+    // the next write finishes: all three gather, A's cooldown
+    // notwithstanding.
+    for i in 0..6 {
+        write(&mut h, &mut array, 10 + i, 60 + 2 * i);
+    }
+    h.run(&mut array);
+    for i in 0..6 {
+        assert_eq!(h.take_reply(10 + i).expect("answered").result, Ok(None));
+    }
+    assert_eq!(
+        gathered(&array),
+        (4, 3),
+        "stream B's partial stripes gathered"
+    );
+    let model: Vec<u8> = (0..6)
+        .flat_map(|i| bytes_for(10 + i, write_bytes))
+        .collect();
+    assert!(read_range(&mut h, &mut array, 99, 60 * CHUNK, model.len()) == model);
+    // And A still does not wait: its next write goes out at once.
+    write(&mut h, &mut array, 3, 4);
+    h.run(&mut array);
+    assert!(h.take_reply(3).is_some(), "stream A is still cooling down");
+    assert_eq!(check(&mut h, &mut array, false), (0, 0));
+}
+
+#[test]
+fn a_pipelined_stream_whose_next_write_was_late_still_gathers() {
+    let (mut h, mut array) = open_gathering(Level::Raid5, 4);
+    let write_bytes = 2 * CHUNK as usize;
+    let write = |h: &mut MemHarness, array: &mut Array, i: u64| {
+        h.submit(
+            array,
+            i,
+            UserOp::Write {
+                offset_bytes: i * write_bytes as u64,
+                data: bytes_for(i, write_bytes).into(),
+                fua: false,
+            },
+        );
+    };
+    // Writes 0..=3 sent together: 1's tail waits and 2 joins it (a client
+    // that waits for each reply never could); 3's tail waits, and the
+    // client is late with 4.
+    for i in 0..4 {
+        write(&mut h, &mut array, i);
+    }
+    h.run(&mut array);
+    h.idle(&mut array, 4_100);
+    for i in 0..4 {
+        let reply = h.take_reply(i);
+        assert_eq!(reply.map(|r| r.result), Some(Ok(None)), "write {i}");
+    }
+    assert_eq!(gathered(&array), (2, 1));
+    // Then 4 and 5 together. 4's tail waits (no cooldown) and 5 joins it.
+    for i in 4..6 {
+        write(&mut h, &mut array, i);
+    }
+    h.run(&mut array);
+    for i in 4..6 {
+        let reply = h.take_reply(i);
+        assert_eq!(reply.map(|r| r.result), Some(Ok(None)), "write {i}");
+    }
+    assert_eq!(gathered(&array), (3, 2), "the late stream gathers again");
+    let model: Vec<u8> = (0..6).flat_map(|i| bytes_for(i, write_bytes)).collect();
+    assert!(read_range(&mut h, &mut array, 99, 0, model.len()) == model);
+    assert_eq!(check(&mut h, &mut array, false), (0, 0));
+}
+
+#[test]
+fn a_stream_whose_tail_was_joined_waits_longer() {
+    let (mut h, mut array) = open_gathering(Level::Raid5, 4);
+    let write_bytes = 2 * CHUNK as usize;
+    let write = |h: &mut MemHarness, array: &mut Array, i: u64| {
+        h.submit(
+            array,
+            i,
+            UserOp::Write {
+                offset_bytes: i * write_bytes as u64,
+                data: bytes_for(i, write_bytes).into(),
+                fua: false,
+            },
+        );
+        h.run(array);
+    };
+    // 1's tail waits the plain window; 2 joins it (chunk 4 completes
+    // stripe 3..=5) and ends at a stripe's end.
+    write(&mut h, &mut array, 0);
+    write(&mut h, &mut array, 1);
+    write(&mut h, &mut array, 2);
+    // 3's tail then waits longer than one window: the client has shown
+    // it does not wait for each reply.
+    write(&mut h, &mut array, 3);
+    h.idle(&mut array, 1_100);
+    assert!(h.take_reply(3).is_none(), "3 waits past one window");
+    h.idle(&mut array, 3_000);
+    for i in 0..4 {
+        assert!(h.take_reply(i).is_some(), "write {i} answered");
+    }
+    assert_eq!(gathered(&array), (2, 1));
+    assert_eq!(check(&mut h, &mut array, false), (0, 0));
+}
+
+#[test]
+fn a_write_that_ends_its_stripe_does_not_wait_for_a_missing_head() {
+    let (mut h, mut array) = open_gathering(Level::Raid5, 4);
+    // Chunks 0 and 1, then chunk 2 (the stripe's last) continuing them.
+    for (id, chunk, chunks) in [(1u64, 0u64, 2usize), (2, 2, 1)] {
+        h.submit(
+            &mut array,
+            id,
+            UserOp::Write {
+                offset_bytes: chunk * CHUNK,
+                data: bytes_for(id, chunks * CHUNK as usize).into(),
+                fua: false,
+            },
+        );
+        h.run(&mut array);
+        assert!(
+            h.take_reply(id).is_some(),
+            "write {id} answered without a wait: nothing could complete its stripe"
+        );
+    }
+    assert_eq!(gathered(&array), (0, 0));
+    assert_eq!(check(&mut h, &mut array, false), (0, 0));
+}
+
+#[test]
 fn closing_starts_a_waiting_tail() {
     let (mut h, mut array) = open_gathering(Level::Raid5, 4);
     let write_bytes = 2 * CHUNK as usize;
@@ -226,7 +379,7 @@ fn pieces_of_one_chunk_from_several_writes_become_one() {
         );
     }
     h.run(&mut array);
-    h.idle(&mut array, 1_100);
+    h.idle(&mut array, 4_100);
     for i in 0..writes {
         assert_eq!(h.take_reply(100 + i).expect("answered").result, Ok(None));
     }

@@ -203,11 +203,7 @@ impl EngineHandle {
             refuse(batch);
             return;
         }
-        if large_write {
-            self.engine.submit_large(batch.collect());
-            return;
-        }
-        self.engine.submit(batch);
+        self.engine.submit_in_order(batch.collect(), large_write);
     }
 
     /// Submits `op` and waits for its result.

@@ -1024,7 +1024,8 @@ impl Sim {
         self.h.hung_devices.clear();
         self.h.run(&mut self.array);
         // A write gathering the rest of its stripe waits for its window
-        // (at most 5 ms here) to end, not for an I/O.
+        // (at most 5 ms here, four times that for a stream whose tails
+        // were joined before) to end, not for an I/O.
         self.h.idle(&mut self.array, 10);
         self.take_replies()?;
         for _ in 0..10 {

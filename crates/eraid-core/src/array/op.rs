@@ -174,8 +174,9 @@ pub struct StripeOp {
     /// Requests whose writes joined this op while it gathered (see
     /// `write_gather`): answered with its parent.
     pub merged_parents: Vec<RequestId>,
-    /// On getting its lock, wait for the rest of the stripe first.
-    pub gather_eligible: bool,
+    /// On getting its lock, wait for the rest of the stripe first: the
+    /// write stream it continues (see `write_gather`).
+    pub gather_stream: Option<u64>,
 }
 
 impl StripeOp {

@@ -90,11 +90,11 @@ impl Array {
                 );
             }
             UserOp::Write { data, fua, .. } => {
-                let gather_tail = self.gather_eligible_write(offset_bytes, len_bytes, fua);
+                let gather_stream = self.gather_eligible_write(offset_bytes, len_bytes, fua);
                 let segments = self.split(offset_bytes, len_bytes, Some(&data));
                 let last_op = self.start_request(id, chunks, segments, OpKind::Write, None, fua);
-                if let Some(op) = last_op.filter(|_| gather_tail) {
-                    self.ops.get_mut(&op).expect("just created").gather_eligible = true;
+                if let (Some(op), Some(stream)) = (last_op, gather_stream) {
+                    self.ops.get_mut(&op).expect("just created").gather_stream = Some(stream);
                 }
             }
             // Trim is a hint; eraid keeps parity exact by writing zeroes, so
@@ -257,7 +257,7 @@ impl Array {
             completes_rebuild: None,
             destage: None,
             merged_parents: Vec::new(),
-            gather_eligible: false,
+            gather_stream: None,
         };
         self.ops.insert(op_id, op);
         if self.locks.acquire(lock_key, op_id, lock) {

@@ -60,15 +60,25 @@ fn submitter_number() -> usize {
 /// Requests a submitter hands to the drive threads.
 pub(crate) type HandedOff = Vec<(UserOp, ReplySink)>;
 
+/// Slots counting each submitter's batches queued at its drive thread (by
+/// submitter number; submitters that share a slot only hand off more).
+const SUBMITTER_SLOTS: usize = 64;
+
 /// The engine's state, the way to wake its thread, and the queue of the
 /// drive threads.
 pub(crate) struct EngineLock {
     state: Mutex<EngineState>,
     /// Capacity one: a wake-up already queued is enough.
     wake: Sender<()>,
-    /// One queue per drive thread; empty once the engine has finished
-    /// (the drive threads then stop).
-    hand_off: Mutex<Vec<Sender<HandedOff>>>,
+    /// One queue per drive thread, of batches and their submitter's
+    /// number; empty once the engine has finished (the drive threads then
+    /// stop).
+    hand_off: Mutex<Vec<Sender<(usize, HandedOff)>>>,
+    /// Per submitter slot, batches handed off and not yet in the machine:
+    /// while there are any, the submitter's next batches follow them, so a
+    /// connection's requests reach the machine in the order they came
+    /// (write gathering recognises a stream by its writes' order).
+    handed_off_pending: [AtomicUsize; SUBMITTER_SLOTS],
     large_writers: LargeWriters,
 }
 
@@ -78,9 +88,27 @@ impl EngineLock {
             state: Mutex::new(state),
             wake,
             hand_off: Mutex::new(Vec::new()),
+            handed_off_pending: std::array::from_fn(|_| AtomicUsize::new(0)),
             large_writers: LargeWriters::new(
                 std::thread::available_parallelism().map_or(2, |n| n.get()),
             ),
+        }
+    }
+
+    /// Runs a submitter's batch: on a drive thread if one of its batches
+    /// is still queued there (order kept) or if it has a large write and
+    /// few connections stream large writes (see `large_writers`), else
+    /// here, as [`EngineLock::submit`].
+    pub(crate) fn submit_in_order(&self, requests: HandedOff, large_write: bool) {
+        let submitter = submitter_number();
+        let pending = &self.handed_off_pending[submitter % SUBMITTER_SLOTS];
+        let behind_hand_off = pending.load(Ordering::Acquire) > 0;
+        let hand_off = large_write && self.large_writers.note_and_choose_hand_off(submitter);
+        if behind_hand_off || hand_off {
+            pending.fetch_add(1, Ordering::AcqRel);
+            self.hand_off(submitter, requests);
+        } else {
+            self.submit(requests);
         }
     }
 
@@ -89,33 +117,31 @@ impl EngineLock {
     /// thread always gets the same drive thread: one connection's batches
     /// run one after another on a warm thread, different connections'
     /// at once on different ones (round robin).
-    /// Runs a batch with a large write: on a drive thread while few
-    /// connections stream large writes, else here (see `large_writers`).
-    pub(crate) fn submit_large(&self, requests: HandedOff) {
-        if self
-            .large_writers
-            .note_and_choose_hand_off(submitter_number())
-        {
-            self.hand_off(requests);
-        } else {
-            self.submit(requests);
+    fn hand_off(&self, submitter: usize, requests: HandedOff) {
+        let sender = {
+            let queues = self.hand_off.lock().unwrap_or_else(|e| e.into_inner());
+            let index = submitter % queues.len().max(1);
+            queues.get(index).cloned()
+        };
+        let refused = match sender {
+            Some(sender) => match sender.send((submitter, requests)) {
+                Ok(()) => None,
+                Err(crossbeam_channel::SendError((_, requests))) => Some(requests),
+            },
+            None => Some(requests),
+        };
+        if let Some(requests) = refused {
+            self.handed_off_pending[submitter % SUBMITTER_SLOTS].fetch_sub(1, Ordering::AcqRel);
+            refuse(requests);
         }
     }
 
-    fn hand_off(&self, requests: HandedOff) {
-        let sender = {
-            let queues = self.hand_off.lock().unwrap_or_else(|e| e.into_inner());
-            let index = submitter_number() % queues.len().max(1);
-            queues.get(index).cloned()
-        };
-        match sender {
-            Some(sender) => {
-                if let Err(crossbeam_channel::SendError(requests)) = sender.send(requests) {
-                    refuse(requests);
-                }
-            }
-            None => refuse(requests),
-        }
+    /// A drive thread runs a handed-off batch; once its requests are in
+    /// the machine, the submitter's next batch may run anywhere.
+    fn run_handed_off(&self, submitter: usize, requests: HandedOff) {
+        self.submit_then(requests, || {
+            self.handed_off_pending[submitter % SUBMITTER_SLOTS].fetch_sub(1, Ordering::AcqRel);
+        });
     }
 
     /// The engine has finished: the drive threads run what is queued
@@ -147,7 +173,18 @@ impl EngineLock {
     /// Submits requests and runs the machine on this thread until it has
     /// nothing left to do without waiting.
     pub(crate) fn submit(&self, requests: impl IntoIterator<Item = (UserOp, ReplySink)>) {
+        self.submit_then(requests, || {});
+    }
+
+    /// [`EngineLock::submit`], calling `taken` once the requests are in the
+    /// machine (or refused), before it runs them.
+    fn submit_then(
+        &self,
+        requests: impl IntoIterator<Item = (UserOp, ReplySink)>,
+        taken: impl FnOnce(),
+    ) {
         let Some(mut state) = self.lock() else {
+            taken();
             refuse(requests);
             return;
         };
@@ -155,6 +192,7 @@ impl EngineLock {
             state.submit(op, sink);
         }
         drop(state);
+        taken();
         if DRIVING.get() {
             // A reply callback submitted: the loop below it runs this.
             return;
@@ -271,14 +309,14 @@ pub(crate) fn start_drive_threads(
 ) -> std::io::Result<Vec<JoinHandle<()>>> {
     let mut threads = Vec::with_capacity(count);
     for index in 0..count {
-        let (sender, queue) = crossbeam_channel::unbounded::<HandedOff>();
+        let (sender, queue) = crossbeam_channel::unbounded::<(usize, HandedOff)>();
         let thread_lock = Arc::clone(lock);
         threads.push(
             std::thread::Builder::new()
                 .name(format!("eraid-drive-{index}"))
                 .spawn(move || {
-                    for requests in queue {
-                        thread_lock.submit(requests);
+                    for (submitter, requests) in queue {
+                        thread_lock.run_handed_off(submitter, requests);
                     }
                 })?,
         );
