@@ -166,8 +166,9 @@ pub struct ServeArgs {
     /// stripe waits up to this many microseconds for the next request to
     /// cover the rest, so the stripe is written whole without reading old
     /// data or parity. After a wait nothing completed (a client that sends
-    /// each write only after the previous reply), the next 64 sequential
-    /// writes do not wait. 0: never.
+    /// each write only after the previous reply), that stream's next 64
+    /// writes do not wait; a stream whose waits were completed before is
+    /// only late, and waits up to four times this. 0: never.
     #[arg(long, value_name = "MICROSECONDS", default_value_t = crate::runtime::DEFAULT_WRITE_GATHER_WINDOW_US,
           value_parser = clap::value_parser!(u64).range(0..=100_000))]
     write_gather_window_us: u64,

@@ -309,7 +309,8 @@ impl Scaling {
         self.new.stripe_map(new_stripe).parity[0]
     }
 
-    /// What the old layout keeps at `place` (None on added members).
+    /// What the old layout keeps at `place` (None on added members, and
+    /// for a data chunk whose number would pass u64::MAX).
     pub fn old_occupant(&self, place: ChunkPlace) -> Option<Occupant> {
         if place.member >= self.m {
             return None;
@@ -320,9 +321,12 @@ impl Scaling {
             return Some(Occupant::Parity(stripe));
         }
         let index = map.data.iter().position(|p| *p == place)?;
-        Some(Occupant::Data(
-            stripe * self.old_stripe_chunks() + index as u64,
-        ))
+        // A data chunk numbered past u64::MAX does not exist (a debug
+        // build panicked here on rows near the top).
+        let chunk = stripe
+            .checked_mul(self.old_stripe_chunks())?
+            .checked_add(index as u64)?;
+        Some(Occupant::Data(chunk))
     }
 
     /// The place a redistribution write targets.
