@@ -12,7 +12,8 @@
 #   e.g. scripts/profile-system.sh write 128k 1 0
 #
 # RW and BS are fio's --rw and --bs; CONNECTIONS (default 1) fio jobs, one
-# NBD connection each; LEVEL (default 0) the RAID level. ERAID: a prebuilt
+# NBD connection each; LEVEL (default 0) the RAID level, or `nbdkit` to
+# profile `nbdkit memory` (the benchmark's baseline) the same way. ERAID: a prebuilt
 # binary (default: build target/release/eraid). Needs perf, fio (with the
 # nbd engine), jq.
 set -euo pipefail
@@ -20,10 +21,11 @@ cd "$(dirname "$0")/.."
 [ $# -ge 2 ] || { echo "usage: scripts/profile-system.sh RW BS [CONNECTIONS] [LEVEL]" >&2; exit 2; }
 RW=$1; BS=$2; JOBS=${3:-1}; LEVEL=${4:-0}
 [[ "$JOBS" =~ ^[1-9][0-9]*$ ]] || { echo "profile-system: CONNECTIONS must be a positive whole number, not '$JOBS'" >&2; exit 2; }
+[[ "$LEVEL" =~ ^(0|5|6|10|nbdkit)$ ]] || { echo "profile-system: LEVEL must be 0, 5, 6, 10 or nbdkit, not '$LEVEL'" >&2; exit 2; }
 for tool in perf fio jq; do
   command -v "$tool" >/dev/null || { echo "profile-system: $tool is not installed" >&2; exit 1; }
 done
-if [ -z "${ERAID:-}" ]; then
+if [ -z "${ERAID:-}" ] && [ "$LEVEL" != nbdkit ]; then
   cargo build --release -q -p eraid-cli
   ERAID=$PWD/target/release/eraid
 fi
@@ -32,8 +34,13 @@ P=
 cleanup() { [ -n "$P" ] && { kill "$P" 2>/dev/null || true; wait "$P" 2>/dev/null || true; }; rm -rf "$W"; }
 trap cleanup EXIT
 cd "$W"
-"$ERAID" create --level "$LEVEL" --chunk 64K --size 128M a b c d >/dev/null
-"$ERAID" serve --socket "$W/s.sock" a b c d >/dev/null 2>&1 & P=$!
+if [ "$LEVEL" = nbdkit ]; then
+  command -v nbdkit >/dev/null || { echo "profile-system: nbdkit is not installed" >&2; exit 1; }
+  nbdkit -f -U "$W/s.sock" memory 512M >/dev/null 2>&1 & P=$!
+else
+  "$ERAID" create --level "$LEVEL" --chunk 64K --size 128M a b c d >/dev/null
+  "$ERAID" serve --socket "$W/s.sock" a b c d >/dev/null 2>&1 & P=$!
+fi
 for _ in $(seq 200); do [ -S "$W/s.sock" ] && break; sleep 0.05; done
 [ -S "$W/s.sock" ] || { echo "profile-system: the server did not start" >&2; exit 1; }
 U="nbd+unix:///?socket=$W/s.sock"
