@@ -44,6 +44,20 @@ fn bytes_for(id: u64, len: usize) -> Vec<u8> {
     (0..len).map(|i| (i as u64 * 31 + id * 7) as u8).collect()
 }
 
+/// Submits write `id`: `chunks` chunks of `bytes_for(id, ..)` from chunk
+/// `chunk` on (not run).
+fn submit_write(h: &mut MemHarness, array: &mut Array, id: u64, chunk: u64, chunks: u64) {
+    h.submit(
+        array,
+        id,
+        UserOp::Write {
+            offset_bytes: chunk * CHUNK,
+            data: bytes_for(id, (chunks * CHUNK) as usize).into(),
+            fua: false,
+        },
+    );
+}
+
 /// User reads issued while the writes ran (none, if every stripe went out
 /// whole).
 fn run_counting_user_reads(h: &mut MemHarness, array: &mut Array) -> usize {
@@ -119,16 +133,9 @@ fn a_tail_nothing_joins_starts_when_its_window_ends_and_the_next_ones_do_not_wai
     let (mut h, mut array) = open_gathering(Level::Raid5, 4);
     let write_bytes = 2 * CHUNK as usize;
     // A client that sends each write after the previous reply.
+    // The i-th write of two chunks, run until it waits or is answered.
     let write = |h: &mut MemHarness, array: &mut Array, i: u64| {
-        h.submit(
-            array,
-            i,
-            UserOp::Write {
-                offset_bytes: i * write_bytes as u64,
-                data: bytes_for(i, write_bytes).into(),
-                fua: false,
-            },
-        );
+        submit_write(h, array, i, 2 * i, 2);
         h.run(array);
     };
     write(&mut h, &mut array, 0);
@@ -171,15 +178,7 @@ fn a_wait_in_vain_cools_down_only_its_own_stream() {
     let (mut h, mut array) = open_gathering(Level::Raid5, 4);
     let write_bytes = 2 * CHUNK as usize;
     let write = |h: &mut MemHarness, array: &mut Array, id: u64, chunk: u64| {
-        h.submit(
-            array,
-            id,
-            UserOp::Write {
-                offset_bytes: chunk * CHUNK,
-                data: bytes_for(id, write_bytes).into(),
-                fua: false,
-            },
-        );
+        submit_write(h, array, id, chunk, 2);
     };
     // Stream A, a client that waits for each reply: its second write's
     // tail waits in vain.
@@ -222,15 +221,7 @@ fn a_pipelined_stream_whose_next_write_was_late_still_gathers() {
     let (mut h, mut array) = open_gathering(Level::Raid5, 4);
     let write_bytes = 2 * CHUNK as usize;
     let write = |h: &mut MemHarness, array: &mut Array, i: u64| {
-        h.submit(
-            array,
-            i,
-            UserOp::Write {
-                offset_bytes: i * write_bytes as u64,
-                data: bytes_for(i, write_bytes).into(),
-                fua: false,
-            },
-        );
+        submit_write(h, array, i, 2 * i, 2);
     };
     // Writes 0..=3 sent together: 1's tail waits and 2 joins it (a client
     // that waits for each reply never could); 3's tail waits, and the
@@ -263,17 +254,9 @@ fn a_pipelined_stream_whose_next_write_was_late_still_gathers() {
 #[test]
 fn a_stream_whose_tail_was_joined_waits_longer() {
     let (mut h, mut array) = open_gathering(Level::Raid5, 4);
-    let write_bytes = 2 * CHUNK as usize;
+    // The i-th write of two chunks, run until it waits or is answered.
     let write = |h: &mut MemHarness, array: &mut Array, i: u64| {
-        h.submit(
-            array,
-            i,
-            UserOp::Write {
-                offset_bytes: i * write_bytes as u64,
-                data: bytes_for(i, write_bytes).into(),
-                fua: false,
-            },
-        );
+        submit_write(h, array, i, 2 * i, 2);
         h.run(array);
     };
     // 1's tail waits the plain window; 2 joins it (chunk 4 completes
@@ -298,16 +281,8 @@ fn a_stream_whose_tail_was_joined_waits_longer() {
 fn a_write_that_ends_its_stripe_does_not_wait_for_a_missing_head() {
     let (mut h, mut array) = open_gathering(Level::Raid5, 4);
     // Chunks 0 and 1, then chunk 2 (the stripe's last) continuing them.
-    for (id, chunk, chunks) in [(1u64, 0u64, 2usize), (2, 2, 1)] {
-        h.submit(
-            &mut array,
-            id,
-            UserOp::Write {
-                offset_bytes: chunk * CHUNK,
-                data: bytes_for(id, chunks * CHUNK as usize).into(),
-                fua: false,
-            },
-        );
+    for (id, chunk, chunks) in [(1u64, 0u64, 2u64), (2, 2, 1)] {
+        submit_write(&mut h, &mut array, id, chunk, chunks);
         h.run(&mut array);
         assert!(
             h.take_reply(id).is_some(),

@@ -119,15 +119,18 @@ fn sized_writes(handles: std::ops::RangeInclusive<u64>, write_bytes: usize) -> V
     bytes
 }
 
+/// Serves `export` and opens one connection to it, past the handshake.
+fn connect(export: &Arc<Recording>, config: ServerConfig) -> (common::Served, Raw) {
+    let served = serve(Arc::clone(export) as Arc<dyn Export>, config);
+    let mut raw = Raw::start(&served.socket_path);
+    raw.go(b"");
+    (served, raw)
+}
+
 #[test]
 fn pipelined_requests_reach_the_export_in_batches_and_all_are_answered() {
     let export = Recording::new(false);
-    let mut served = serve(
-        Arc::clone(&export) as Arc<dyn Export>,
-        ServerConfig::default(),
-    );
-    let mut raw = Raw::start(&served.socket_path);
-    raw.go(b"");
+    let (mut served, mut raw) = connect(&export, ServerConfig::default());
     let count = 32;
     raw.send(&pipelined_writes(count));
     let mut answered: Vec<u64> = (0..count)
@@ -167,12 +170,7 @@ fn large_writes_already_in_the_socket_go_to_the_export_together() {
     // does); then two sent in one call must reach the export as one batch.
     const LARGE: usize = 64 * 1024;
     let export = Recording::new(false);
-    let mut served = serve(
-        Arc::clone(&export) as Arc<dyn Export>,
-        ServerConfig::default(),
-    );
-    let mut raw = Raw::start(&served.socket_path);
-    raw.go(b"");
+    let (mut served, mut raw) = connect(&export, ServerConfig::default());
     raw.send(&sized_writes(1..=1, LARGE));
     assert_eq!(raw.reply(), (0, 1));
     let before = export.batches.lock().unwrap().len();
@@ -206,9 +204,7 @@ fn a_full_in_flight_bound_does_not_hold_back_requests_read_before_it() {
         max_in_flight_requests: 2,
         ..ServerConfig::default()
     };
-    let mut served = serve(Arc::clone(&export) as Arc<dyn Export>, config);
-    let mut raw = Raw::start(&served.socket_path);
-    raw.go(b"");
+    let (mut served, mut raw) = connect(&export, config);
     let count = 5;
     raw.send(&pipelined_writes(count));
     export.wait_parked(2);

@@ -118,9 +118,8 @@ impl Array {
         let id = stream.id;
         let cooling = stream.cooldown_writes > 0;
         streams.push_back(stream);
-        if continued.is_none() {
-            return None;
-        }
+        // A write that continues no stream starts one; it does not gather.
+        continued?;
         if cooling {
             let stream = streams.back_mut().expect("just pushed");
             stream.cooldown_writes -= 1;
