@@ -62,11 +62,21 @@ fn run(dir: &Path, program: &Path, args: &[&str]) -> Result<String> {
 }
 
 fn nbdcopy(dir: &Path, from: &str, to: &str) -> Result<()> {
-    run(dir, Path::new("nbdcopy"), &[from, to])
-        .map(|_| ())
-        .context(
-            "nbdcopy failed (install it with the README's demo command, Debian package libnbd-bin)",
-        )
+    run(dir, Path::new("nbdcopy"), &[from, to]).map(|_| ()).map_err(|e| {
+        // The install hint only when nbdcopy is missing, not when it ran
+        // and failed (a full disk under the members, say).
+        let missing = e
+            .chain()
+            .filter_map(|cause| cause.downcast_ref::<std::io::Error>())
+            .any(|io| io.kind() == std::io::ErrorKind::NotFound);
+        if missing {
+            e.context(
+                "nbdcopy is not installed (install it with the README's demo command, Debian package libnbd-bin)",
+            )
+        } else {
+            e
+        }
+    })
 }
 
 struct Server {
@@ -114,6 +124,27 @@ impl Server {
             bail!("the server exited with {status}");
         }
         Ok(())
+    }
+}
+
+/// A demo that fails half-way must not leave its server running (holding
+/// the deleted member files): stop it, by SIGKILL after 10 s.
+impl Drop for Server {
+    fn drop(&mut self) {
+        if !matches!(self.child.try_wait(), Ok(None)) {
+            return;
+        }
+        // SAFETY: sending a signal to our own child process.
+        unsafe { libc_kill(self.child.id() as i32, 15) };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while matches!(self.child.try_wait(), Ok(None)) {
+            if Instant::now() > deadline {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 }
 
