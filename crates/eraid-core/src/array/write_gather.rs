@@ -208,8 +208,12 @@ impl Array {
             stream.joined = true;
         }
         op.row = super::op::row_of(&op.segments);
-        if self.stripe_fully_covered(op_id) || self.reaches_stripe_end(op_id) {
+        // Whole: the stripe goes out without reads. Reaching the stripe's
+        // end without its head: nothing more can join, so it goes too.
+        if self.stripe_fully_covered(op_id) {
             self.gather.stripes_completed += 1;
+            self.release_gathering(op_id);
+        } else if self.reaches_stripe_end(op_id) {
             self.release_gathering(op_id);
         }
         None
