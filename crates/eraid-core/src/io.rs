@@ -8,6 +8,7 @@
 //! Write payloads are [`Bytes`]: a request's bytes are shared, not copied,
 //! by the chunk writes the core splits it into (and by a mirror's copies).
 
+pub use crate::write_data::WriteData;
 pub use bytes::Bytes;
 
 /// A point in time, in nanoseconds since an epoch the driver picks.
@@ -53,9 +54,11 @@ pub enum DeviceOp {
         offset_bytes: u64,
         len_bytes: usize,
     },
+    /// `data` may be a full stripe's parity, encoded on first access by
+    /// the thread that performs the write (see [`WriteData`]).
     Write {
         offset_bytes: u64,
-        data: Bytes,
+        data: WriteData,
     },
     /// Make the range read as zeroes. No data travels: a driver may zero or
     /// punch the range (fallocate, BLKZEROOUT) or write zeroes in pieces.

@@ -12,5 +12,6 @@ pub mod metadata;
 pub mod rebuild;
 pub mod stripe_code;
 pub mod testing;
+pub mod write_data;
 
 pub use array::{Array, ArrayOptions, PlantedBug};

@@ -160,3 +160,56 @@ fn full_stripe_parity_goes_into_aligned_buffers_that_are_reused() {
     // check of every stripe finds parity consistent with the data.
     assert_eq!(check(&mut h, &mut array, false), (0, 0));
 }
+
+#[test]
+fn full_stripe_parity_is_left_for_the_writing_thread_to_encode() {
+    // A 6-member RAID-6 stripe holds four data chunks: chunks 4..8 are
+    // all of stripe 1. Its P and Q leave the core as a recipe (encoded by
+    // whoever performs the write, outside the driver's engine lock), and
+    // what the members end up holding is still consistent parity.
+    let g = geometry(Level::Raid6, ParityLayout::LeftSymmetric, 6, MEMBER_CHUNKS);
+    let mut h = MemHarness::create(g, 7);
+    let mut array = open(&mut h);
+    let data = payload(4);
+    h.submit(
+        &mut array,
+        1,
+        UserOp::Write {
+            offset_bytes: 4 * CHUNK,
+            data: data.clone(),
+            fua: false,
+        },
+    );
+    let mut encoded_when_issued = BTreeMap::new();
+    loop {
+        for io in h.inflight_ios() {
+            if let (DeviceOp::Write { data, .. }, IoCause::User) = (&io.op, io.cause) {
+                // Only is_encoded(): reading the bytes would encode them.
+                encoded_when_issued
+                    .entry(io.id)
+                    .or_insert(data.is_encoded());
+            }
+        }
+        if !h.step(&mut array) {
+            break;
+        }
+    }
+    assert_eq!(h.take_reply(1).expect("answered").result, Ok(None));
+    let deferred = encoded_when_issued.values().filter(|&&e| !e).count();
+    assert_eq!(encoded_when_issued.len(), 6, "four data chunks, P and Q");
+    assert_eq!(
+        deferred, 2,
+        "P and Q left unencoded by the core: {encoded_when_issued:?}"
+    );
+    assert_eq!(check(&mut h, &mut array, false), (0, 0));
+    let read = call(
+        &mut h,
+        &mut array,
+        2,
+        UserOp::Read {
+            offset_bytes: 4 * CHUNK,
+            len_bytes: data.len(),
+        },
+    );
+    assert_eq!(read.expect("read").expect("bytes"), data[..]);
+}

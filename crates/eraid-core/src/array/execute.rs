@@ -10,6 +10,8 @@ use std::ops::Range;
 /// What a shard write carries.
 pub(super) enum Payload {
     Bytes(crate::io::Bytes),
+    /// A full stripe's parity shard, encoded by the thread that writes it.
+    Parity(crate::io::WriteData),
     /// Zeroes over the range: no buffer, a zero-range device op.
     Zeroes,
 }
@@ -490,6 +492,7 @@ impl Array {
                                 overwritten[s.data_index] = s.intra == row;
                             }
                         }
+                        let code_shared = code.clone();
                         let code = code.as_deref().expect("parity code");
                         let full_row = whole_row_data(&op.segments, k, &row);
                         if let Some(data) = full_row.as_ref().filter(|_| code.parity_is_data_copy())
@@ -501,18 +504,17 @@ impl Array {
                             }
                         } else if let Some(data) = full_row {
                             // A full-stripe write: parity straight from the
-                            // user's bytes, nothing rebuilt or copied.
-                            let data_refs: Vec<&[u8]> = data.iter().map(|d| &d[..]).collect();
-                            // Every byte of each buffer is written by the
-                            // encode, so a reused one's old bytes never leak.
-                            let mut parity: Vec<eraid_buffers::PooledBuf> =
-                                (0..m).map(|_| self.parity_buffers.take(row_len)).collect();
-                            let mut parity_refs: Vec<&mut [u8]> =
-                                parity.iter_mut().map(|p| &mut p[..]).collect();
-                            code.encode(&data_refs, &mut parity_refs)
-                                .expect("shapes match");
-                            for (i, bytes) in parity.into_iter().enumerate() {
-                                writes.push((k + i, row.clone(), Payload::Bytes(bytes.freeze())));
+                            // user's bytes, nothing rebuilt or copied, and
+                            // encoded later, outside the engine lock, by the
+                            // thread that writes a parity shard (WriteData).
+                            let stripe = crate::write_data::StripeParity::new(
+                                code_shared.clone().expect("parity code"),
+                                data.into_iter().cloned().collect(),
+                                m,
+                                self.parity_buffers.clone(),
+                            );
+                            for i in 0..m {
+                                writes.push((k + i, row.clone(), Payload::Parity(stripe.shard(i))));
                             }
                         } else {
                             match rebuild_row(&op, Some(code), &overwritten) {
@@ -701,6 +703,13 @@ impl Array {
             let offset_bytes = self.member_offset_bytes(place.member_chunk, range.start);
             let device_op = match payload {
                 Payload::Bytes(data) => {
+                    assert_eq!(data.len() as u64, range.end - range.start);
+                    DeviceOp::Write {
+                        offset_bytes,
+                        data: data.into(),
+                    }
+                }
+                Payload::Parity(data) => {
                     assert_eq!(data.len() as u64, range.end - range.start);
                     DeviceOp::Write { offset_bytes, data }
                 }

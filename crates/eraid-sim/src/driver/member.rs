@@ -193,7 +193,7 @@ impl Member {
                         c.writes += 1;
                         c.written_bytes += len;
                     });
-                    let data = self.store.is_some().then_some(data);
+                    let data = self.store.is_some().then(|| data.bytes().clone());
                     (
                         false,
                         offset_bytes,

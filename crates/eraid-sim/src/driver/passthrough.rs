@@ -86,7 +86,10 @@ impl Machine for Passthrough {
             UserOp::Write { data, .. } if data.is_empty() => None,
             UserOp::Write {
                 offset_bytes, data, ..
-            } => Some(DeviceOp::Write { offset_bytes, data }),
+            } => Some(DeviceOp::Write {
+                offset_bytes,
+                data: data.into(),
+            }),
             UserOp::Flush => Some(DeviceOp::Flush),
             UserOp::Trim { .. } | UserOp::WriteZeroes { .. } if len_bytes == 0 => None,
             UserOp::Trim { .. } | UserOp::WriteZeroes { .. } => Some(DeviceOp::WriteZeroes {

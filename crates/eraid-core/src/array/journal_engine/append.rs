@@ -117,7 +117,7 @@ impl Array {
             .iter()
             .filter_map(|io| {
                 let data = match &io.op {
-                    DeviceOp::Write { data, .. } => MemberData::Bytes(data.clone()),
+                    DeviceOp::Write { data, .. } => MemberData::Bytes(data.bytes().clone()),
                     DeviceOp::WriteZeroes { len_bytes, .. } => MemberData::Zeroes {
                         len_bytes: *len_bytes,
                     },
