@@ -78,8 +78,15 @@ struct Queue {
     replies: Vec<Reply>,
     /// The reader is inside the export and sends what arrives meanwhile.
     reader_collects: bool,
+    /// The reader is reading requests the socket already holds and will
+    /// hand them to the export (and send what is queued) without waiting on
+    /// the client: small replies that arrive meanwhile wait for it rather
+    /// than wake the writer. See [`Replies::end_collecting`].
+    reader_defers: bool,
     writer_waiting: bool,
     closed: bool,
+    /// Times the writer thread was woken with replies to send (tests).
+    writer_wakeups: u64,
 }
 
 struct Output {
@@ -112,8 +119,12 @@ impl Replies {
 
     fn push(&self, reply: Reply) {
         let mut queue = self.queue();
+        let small = reply.body_bytes() < READER_SENDS_BODY_BYTES_MAX;
         queue.replies.push(reply);
-        if !queue.reader_collects && queue.writer_waiting {
+        if queue.reader_collects || (queue.reader_defers && small) {
+            return;
+        }
+        if queue.writer_waiting {
             self.queued.notify_one();
         }
     }
@@ -126,9 +137,19 @@ impl Replies {
     /// The export returned: sends the replies that came back meanwhile
     /// (small ones only; see [`READER_SENDS_BODY_BYTES_MAX`]), or wakes the
     /// writer for them. Blocks at most the send timeout per reply.
-    pub fn end_collecting(&self) {
+    ///
+    /// `reader_continues`: the reader goes on to read requests the socket
+    /// already holds and comes back here without waiting on anything that
+    /// needs a reply (the client's next header is in hand; a payload only
+    /// needs the client to go on sending). Small replies completed on other
+    /// threads meanwhile then wait for it, so a connection streaming writes
+    /// through a drive thread costs no writer wake-up per batch. False
+    /// whenever the reader may wait: for a header not yet sent, for room in
+    /// flight (which only replies free), or because it stops.
+    pub fn end_collecting(&self, reader_continues: bool) {
         let mut queue = self.queue();
         queue.reader_collects = false;
+        queue.reader_defers = reader_continues;
         if queue.replies.is_empty() {
             return;
         }
@@ -145,6 +166,12 @@ impl Replies {
         let replies = std::mem::take(&mut queue.replies);
         drop(queue);
         self.send(replies);
+    }
+
+    /// Times the writer thread took replies to send.
+    #[cfg(test)]
+    fn writer_wakeups(&self) -> u64 {
+        self.queue().writer_wakeups
     }
 
     /// Sent by the reader once nothing is in flight: the writer flushes
@@ -166,6 +193,7 @@ impl Replies {
                 queue = self.queued.wait(queue).unwrap_or_else(|e| e.into_inner());
                 queue.writer_waiting = false;
             }
+            queue.writer_wakeups += 1;
             let replies = std::mem::take(&mut queue.replies);
             drop(queue);
             self.send(replies);
@@ -401,4 +429,100 @@ impl Drop for PendingReply {
 /// Makes the export's callback for a single command.
 pub fn done_for(pending: PendingReply) -> Done {
     Box::new(move |result| pending.complete(result))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stream::{Stream, Watch};
+    use std::io::Read;
+    use std::os::unix::net::UnixStream;
+    use std::sync::atomic::AtomicBool;
+
+    /// Replies on one end of a socket pair with its writer thread running;
+    /// the client's end, and the in-flight count the replies release.
+    fn replies_over_a_socket() -> (Arc<Replies>, UnixStream, Arc<InFlight>) {
+        let (server, client) = UnixStream::pair().expect("socket pair");
+        let watch = Watch {
+            stopping: Arc::new(AtomicBool::new(false)),
+            cancelled: Arc::new(AtomicBool::new(false)),
+            stop_grace: Duration::from_secs(1),
+        };
+        let in_flight = Arc::new(InFlight::new(64, 1 << 20));
+        let replies = Arc::new(Replies::new(
+            DeadlineWriter::new(Stream::Unix(server), watch),
+            Arc::clone(&in_flight),
+            WriterSettings {
+                structured_replies: false,
+                send_timeout: Duration::from_secs(5),
+            },
+        ));
+        let writer = Arc::clone(&replies);
+        std::thread::spawn(move || writer.run_writer());
+        // A writer not yet asleep would take a queued reply on its own.
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while !replies.queue().writer_waiting {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the writer never waited"
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        (replies, client, in_flight)
+    }
+
+    /// Completes a write's reply on another thread, as a drive thread does.
+    fn complete_elsewhere(replies: &Arc<Replies>, in_flight: &InFlight, handle: u64) {
+        in_flight.acquire(0);
+        let pending = PendingReply::new(Arc::clone(replies), handle, None, 0);
+        std::thread::spawn(move || pending.complete(Ok(None)))
+            .join()
+            .expect("completing thread");
+    }
+
+    fn received_handle(client: &mut UnixStream) -> u64 {
+        client
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .expect("timeout");
+        let mut reply = [0u8; p::SIMPLE_REPLY_HEADER_BYTES];
+        client.read_exact(&mut reply).expect("a reply");
+        u64::from_be_bytes(reply[8..16].try_into().expect("handle"))
+    }
+
+    fn nothing_received(client: &mut UnixStream) -> bool {
+        client.set_nonblocking(true).expect("nonblocking");
+        let mut byte = [0u8; 1];
+        let empty =
+            matches!(client.read(&mut byte), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock);
+        client.set_nonblocking(false).expect("blocking");
+        empty
+    }
+
+    #[test]
+    fn a_reply_completed_while_the_reader_reads_on_goes_out_with_the_reader_not_the_writer() {
+        let (replies, mut client, in_flight) = replies_over_a_socket();
+        replies.begin_collecting();
+        replies.end_collecting(true);
+        complete_elsewhere(&replies, &in_flight, 7);
+        std::thread::sleep(Duration::from_millis(50));
+        assert!(
+            nothing_received(&mut client),
+            "the reply waits for the reader's next pass"
+        );
+        assert_eq!(replies.writer_wakeups(), 0, "the writer was not woken");
+        // The reader's next pass (here: before it would wait) sends it.
+        replies.end_collecting(false);
+        assert_eq!(received_handle(&mut client), 7);
+        assert_eq!(replies.writer_wakeups(), 0, "sent by the reader itself");
+    }
+
+    #[test]
+    fn a_reply_completed_while_the_reader_may_wait_wakes_the_writer() {
+        let (replies, mut client, in_flight) = replies_over_a_socket();
+        replies.begin_collecting();
+        replies.end_collecting(false);
+        complete_elsewhere(&replies, &in_flight, 9);
+        assert_eq!(received_handle(&mut client), 9);
+        assert_eq!(replies.writer_wakeups(), 1);
+    }
 }

@@ -136,7 +136,9 @@ fn read_requests(
         let next_is_here = reader.buffered_bytes() >= p::REQUEST_HEADER_BYTES
             || (batch.holds_large_writes() && reader.ready_bytes() >= p::REQUEST_HEADER_BYTES);
         if batch.is_full() || !next_is_here {
-            batch.submit();
+            // The next header already in hand: reading it cannot wait on
+            // the client, so replies may wait for the reader's next pass.
+            batch.submit(reader.ready_bytes() >= p::REQUEST_HEADER_BYTES);
         }
         let mut header_bytes = [0u8; p::REQUEST_HEADER_BYTES];
         match reader.next_message(&mut header_bytes) {
@@ -170,7 +172,7 @@ fn read_requests(
                 return;
             }
             Verdict::Reject(error) => {
-                batch.submit();
+                batch.submit(false);
                 // The payload of a rejected write still has to leave the
                 // stream before the next header can be read.
                 if let Err(e) = reader.discard(u64::from(payload_bytes)) {
@@ -250,23 +252,32 @@ impl Batch {
         self.commands.len() >= BATCH_REQUESTS_MAX
     }
 
-    fn submit(&mut self) {
-        if !self.commands.is_empty() {
-            self.large_write_bytes = 0;
-            let commands =
-                std::mem::replace(&mut self.commands, Vec::with_capacity(BATCH_REQUESTS_MAX));
-            // Replies that come back inside the export go out from here.
-            self.replies.begin_collecting();
-            self.export.submit_batch(commands);
-            self.replies.end_collecting();
+    /// Hands the batch to the export and sends the replies queued by then.
+    /// `reader_continues`: see [`Replies::end_collecting`]; false before
+    /// anything that may wait on the client or on replies.
+    fn submit(&mut self, reader_continues: bool) {
+        if self.commands.is_empty() {
+            if !reader_continues {
+                // Replies deferred to the reader go out before it waits.
+                self.replies.end_collecting(false);
+            }
+            return;
         }
+        self.large_write_bytes = 0;
+        let commands =
+            std::mem::replace(&mut self.commands, Vec::with_capacity(BATCH_REQUESTS_MAX));
+        // Replies that come back inside the export go out from here.
+        self.replies.begin_collecting();
+        self.export.submit_batch(commands);
+        self.replies.end_collecting(reader_continues);
     }
 
     /// `in_flight.acquire`, submitting the batch first if the request must
-    /// wait for room: its requests hold room and only finish once started.
+    /// wait for room: its requests hold room and only finish once started,
+    /// and the room comes back only as replies go out.
     fn acquire(&mut self, in_flight: &InFlight, bytes: u64) {
         if !in_flight.try_acquire(bytes) {
-            self.submit();
+            self.submit(false);
             in_flight.acquire(bytes);
         }
     }
@@ -274,7 +285,7 @@ impl Batch {
 
 impl Drop for Batch {
     fn drop(&mut self) {
-        self.submit();
+        self.submit(false);
     }
 }
 
@@ -501,7 +512,7 @@ fn start(
             fua,
         } => {
             // Split into parts of its own: what came before goes first.
-            batch.submit();
+            batch.submit(false);
             in_flight.acquire(0);
             let pending = PendingReply::new(Arc::clone(replies), handle, None, 0);
             let is_trim = matches!(op, Op::Trim { .. });
