@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# CPU per byte of one fio workload against `eraid serve` (or `nbdkit
+# memory`), for A/B comparisons on a noisy machine (a measurement, not a
+# test; CI does not run it). Throughput on two shared cores swings by a
+# quarter between runs; the CPU a fixed amount of work costs swings less,
+# and on a CPU-bound machine it is what throughput follows.
+#
+#   scripts/cpu-per-gib.sh BIN LEVEL RW BS [CONNECTIONS] [LOOPS]
+#   e.g. for i in 1 2 3; do scripts/cpu-per-gib.sh ./old 5 write 1m 4; scripts/cpu-per-gib.sh ./new 5 write 1m 4; done
+#
+# Serves a fresh array of four 128 MiB tmpfs members (64 KiB chunks; LEVEL
+# 0, 5, 6 or 10, or `nbdkit` for `nbdkit memory`, BIN then unused), fills
+# it with one sequential 1M pass, then runs fio (nbd engine, iodepth 32 per
+# connection, CONNECTIONS jobs of one connection each, each on its own
+# slice of 360 MiB) over LOOPS (default 8) passes: a fixed amount of work,
+# not a fixed time. Prints fio's MiB/s, the whole machine's busy CPU per
+# GiB moved (fio, server and kernel) and the server's own CPU per GiB, in
+# ms, from /proc. Needs fio (with its nbd engine), jq, and nbdkit for the
+# baseline.
+set -euo pipefail
+[ $# -ge 4 ] || { echo "usage: scripts/cpu-per-gib.sh BIN LEVEL RW BS [CONNECTIONS] [LOOPS]" >&2; exit 2; }
+BIN=$1; LEVEL=$2; RW=$3; BS=$4; JOBS=${5:-1}; LOOPS=${6:-8}
+[[ "$LEVEL" =~ ^(0|5|6|10|nbdkit)$ ]] || { echo "cpu-per-gib: LEVEL must be 0, 5, 6, 10 or nbdkit, not '$LEVEL'" >&2; exit 2; }
+[[ "$JOBS" =~ ^[1-9][0-9]*$ ]] || { echo "cpu-per-gib: CONNECTIONS must be a positive whole number, not '$JOBS'" >&2; exit 2; }
+[[ "$LOOPS" =~ ^[1-9][0-9]*$ ]] || { echo "cpu-per-gib: LOOPS must be a positive whole number, not '$LOOPS'" >&2; exit 2; }
+for tool in fio jq; do
+  command -v "$tool" >/dev/null || { echo "cpu-per-gib: $tool is not installed" >&2; exit 1; }
+done
+if [ "$LEVEL" != nbdkit ]; then
+  [ -x "$BIN" ] || { echo "cpu-per-gib: $BIN is not an executable" >&2; exit 2; }
+  BIN=$(realpath "$BIN")
+fi
+W=$(mktemp -d /dev/shm/eraid-cpu.XXXXXX)
+P=
+cleanup() { [ -n "$P" ] && { kill "$P" 2>/dev/null || true; wait "$P" 2>/dev/null || true; }; rm -rf "$W"; }
+trap cleanup EXIT
+cd "$W"
+if [ "$LEVEL" = nbdkit ]; then
+  command -v nbdkit >/dev/null || { echo "cpu-per-gib: nbdkit is not installed" >&2; exit 1; }
+  nbdkit -f -U "$W/s.sock" memory 512M >/dev/null 2>&1 & P=$!
+else
+  "$BIN" create --level "$LEVEL" --chunk 64K --size 128M a b c d >/dev/null
+  "$BIN" serve --socket "$W/s.sock" a b c d >/dev/null 2>&1 & P=$!
+fi
+for _ in $(seq 200); do [ -S "$W/s.sock" ] && break; sleep 0.05; done
+[ -S "$W/s.sock" ] || { echo "cpu-per-gib: the server did not start" >&2; exit 1; }
+U="nbd+unix:///?socket=$W/s.sock"
+fio --name=fill --ioengine=nbd --uri="$U" --rw=write --bs=1M --iodepth=32 --size=360M --output=/dev/null >/dev/null 2>&1
+TICK_MS=$((1000 / $(getconf CLK_TCK)))
+# user nice system irq softirq steal, in ticks
+machine_busy() { awk '/^cpu /{ print $2 + $3 + $4 + $7 + $8 + $9 }' /proc/stat; }
+server_cpu() { awk '{ print $14 + $15 }' "/proc/$P/stat"; }
+server0=$(server_cpu); busy0=$(machine_busy)
+out=$(fio --name=case --ioengine=nbd --uri="$U" --rw="$RW" --bs="$BS" --iodepth=32 --numjobs="$JOBS" \
+  --offset_increment=$((360 / JOBS))M --size=$((360 / JOBS))M --loops="$LOOPS" --group_reporting \
+  --output-format=json 2>/dev/null | sed -n '/^{/,$p')
+server1=$(server_cpu); busy1=$(machine_busy)
+mib_s=$(echo "$out" | jq -r '.jobs[0] | ((.read.bw_bytes + .write.bw_bytes) / 1048576 | floor)')
+moved_mib=$(echo "$out" | jq -r '.jobs[0] | ((.read.io_bytes + .write.io_bytes) / 1048576 | floor)')
+[ "$moved_mib" -gt 0 ] || { echo "cpu-per-gib: fio moved no data" >&2; exit 1; }
+echo "$mib_s MiB/s, machine $(( (busy1 - busy0) * TICK_MS * 1024 / moved_mib )) ms/GiB, server $(( (server1 - server0) * TICK_MS * 1024 / moved_mib )) ms/GiB"
