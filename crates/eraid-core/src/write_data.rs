@@ -6,8 +6,9 @@
 //! the XOR. A full stripe's parity depends only on the user's bytes, which
 //! are immutable [`Bytes`], so the core hands out the recipe instead and
 //! the thread that writes the parity shard (outside the lock) encodes it.
-//! The simulator never looks at the bytes and so never encodes; tests and
-//! the journal that do look get the same bytes, encoded then.
+//! The simulator looks at the bytes only when its members keep their
+//! contents, so a timing-only run never encodes; whoever does look (that
+//! simulator, the tests, the journal) gets the same bytes, encoded then.
 
 use crate::stripe_code::StripeCode;
 use bytes::Bytes;
