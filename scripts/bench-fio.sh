@@ -177,6 +177,7 @@ low() { tr ' ' '\n' | grep -v '^$' | sort -g | head -1; }
 high() { tr ' ' '\n' | grep -v '^$' | sort -g | tail -1; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.4f", a / b; else print 0 }'; }
 fixed2() { awk -v a="$1" 'BEGIN { printf "%.2f", a }'; }
+fixed3() { awk -v a="$1" 'BEGIN { printf "%.3f", a }'; }
 mib() { awk -v a="$1" 'BEGIN { printf "%.0f", a }'; }
 
 # values TARGET I JOBS: the target's MiB/s in every round.
@@ -241,7 +242,8 @@ has_connections() { local c; for c in "${CONNECTIONS[@]}"; do [ "$c" = "$1" ] &&
 check() { # LABEL RATIOS THRESHOLD
   local m
   m=$(echo "$2" | median)
-  printf '| %s | %s | %s | %s - %s | %s |\n' "$1" "$3" "$(fixed2 "$m")" \
+  # Three decimals: a median just under the threshold must not read as it.
+  printf '| %s | %s | %s | %s - %s | %s |\n' "$1" "$3" "$(fixed3 "$m")" \
     "$(fixed2 "$(echo "$2" | low)")" "$(fixed2 "$(echo "$2" | high)")" \
     "$(awk -v m="$m" -v t="$3" 'BEGIN { print (m + 0 >= t + 0) ? "met" : "missed" }')"
 }
