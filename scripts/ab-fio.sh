@@ -15,17 +15,10 @@
 set -euo pipefail
 [ $# -ge 3 ] || { echo "usage: scripts/ab-fio.sh BIN RW BS [CONNECTIONS] [LEVEL]" >&2; exit 2; }
 BIN=$(realpath "$1"); RW=$2; BS=$3; JOBS=${4:-1}; LEVEL=${5:-0}
-W=$(mktemp -d /dev/shm/eraid-ab.XXXXXX)
-P=
-cleanup() { [ -n "$P" ] && { kill "$P" 2>/dev/null || true; wait "$P" 2>/dev/null || true; }; rm -rf "$W"; }
-trap cleanup EXIT
-cd "$W"
-"$BIN" create --level "$LEVEL" --chunk 64K --size 128M a b c d >/dev/null
-"$BIN" serve --socket "$W/s.sock" a b c d >/dev/null 2>&1 & P=$!
-for _ in $(seq 200); do [ -S "$W/s.sock" ] && break; sleep 0.05; done
-[ -S "$W/s.sock" ] || { echo "ab-fio: the server did not start" >&2; exit 1; }
-U="nbd+unix:///?socket=$W/s.sock"
-fio --name=fill --ioengine=nbd --uri="$U" --rw=write --bs=1M --iodepth=32 --size=360M --output=/dev/null >/dev/null 2>&1
+# shellcheck source=lib/fio-array.sh
+source "$(dirname "$0")/lib/fio-array.sh"
+serve_filled ab-fio "$BIN" "$LEVEL"
+U=$URI
 fio --name=case --ioengine=nbd --uri="$U" --rw="$RW" --bs="$BS" --iodepth=32 --numjobs="$JOBS" \
   --offset_increment=$((360 / JOBS))M --size=$((360 / JOBS))M --group_reporting \
   --time_based=1 --runtime=3 --ramp_time=1 --output-format=json 2>/dev/null |

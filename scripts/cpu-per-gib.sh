@@ -30,22 +30,10 @@ if [ "$LEVEL" != nbdkit ]; then
   [ -x "$BIN" ] || { echo "cpu-per-gib: $BIN is not an executable" >&2; exit 2; }
   BIN=$(realpath "$BIN")
 fi
-W=$(mktemp -d /dev/shm/eraid-cpu.XXXXXX)
-P=
-cleanup() { [ -n "$P" ] && { kill "$P" 2>/dev/null || true; wait "$P" 2>/dev/null || true; }; rm -rf "$W"; }
-trap cleanup EXIT
-cd "$W"
-if [ "$LEVEL" = nbdkit ]; then
-  command -v nbdkit >/dev/null || { echo "cpu-per-gib: nbdkit is not installed" >&2; exit 1; }
-  nbdkit -f -U "$W/s.sock" memory 512M >/dev/null 2>&1 & P=$!
-else
-  "$BIN" create --level "$LEVEL" --chunk 64K --size 128M a b c d >/dev/null
-  "$BIN" serve --socket "$W/s.sock" a b c d >/dev/null 2>&1 & P=$!
-fi
-for _ in $(seq 200); do [ -S "$W/s.sock" ] && break; sleep 0.05; done
-[ -S "$W/s.sock" ] || { echo "cpu-per-gib: the server did not start" >&2; exit 1; }
-U="nbd+unix:///?socket=$W/s.sock"
-fio --name=fill --ioengine=nbd --uri="$U" --rw=write --bs=1M --iodepth=32 --size=360M --output=/dev/null >/dev/null 2>&1
+# shellcheck source=lib/fio-array.sh
+source "$(dirname "$0")/lib/fio-array.sh"
+serve_filled cpu-per-gib "$BIN" "$LEVEL"
+U=$URI
 TICK_MS=$((1000 / $(getconf CLK_TCK)))
 # user nice system irq softirq steal, in ticks
 machine_busy() { awk '/^cpu /{ print $2 + $3 + $4 + $7 + $8 + $9 }' /proc/stat; }

@@ -29,22 +29,11 @@ if [ -z "${ERAID:-}" ] && [ "$LEVEL" != nbdkit ]; then
   cargo build --release -q -p eraid-cli
   ERAID=$PWD/target/release/eraid
 fi
-W=$(mktemp -d /dev/shm/eraid-profile.XXXXXX)
-P=
-cleanup() { [ -n "$P" ] && { kill "$P" 2>/dev/null || true; wait "$P" 2>/dev/null || true; }; rm -rf "$W"; }
-trap cleanup EXIT
-cd "$W"
-if [ "$LEVEL" = nbdkit ]; then
-  command -v nbdkit >/dev/null || { echo "profile-system: nbdkit is not installed" >&2; exit 1; }
-  nbdkit -f -U "$W/s.sock" memory 512M >/dev/null 2>&1 & P=$!
-else
-  "$ERAID" create --level "$LEVEL" --chunk 64K --size 128M a b c d >/dev/null
-  "$ERAID" serve --socket "$W/s.sock" a b c d >/dev/null 2>&1 & P=$!
-fi
-for _ in $(seq 200); do [ -S "$W/s.sock" ] && break; sleep 0.05; done
-[ -S "$W/s.sock" ] || { echo "profile-system: the server did not start" >&2; exit 1; }
-U="nbd+unix:///?socket=$W/s.sock"
-fio --name=fill --ioengine=nbd --uri="$U" --rw=write --bs=1M --iodepth=32 --size=360M --output=/dev/null >/dev/null 2>&1
+[ "$LEVEL" = nbdkit ] || ERAID=$(realpath "$ERAID")
+# shellcheck source=lib/fio-array.sh
+source scripts/lib/fio-array.sh
+serve_filled profile-system "${ERAID:-}" "$LEVEL"
+U=$URI
 fio --name=case --ioengine=nbd --uri="$U" --rw="$RW" --bs="$BS" --iodepth=32 --numjobs="$JOBS" \
   --offset_increment=$((360 / JOBS))M --size=$((360 / JOBS))M --group_reporting \
   --time_based=1 --runtime=8 --output-format=json >"$W/fio.json" 2>/dev/null &

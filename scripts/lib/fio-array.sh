@@ -1,0 +1,40 @@
+# Sourced (not run) by scripts/ab-fio.sh, profile-system.sh and
+# cpu-per-gib.sh: the server they drive with fio. A fresh array of four
+# 128 MiB tmpfs members (64 KiB chunks) served over a Unix socket, or
+# `nbdkit memory` as the baseline, filled by one sequential 1M pass so
+# reads touch real pages.
+#
+#   serve_filled NAME BIN LEVEL
+#
+# NAME prefixes error messages and the temporary directory; LEVEL is 0, 5,
+# 6 or 10, or `nbdkit` (BIN then unused). Leaves the shell in the
+# directory, sets W (the directory), P (the server's pid) and URI, and
+# stops the server and removes the directory when the shell exits.
+
+fio_array_cleanup() {
+  if [ -n "${P:-}" ]; then
+    kill "$P" 2>/dev/null || true
+    wait "$P" 2>/dev/null || true
+  fi
+  [ -n "${W:-}" ] && rm -rf "$W"
+}
+
+serve_filled() {
+  local name=$1 bin=$2 level=$3
+  W=$(mktemp -d "/dev/shm/eraid-$name.XXXXXX")
+  P=
+  trap fio_array_cleanup EXIT
+  cd "$W"
+  if [ "$level" = nbdkit ]; then
+    command -v nbdkit >/dev/null || { echo "$name: nbdkit is not installed" >&2; exit 1; }
+    nbdkit -f -U "$W/s.sock" memory 512M >/dev/null 2>&1 & P=$!
+  else
+    "$bin" create --level "$level" --chunk 64K --size 128M a b c d >/dev/null
+    "$bin" serve --socket "$W/s.sock" a b c d >/dev/null 2>&1 & P=$!
+  fi
+  for _ in $(seq 200); do [ -S "$W/s.sock" ] && break; sleep 0.05; done
+  [ -S "$W/s.sock" ] || { echo "$name: the server did not start" >&2; exit 1; }
+  URI="nbd+unix:///?socket=$W/s.sock"
+  fio --name=fill --ioengine=nbd --uri="$URI" --rw=write --bs=1M --iodepth=32 --size=360M \
+    --output=/dev/null >/dev/null 2>&1
+}
