@@ -85,7 +85,8 @@ struct Queue {
     reader_defers: bool,
     writer_waiting: bool,
     closed: bool,
-    /// Times the writer thread was woken with replies to send (tests).
+    /// Times the writer thread was woken with replies to send.
+    #[cfg(test)]
     writer_wakeups: u64,
 }
 
@@ -193,7 +194,10 @@ impl Replies {
                 queue = self.queued.wait(queue).unwrap_or_else(|e| e.into_inner());
                 queue.writer_waiting = false;
             }
-            queue.writer_wakeups += 1;
+            #[cfg(test)]
+            {
+                queue.writer_wakeups += 1;
+            }
             let replies = std::mem::take(&mut queue.replies);
             drop(queue);
             self.send(replies);

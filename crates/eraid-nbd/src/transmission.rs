@@ -138,7 +138,8 @@ fn read_requests(
         if batch.is_full() || !next_is_here {
             // The next header already in hand: reading it cannot wait on
             // the client, so replies may wait for the reader's next pass.
-            batch.submit(reader.ready_bytes() >= p::REQUEST_HEADER_BYTES);
+            // (`next_is_here` already says so without asking the socket.)
+            batch.submit(next_is_here || reader.ready_bytes() >= p::REQUEST_HEADER_BYTES);
         }
         let mut header_bytes = [0u8; p::REQUEST_HEADER_BYTES];
         match reader.next_message(&mut header_bytes) {

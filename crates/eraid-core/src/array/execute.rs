@@ -492,8 +492,8 @@ impl Array {
                                 overwritten[s.data_index] = s.intra == row;
                             }
                         }
-                        let code_shared = code.clone();
-                        let code = code.as_deref().expect("parity code");
+                        let code_shared = code.as_ref().expect("parity code");
+                        let code: &crate::stripe_code::StripeCode = code_shared;
                         let full_row = whole_row_data(&op.segments, k, &row);
                         if let Some(data) = full_row.as_ref().filter(|_| code.parity_is_data_copy())
                         {
@@ -508,7 +508,7 @@ impl Array {
                             // encoded later, outside the engine lock, by the
                             // thread that writes a parity shard (WriteData).
                             let stripe = crate::write_data::StripeParity::new(
-                                code_shared.clone().expect("parity code"),
+                                std::sync::Arc::clone(code_shared),
                                 data.into_iter().cloned().collect(),
                                 m,
                                 self.parity_buffers.clone(),
