@@ -117,7 +117,7 @@ impl Export for CachedMember {
             }
         };
         drop(images);
-        done(result);
+        done(result.map(|data| data.map(Vec::into)));
     }
 }
 

@@ -10,6 +10,7 @@
 
 pub use crate::write_data::WriteData;
 pub use bytes::Bytes;
+pub use eraid_buffers::{ReadBuf, ReadData};
 
 /// A point in time, in nanoseconds since an epoch the driver picks.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -106,8 +107,9 @@ pub struct DeviceIo {
 /// The outcome of a device I/O, handed back with [`IoId`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum IoCompletion {
-    /// A read's bytes (exactly `len_bytes` of them).
-    Read(Vec<u8>),
+    /// A read's bytes (exactly `len_bytes` of them), in a buffer the core
+    /// may update in place and pass on without copying.
+    Read(ReadBuf),
     /// A write or flush finished.
     Done,
     /// The device failed this I/O; the core treats the member as failed.
@@ -204,8 +206,9 @@ pub enum UserError {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct UserReply {
     pub id: RequestId,
-    /// `Ok(Some(bytes))` for reads, `Ok(None)` for everything else.
-    pub result: Result<Option<Vec<u8>>, UserError>,
+    /// `Ok(Some(bytes))` for reads (the members' buffers, not joined),
+    /// `Ok(None)` for everything else.
+    pub result: Result<Option<ReadData>, UserError>,
 }
 
 /// Something a driver may want to log or show; the core keeps running.

@@ -97,13 +97,13 @@ impl StripeCode {
     /// the stripe's whole row). A matrix code adds both into parity `window`
     /// in place with no delta buffer (`MatrixCode::update_parity`); CRS builds
     /// the delta and goes through `apply_delta_window`. Same parity either way.
-    pub fn update_parity_window(
+    pub fn update_parity_window<P: std::ops::DerefMut<Target = [u8]>>(
         &self,
         data_index: usize,
         old_data: &[u8],
         new_data: &[u8],
         window: Range<usize>,
-        parity: &mut [Vec<u8>],
+        parity: &mut [P],
     ) -> Result<(), CodeError> {
         assert_eq!(old_data.len(), window.len(), "old data spans its window");
         match self {
@@ -132,12 +132,12 @@ impl StripeCode {
     /// whole row (`window` indexes into it). A matrix code updates parity
     /// bytes `window` only; a CRS parity packet mixes all packets, so its
     /// delta is widened to the whole row with zeroes (unchanged bytes).
-    pub fn apply_delta_window(
+    pub fn apply_delta_window<P: std::ops::DerefMut<Target = [u8]>>(
         &self,
         data_index: usize,
         delta: &[u8],
         window: Range<usize>,
-        parity: &mut [Vec<u8>],
+        parity: &mut [P],
     ) -> Result<(), CodeError> {
         assert_eq!(delta.len(), window.len(), "delta spans its window");
         match self {
@@ -150,8 +150,7 @@ impl StripeCode {
                 let row_len = parity.first().map_or(0, |p| p.len());
                 let mut wide = vec![0u8; row_len];
                 wide[window].copy_from_slice(delta);
-                let mut refs: Vec<&mut [u8]> =
-                    parity.iter_mut().map(|p| p.as_mut_slice()).collect();
+                let mut refs: Vec<&mut [u8]> = parity.iter_mut().map(|p| &mut p[..]).collect();
                 code.apply_delta(data_index, &wide, &mut refs)
             }
         }

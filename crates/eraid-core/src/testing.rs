@@ -123,6 +123,11 @@ pub struct MemHarness {
     pub hung_devices: Vec<usize>,
     pub journal: Option<MemJournal>,
     journal_inflight: Vec<JournalBatch>,
+    /// Reads land in pooled, aligned buffers, as from a real member.
+    read_buffers: eraid_buffers::BufferPool,
+    /// The address range of every read buffer handed to the machine, so a
+    /// test can tell its bytes passed on from a copy of them.
+    pub read_buffer_spans: Vec<std::ops::Range<usize>>,
 }
 
 impl MemHarness {
@@ -163,6 +168,8 @@ impl MemHarness {
             hung_devices: Vec::new(),
             journal: None,
             journal_inflight: Vec::new(),
+            read_buffers: eraid_buffers::BufferPool::new(1 << 20),
+            read_buffer_spans: Vec::new(),
         };
         let sb = new_superblock(
             geometry,
@@ -476,7 +483,11 @@ impl MemHarness {
             } => {
                 assert_eq!(offset_bytes % SECTOR_BYTES, 0);
                 let at = *offset_bytes as usize;
-                IoCompletion::Read(member.current[at..at + len_bytes].to_vec())
+                let mut buf = self.read_buffers.take(*len_bytes);
+                buf.copy_from_slice(&member.current[at..at + len_bytes]);
+                let start = buf.as_ptr() as usize;
+                self.read_buffer_spans.push(start..start + len_bytes);
+                IoCompletion::Read(buf.into())
             }
             DeviceOp::Write { offset_bytes, data } => {
                 assert_eq!(offset_bytes % SECTOR_BYTES, 0);

@@ -134,7 +134,7 @@ impl SparseDriver {
                     let end = (at + len_bytes).min(METADATA_BYTES as usize);
                     bytes[..end - at].copy_from_slice(&m.metadata[at..end]);
                 }
-                IoCompletion::Read(bytes)
+                IoCompletion::Read(bytes.into())
             }
             DeviceOp::Write { offset_bytes, data } => {
                 let (member, offset_bytes, data) = (io.member, *offset_bytes, data.clone());
@@ -232,7 +232,11 @@ fn read_works(driver: &mut SparseDriver, array: &mut Array, id: u64, offset_byte
     );
     driver.run(array);
     let reply = driver.answered(id).expect("read answered");
-    assert_eq!(reply.result, Ok(Some(vec![0u8; 8192])), "degraded read");
+    assert_eq!(
+        reply.result,
+        Ok(Some(vec![0u8; 8192].into())),
+        "degraded read"
+    );
 }
 
 #[test]

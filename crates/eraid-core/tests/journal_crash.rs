@@ -223,7 +223,7 @@ fn run_journal_crash(seed: u64, level: Level, members: usize, lose_member: bool)
         .result
         .expect("read")
         .expect("bytes");
-    for (at, (&got, &want)) in whole.iter().zip(&model).enumerate() {
+    for (at, (&got, &want)) in whole.to_vec().iter().zip(&model).enumerate() {
         assert!(
             unknown[at] || got == want,
             "{what}: byte {at} reads {got}, the acknowledged data is {want}"

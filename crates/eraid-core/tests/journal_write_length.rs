@@ -116,7 +116,7 @@ fn a_write_longer_than_the_journal_takes_is_refused_and_changes_nothing() {
         .expect("read")
         .expect("bytes");
     assert!(
-        before.iter().all(|&b| b == 0),
+        before.bytes().all(|b| b == 0),
         "the refused write changed data"
     );
     h.submit(
@@ -149,7 +149,7 @@ fn a_write_longer_than_the_journal_takes_is_refused_and_changes_nothing() {
         .expect("read")
         .expect("bytes");
     assert!(
-        after.iter().all(|&b| b == 0x5C),
+        after.bytes().all(|b| b == 0x5C),
         "the write of the limit reads back"
     );
 }

@@ -1050,7 +1050,10 @@ fn rebuild_order_under_skewed_load(strategy: RebuildStrategy, seed: u64) -> Vec<
             };
             let at = (chunk * CHUNK) as usize;
             assert!(
-                reply.result.unwrap().as_deref() == Some(&model[at..at + CHUNK as usize]),
+                reply
+                    .result
+                    .unwrap()
+                    .is_some_and(|d| d == model[at..at + CHUNK as usize]),
                 "{what}: read of chunk {chunk}"
             );
         }
@@ -1162,9 +1165,10 @@ fn dor_rebuild_io_goes_below_users_and_takes_the_bandwidth_left() {
                 }
                 if let Some(reply) = h.take_reply(id) {
                     let at = (chunk * CHUNK) as usize;
-                    assert!(
-                        reply.result.unwrap().as_deref() == Some(&model[at..at + CHUNK as usize])
-                    );
+                    assert!(reply
+                        .result
+                        .unwrap()
+                        .is_some_and(|d| d == model[at..at + CHUNK as usize]));
                     break;
                 }
                 assert!(h.step(&mut array), "{what}: a read is never answered");

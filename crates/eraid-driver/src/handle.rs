@@ -225,7 +225,7 @@ impl EngineHandle {
             offset_bytes,
             len_bytes,
         })? {
-            Some(data) => Ok(data),
+            Some(data) => Ok(data.to_vec()),
             None => Err(UserError::Unavailable(
                 "the array answered a read without data".into(),
             )),

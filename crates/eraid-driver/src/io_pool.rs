@@ -30,6 +30,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender};
+use eraid_buffers::BufferPool;
 use eraid_core::io::{DeviceIo, DeviceOp, IoCompletion, IoId, IoPriority};
 
 use crate::member_io::MemberIo;
@@ -94,7 +95,14 @@ pub struct IoPool {
     /// Every worker started, by index (as in `watch.workers`).
     workers: Vec<Option<JoinHandle<()>>>,
     watch: SharedWatch,
+    /// Where member reads land: aligned for O_DIRECT, reused rather than
+    /// allocated and zeroed per read, and passed on to the user's reply
+    /// without a copy.
+    read_buffers: BufferPool,
 }
+
+/// Idle read buffers the pool keeps for reuse, at most.
+const READ_BUFFERS_CACHED_BYTES_MAX: u64 = 32 << 20;
 
 impl IoPool {
     /// Starts `threads` workers (at least one) performing I/O on `members`
@@ -115,6 +123,7 @@ impl IoPool {
             members: Arc::new(RwLock::new(members.to_vec())),
             workers: Vec::new(),
             watch: SharedWatch::default(),
+            read_buffers: BufferPool::new(READ_BUFFERS_CACHED_BYTES_MAX),
         };
         // On a spawn error `pool` is dropped, which stops the workers
         // already started.
@@ -146,10 +155,21 @@ impl IoPool {
         let low_rx = self.low_rx.clone();
         let done_tx = self.done_tx.clone();
         let watch = Arc::clone(&self.watch);
+        let read_buffers = self.read_buffers.clone();
         lock_watch(&self.watch).workers.push(WorkerState::default());
         let spawned = std::thread::Builder::new()
             .name(format!("eraid-io-{index}"))
-            .spawn(move || worker_loop(index, &members, &job_rx, &low_rx, &done_tx, &watch));
+            .spawn(move || {
+                let queues = WorkerQueues {
+                    members: &members,
+                    job_rx: &job_rx,
+                    low_rx: &low_rx,
+                    done_tx: &done_tx,
+                    watch: &watch,
+                    read_buffers: &read_buffers,
+                };
+                worker_loop(index, &queues)
+            });
         match spawned {
             Ok(worker) => {
                 self.workers.push(Some(worker));
@@ -256,6 +276,7 @@ impl IoPool {
                 io,
                 member,
                 member_count,
+                read_buffers: self.read_buffers.clone(),
             }),
             None => {
                 self.submit(io);
@@ -335,14 +356,25 @@ fn next_job(job_rx: &Receiver<DeviceIo>, low_rx: &Receiver<DeviceIo>) -> Option<
     }
 }
 
-fn worker_loop(
-    index: usize,
-    members: &MemberTable,
-    job_rx: &Receiver<DeviceIo>,
-    low_rx: &Receiver<DeviceIo>,
-    done_tx: &Sender<FinishedIo>,
-    watch: &SharedWatch,
-) {
+/// What a worker shares with the pool.
+struct WorkerQueues<'a> {
+    members: &'a MemberTable,
+    job_rx: &'a Receiver<DeviceIo>,
+    low_rx: &'a Receiver<DeviceIo>,
+    done_tx: &'a Sender<FinishedIo>,
+    watch: &'a SharedWatch,
+    read_buffers: &'a BufferPool,
+}
+
+fn worker_loop(index: usize, queues: &WorkerQueues<'_>) {
+    let WorkerQueues {
+        members,
+        job_rx,
+        low_rx,
+        done_tx,
+        watch,
+        read_buffers,
+    } = *queues;
     while let Some(io) = next_job(job_rx, low_rx) {
         let id = io.id;
         let device = io.member;
@@ -365,7 +397,7 @@ fn worker_loop(
                 member.as_ref().map_or("?", |m| m.label())
             ))
         } else {
-            execute_caught(member.as_ref(), member_count, io)
+            execute_caught(member.as_ref(), member_count, io, read_buffers)
         };
         let replaced = {
             let mut watch = lock_watch(watch);
@@ -395,6 +427,7 @@ pub struct MemoryIo {
     io: DeviceIo,
     member: Arc<dyn MemberIo>,
     member_count: usize,
+    read_buffers: BufferPool,
 }
 
 impl MemoryIo {
@@ -404,7 +437,12 @@ impl MemoryIo {
 
     /// Runs the I/O here; a panicking device fails only this I/O.
     pub fn perform(self) -> IoCompletion {
-        execute_caught(Some(&self.member), self.member_count, self.io)
+        execute_caught(
+            Some(&self.member),
+            self.member_count,
+            self.io,
+            &self.read_buffers,
+        )
     }
 }
 
@@ -414,16 +452,21 @@ pub(crate) fn execute_caught(
     member: Option<&Arc<dyn MemberIo>>,
     member_count: usize,
     io: DeviceIo,
+    read_buffers: &BufferPool,
 ) -> IoCompletion {
     let id = io.id;
-    panic::catch_unwind(AssertUnwindSafe(|| execute_on(member, member_count, io)))
-        .unwrap_or_else(|_| IoCompletion::Failed(format!("I/O {} panicked", id.0)))
+    panic::catch_unwind(AssertUnwindSafe(|| {
+        execute_on(member, member_count, io, read_buffers)
+    }))
+    .unwrap_or_else(|_| IoCompletion::Failed(format!("I/O {} panicked", id.0)))
 }
 
 /// Performs one I/O and describes any failure with the member, its label,
 /// the operation, offset and OS error.
+/// Reads land in buffers of a pool of their own.
 pub fn execute(members: &[Arc<dyn MemberIo>], io: DeviceIo) -> IoCompletion {
-    execute_on(members.get(io.member), members.len(), io)
+    let read_buffers = BufferPool::new(0);
+    execute_on(members.get(io.member), members.len(), io, &read_buffers)
 }
 
 /// [`execute`] on a member already looked up (`None`: no such slot among
@@ -432,6 +475,7 @@ fn execute_on(
     member: Option<&Arc<dyn MemberIo>>,
     member_count: usize,
     io: DeviceIo,
+    read_buffers: &BufferPool,
 ) -> IoCompletion {
     let Some(member) = member else {
         return IoCompletion::Failed(format!(
@@ -449,30 +493,42 @@ fn execute_on(
     };
     let fail = |what: String, err: std::io::Error| IoCompletion::Failed(describe(what, &err));
     match io.op {
-        DeviceOp::Read { offset_bytes, len_bytes } => match member.read_at(offset_bytes, len_bytes) {
-            Ok(data) if data.len() == len_bytes => IoCompletion::Read(data),
-            // A short read or a media error: the core may repair the range.
-            Ok(data) => IoCompletion::ReadError(format!(
-                "member {} ({}): read of {len_bytes} bytes at offset {offset_bytes} returned {} bytes",
-                io.member,
-                member.label(),
-                data.len()
-            )),
+        DeviceOp::Read {
+            offset_bytes,
+            len_bytes,
+        } => {
+            let mut buf = read_buffers.take(len_bytes);
+            match member.read_into(offset_bytes, &mut buf) {
+                Ok(got_bytes) if got_bytes == len_bytes => IoCompletion::Read(buf.into()),
+                // A short read or a media error: the core may repair the range.
+                Ok(got_bytes) => IoCompletion::ReadError(format!(
+                    "member {} ({}): read of {len_bytes} bytes at offset {offset_bytes} returned {got_bytes} bytes",
+                    io.member,
+                    member.label(),
+                )),
             Err(err) if crate::device_errors::is_media_error(&err) => IoCompletion::ReadError(
                 describe(format!("read of {len_bytes} bytes at offset {offset_bytes}"), &err),
             ),
-            Err(err) => fail(format!("read of {len_bytes} bytes at offset {offset_bytes}"), err),
-        },
-        DeviceOp::Write { offset_bytes, data } => match member.write_at(offset_bytes, &data) {
-            Ok(()) => IoCompletion::Done,
-            Err(err) => fail(format!("write of {} bytes at offset {offset_bytes}", data.len()), err),
-        },
-        DeviceOp::WriteZeroes { offset_bytes, len_bytes } => {
-            match member.write_zeroes(offset_bytes, len_bytes) {
-                Ok(()) => IoCompletion::Done,
-                Err(err) => fail(format!("zeroing of {len_bytes} bytes at offset {offset_bytes}"), err),
+                Err(err) => fail(format!("read of {len_bytes} bytes at offset {offset_bytes}"), err),
             }
         }
+        DeviceOp::Write { offset_bytes, data } => match member.write_at(offset_bytes, &data) {
+            Ok(()) => IoCompletion::Done,
+            Err(err) => fail(
+                format!("write of {} bytes at offset {offset_bytes}", data.len()),
+                err,
+            ),
+        },
+        DeviceOp::WriteZeroes {
+            offset_bytes,
+            len_bytes,
+        } => match member.write_zeroes(offset_bytes, len_bytes) {
+            Ok(()) => IoCompletion::Done,
+            Err(err) => fail(
+                format!("zeroing of {len_bytes} bytes at offset {offset_bytes}"),
+                err,
+            ),
+        },
         DeviceOp::Flush => match member.sync_data() {
             Ok(()) => IoCompletion::Done,
             Err(err) => fail("flush (fdatasync)".to_string(), err),
@@ -629,7 +685,7 @@ mod tests {
                 .expect("an I/O never completed");
             assert_eq!(
                 completion,
-                IoCompletion::Read(vec![0; 512]),
+                IoCompletion::Read(vec![0; 512].into()),
                 "I/Os did not run concurrently"
             );
             ids.push(id.0);
@@ -724,7 +780,7 @@ mod tests {
             .expect("read served");
         assert_eq!(
             (id, completion),
-            (IoId(2), IoCompletion::Read(vec![0; 512]))
+            (IoId(2), IoCompletion::Read(vec![0; 512].into()))
         );
         assert_eq!(pool.threads(), 1);
         // Past the hung bound, device 0's next I/O fails at once.
@@ -846,6 +902,49 @@ mod tests {
             message.contains("No space left") && message.contains("is full"),
             "{message}"
         );
+    }
+
+    /// Reads return `len_bytes` of `fill`, or fewer when `short`.
+    struct FilledReads {
+        fill: u8,
+        short: bool,
+    }
+
+    impl MemberIo for FilledReads {
+        fn label(&self) -> &str {
+            "filled"
+        }
+        fn read_at(&self, _offset_bytes: u64, len_bytes: usize) -> io::Result<Vec<u8>> {
+            Ok(vec![self.fill; len_bytes - usize::from(self.short)])
+        }
+        fn write_at(&self, _offset_bytes: u64, _data: &[u8]) -> io::Result<()> {
+            Ok(())
+        }
+        fn sync_data(&self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_read_lands_in_a_pooled_aligned_buffer_and_a_short_one_is_a_read_error() {
+        let members: Vec<Arc<dyn MemberIo>> = vec![Arc::new(FilledReads {
+            fill: 0xA5,
+            short: false,
+        })];
+        let IoCompletion::Read(buf) = execute(&members, read_io(1, 0)) else {
+            panic!("the read succeeds");
+        };
+        assert!(buf.is_pooled(), "read into the pool's buffer, not a vector");
+        assert_eq!(buf.as_ptr() as usize % eraid_buffers::DIRECT_ALIGN_BYTES, 0);
+        assert_eq!(buf, vec![0xA5; 512]);
+        let short: Vec<Arc<dyn MemberIo>> = vec![Arc::new(FilledReads {
+            fill: 0,
+            short: true,
+        })];
+        let IoCompletion::ReadError(message) = execute(&short, read_io(2, 0)) else {
+            panic!("a short read is a read error");
+        };
+        assert!(message.contains("returned 511 bytes"), "{message}");
     }
 
     #[test]

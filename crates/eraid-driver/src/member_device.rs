@@ -83,6 +83,9 @@ impl MemberIo for MemberDevice {
     fn read_at(&self, offset_bytes: u64, len_bytes: usize) -> io::Result<Vec<u8>> {
         self.io().read_at(offset_bytes, len_bytes)
     }
+    fn read_into(&self, offset_bytes: u64, buf: &mut [u8]) -> io::Result<usize> {
+        self.io().read_into(offset_bytes, buf)
+    }
     fn write_at(&self, offset_bytes: u64, data: &[u8]) -> io::Result<()> {
         self.io().write_at(offset_bytes, data)
     }

@@ -15,6 +15,16 @@ pub trait MemberIo: Send + Sync {
     /// Returns exactly `len_bytes` bytes; bytes beyond the end of the device
     /// read as zeroes.
     fn read_at(&self, offset_bytes: u64, len_bytes: usize) -> io::Result<Vec<u8>>;
+    /// Reads `buf.len()` bytes at `offset_bytes` into `buf` (the data
+    /// path's pooled buffer, aligned for O_DIRECT), returning how many it
+    /// got; fewer means a short read. The default reads a vector and
+    /// copies it; a member that can read in place says so by overriding.
+    fn read_into(&self, offset_bytes: u64, buf: &mut [u8]) -> io::Result<usize> {
+        let data = self.read_at(offset_bytes, buf.len())?;
+        let got_bytes = data.len().min(buf.len());
+        buf[..got_bytes].copy_from_slice(&data[..got_bytes]);
+        Ok(data.len())
+    }
     /// Writes all of `data`, retrying short writes.
     fn write_at(&self, offset_bytes: u64, data: &[u8]) -> io::Result<()>;
     /// Makes every write that completed before this call durable (fdatasync).

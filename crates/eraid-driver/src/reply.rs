@@ -4,7 +4,7 @@ use eraid_core::io::UserError;
 
 /// The result a caller receives: `Ok(Some(bytes))` for reads, `Ok(None)`
 /// otherwise.
-pub type UserResult = Result<Option<Vec<u8>>, UserError>;
+pub type UserResult = Result<Option<eraid_core::io::ReadData>, UserError>;
 
 /// Called once with the request's result, on the thread that runs it (the
 /// submitter's or the engine thread), never under the engine's lock: it must be

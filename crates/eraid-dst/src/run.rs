@@ -441,7 +441,9 @@ impl Sim {
         }
         match pending {
             Pending::Read { first, count, from } => {
-                let data = result.ok_or_else(|| format!("read {id} returned no data"))?;
+                let data = result
+                    .ok_or_else(|| format!("read {id} returned no data"))?
+                    .to_vec();
                 if data.len() as u64 != count * SECTOR_BYTES {
                     return Err(format!("read {id} returned {} bytes", data.len()));
                 }
@@ -1210,6 +1212,7 @@ impl Sim {
         reply
             .result
             .map_err(|e| format!("whole-array read failed: {e}"))?
+            .map(|data| data.to_vec())
             .ok_or_else(|| "whole-array read returned no data".to_string())
     }
 

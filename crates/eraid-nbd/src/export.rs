@@ -59,7 +59,7 @@ impl ExportError {
 }
 
 /// `Ok(Some(bytes))` for reads (exactly `len_bytes` long), `Ok(None)` otherwise.
-pub type ExportResult = Result<Option<Vec<u8>>, ExportError>;
+pub type ExportResult = Result<Option<eraid_buffers::ReadData>, ExportError>;
 
 /// The completion callback handed to `Export::submit`.
 pub type Done = Box<dyn FnOnce(ExportResult) + Send>;

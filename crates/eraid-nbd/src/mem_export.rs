@@ -73,7 +73,7 @@ impl MemExport {
             } => {
                 let bytes = self.lock();
                 let range = range(bytes.len(), offset_bytes, u64::from(len_bytes))?;
-                Ok(Some(bytes[range].to_vec()))
+                Ok(Some(bytes[range].to_vec().into()))
             }
             ExportCommand::Write {
                 offset_bytes,
@@ -192,7 +192,7 @@ mod tests {
             offset_bytes: 512,
             len_bytes: 1024,
         });
-        assert_eq!(read, Ok(Some(data)));
+        assert_eq!(read, Ok(Some(data.into())));
         export
             .execute(ExportCommand::Trim {
                 offset_bytes: 512,
@@ -205,7 +205,7 @@ mod tests {
         });
         let mut expected = vec![0u8; 512];
         expected.extend_from_slice(&[7u8; 512]);
-        assert_eq!(read, Ok(Some(expected)));
+        assert_eq!(read, Ok(Some(expected.into())));
         assert_eq!(export.fua_count(), 1);
     }
 

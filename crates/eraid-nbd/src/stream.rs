@@ -111,6 +111,15 @@ impl Write for Stream {
         }
     }
 
+    /// One `writev` on a socket (a read's pieces go out without joining).
+    fn write_vectored(&mut self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
+        match self {
+            Stream::Unix(s) => s.write_vectored(bufs),
+            Stream::Tcp(s) => s.write_vectored(bufs),
+            Stream::Tls(s) => s.write_vectored(bufs),
+        }
+    }
+
     fn flush(&mut self) -> io::Result<()> {
         match self {
             Stream::Unix(s) => s.flush(),
@@ -412,6 +421,23 @@ impl Write for DeadlineWriter {
                 Ok(n) => {
                     // A TLS write only queues records: they must be on the
                     // socket before the caller counts the bytes as sent.
+                    self.send_pending()?;
+                    return Ok(n);
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// As `write`, with several buffers in one call.
+    fn write_vectored(&mut self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
+        loop {
+            if let Some(error) = self.watch.give_up(self.deadline, &mut self.stop_seen_at) {
+                return Err(error);
+            }
+            match self.inner.write_vectored(bufs) {
+                Err(e) if is_timeout(&e) => {}
+                Ok(n) => {
                     self.send_pending()?;
                     return Ok(n);
                 }

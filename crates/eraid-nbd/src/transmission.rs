@@ -456,7 +456,7 @@ fn start(
                 u64::from(len_bytes),
             );
             if len_bytes == 0 {
-                pending.complete(Ok(Some(Vec::new())));
+                pending.complete(Ok(Some(eraid_buffers::ReadData::new())));
             } else {
                 batch.push(
                     ExportCommand::Read {

@@ -278,8 +278,8 @@ fn export_errors_map_to_nbd_errors_and_lost_callbacks_to_eio() {
                     drop(done.take()); // a lost callback
                     return;
                 }
-                2560 => Ok(Some(vec![0u8; len_bytes as usize + 1])), // wrong length
-                3072 => Ok(None),                                    // no data for a read
+                2560 => Ok(Some(vec![0u8; len_bytes as usize + 1].into())), // wrong length
+                3072 => Ok(None),                                           // no data for a read
                 _ => return,
             };
             if let Some(done) = done.take() {

@@ -120,7 +120,7 @@ impl Array {
             }
             self.outbox_reply.push_back(UserReply {
                 id: request.id,
-                result: Ok(Some(buf)),
+                result: Ok(Some(buf.into())),
             });
             return;
         }

@@ -235,7 +235,8 @@ impl Array {
             let place = places[*shard];
             let offset_bytes = self.member_offset_bytes(place.member_chunk, range.start);
             let len_bytes = (range.end - range.start) as usize;
-            self.ops.get_mut(&op_id).expect("op").reads[*shard] = Some((range.clone(), Vec::new()));
+            self.ops.get_mut(&op_id).expect("op").reads[*shard] =
+                Some((range.clone(), crate::io::ReadBuf::default()));
             self.issue(
                 place.member,
                 DeviceOp::Read {
@@ -370,62 +371,43 @@ impl Array {
                     .segments
                     .iter()
                     .all(|s| matches!(&op.reads[s.data_index], Some((r, _)) if *r == s.intra));
-                let shards = if direct {
+                let mut shards = if direct {
                     None
                 } else {
                     Some(rebuild_row(&op, code.as_deref(), &vec![false; k]))
                 };
+                // Each segment's piece: the member's buffer as read (shared,
+                // not copied) or a slice of the rebuilt row, shared.
                 let pending = self.requests.get_mut(&parent).expect("parent request");
-                let read_len_bytes = pending.read_len_bytes;
-                let buf = pending.read_buf.as_mut().expect("read buffer");
-                // A request one device read serves whole takes that read's
-                // buffer: nothing zeroed, nothing copied.
-                let whole = match op.segments.as_slice() {
-                    [s] => {
-                        direct
-                            && buf.is_empty()
-                            && s.user_offset == 0
-                            && (s.intra.end - s.intra.start) as usize == read_len_bytes
+                let read = pending.read.as_mut().expect("read result");
+                match &mut shards {
+                    // `direct`: each read covers its segment exactly.
+                    None if op.segments.len() == 1 => {
+                        let s = &op.segments[0];
+                        let (_, bytes) = op.reads[s.data_index].take().expect("read");
+                        read.put(s.user_offset, bytes.freeze());
                     }
-                    _ => false,
-                };
-                // A request this op serves whole from several reads (chunks
-                // in order): appended, not zeroed first and overwritten.
-                let in_order = !whole
-                    && direct
-                    && buf.is_empty()
-                    && op.segments.iter().try_fold(0, |at, s| {
-                        (s.user_offset == at).then(|| at + (s.intra.end - s.intra.start) as usize)
-                    }) == Some(read_len_bytes);
-                if whole {
-                    let (_, bytes) = op.reads[op.segments[0].data_index].take().expect("read");
-                    assert_eq!(bytes.len(), read_len_bytes, "a whole read's bytes");
-                    *buf = bytes;
-                } else if in_order {
-                    let mut joined = Vec::with_capacity(read_len_bytes);
-                    for s in &op.segments {
-                        joined.extend_from_slice(&op.reads[s.data_index].as_ref().expect("read").1);
-                    }
-                    assert_eq!(joined.len(), read_len_bytes, "an in-order read's bytes");
-                    *buf = joined;
-                } else {
-                    if buf.len() != read_len_bytes {
-                        *buf = vec![0; read_len_bytes];
-                    }
-                    for s in &op.segments {
-                        let len = (s.intra.end - s.intra.start) as usize;
-                        let dst = &mut buf[s.user_offset..s.user_offset + len];
-                        match &shards {
-                            None => dst
-                                .copy_from_slice(&op.reads[s.data_index].as_ref().expect("read").1),
-                            Some(Ok(shards)) => {
-                                dst.copy_from_slice(&shards[s.data_index][sub(&s.intra, &row)])
-                            }
-                            Some(Err(reason)) => {
-                                error = Some(UserError::Unavailable(reason.clone()))
-                            }
+                    None => {
+                        let frozen: Vec<Option<crate::io::Bytes>> = op
+                            .reads
+                            .iter_mut()
+                            .map(|r| r.take().map(|(_, bytes)| bytes.freeze()))
+                            .collect();
+                        for s in &op.segments {
+                            let bytes = frozen[s.data_index].clone().expect("read");
+                            read.put(s.user_offset, bytes);
                         }
                     }
+                    Some(Ok(shards)) => {
+                        let mut rows: Vec<Option<crate::io::Bytes>> = vec![None; k];
+                        for s in &op.segments {
+                            let row_bytes = rows[s.data_index].get_or_insert_with(|| {
+                                crate::io::Bytes::from(std::mem::take(&mut shards[s.data_index]))
+                            });
+                            read.put(s.user_offset, row_bytes.slice(sub(&s.intra, &row)));
+                        }
+                    }
+                    Some(Err(reason)) => error = Some(UserError::Unavailable(reason.clone())),
                 }
             }
             OpKind::Write => {
@@ -466,7 +448,7 @@ impl Array {
                         let code = code.as_deref().expect("parity code");
                         // The old parity buffers become the new parity: they
                         // are not read again (op_issue_writes drops reads).
-                        let mut parity: Vec<Vec<u8>> = (k..k + m)
+                        let mut parity: Vec<crate::io::ReadBuf> = (k..k + m)
                             .map(|i| op.reads[i].take().expect("parity read").1)
                             .collect();
                         for s in &op.segments {
@@ -481,8 +463,10 @@ impl Array {
                             )
                             .expect("shapes match");
                         }
+                        // A real member's read buffer is pooled and aligned:
+                        // written back as it is, no bounce copy.
                         for (i, bytes) in parity.into_iter().enumerate() {
-                            writes.push((k + i, row.clone(), Payload::Bytes(bytes.into())));
+                            writes.push((k + i, row.clone(), Payload::Bytes(bytes.freeze())));
                         }
                     }
                     WriteMethod::ReconstructWrite | WriteMethod::ReadAllRebuild => {
@@ -595,7 +579,7 @@ impl Array {
                 let member = op.map.shards().nth(shard).expect("shard").member;
                 let device = op.copy_to.expect("checked");
                 if self.copy_destination_live(member, device) {
-                    writes.push((shard, read.0, Payload::Bytes(read.1.into())));
+                    writes.push((shard, read.0, Payload::Bytes(read.1.freeze())));
                 }
             }
             OpKind::Rebuild => {
@@ -636,7 +620,7 @@ impl Array {
             OpKind::Scrub { repair } => {
                 if op.reads.iter().all(|r| r.is_some()) {
                     let data: Vec<&[u8]> = (0..k)
-                        .map(|j| op.reads[j].as_ref().expect("read").1.as_slice())
+                        .map(|j| &op.reads[j].as_ref().expect("read").1[..])
                         .collect();
                     let mut expected: Vec<Vec<u8>> = vec![vec![0u8; row_len]; m];
                     let mut refs: Vec<&mut [u8]> =
@@ -647,7 +631,7 @@ impl Array {
                         .expect("shapes match");
                     let mut mismatch = false;
                     for (i, bytes) in expected.into_iter().enumerate() {
-                        if bytes != op.reads[k + i].as_ref().expect("read").1 {
+                        if op.reads[k + i].as_ref().expect("read").1 != bytes {
                             mismatch = true;
                             if repair {
                                 writes.push((k + i, row.clone(), Payload::Bytes(bytes.into())));
@@ -831,18 +815,10 @@ impl Array {
                             }),
                             None if pending.fua => self.flush_members(FlushPurpose::Reply(id)),
                             None => {
-                                let mut read_buf = pending.read_buf;
-                                if let Some(buf) = &mut read_buf {
-                                    // (Every op fills it; a read of nothing
-                                    // stays empty.)
-                                    buf.resize(pending.read_len_bytes, 0);
-                                    for (at, bytes) in &pending.overlay {
-                                        buf[*at..*at + bytes.len()].copy_from_slice(bytes);
-                                    }
-                                }
+                                let read = pending.read.map(|read| read.finish(&pending.overlay));
                                 self.outbox_reply.push_back(UserReply {
                                     id,
-                                    result: Ok(read_buf),
+                                    result: Ok(read),
                                 })
                             }
                         }

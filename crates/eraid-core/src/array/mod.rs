@@ -14,6 +14,7 @@ pub mod member_health;
 mod metadata_queue;
 mod op;
 pub mod plan;
+mod read_assembly;
 mod read_balance;
 mod read_repair;
 mod ready;
@@ -209,11 +210,8 @@ struct FlushWait {
 /// A user request being served.
 struct Pending {
     remaining_ops: usize,
-    /// A read's result: empty until its first op completes (see
-    /// `read_len_bytes`), None for other requests.
-    read_buf: Option<Vec<u8>>,
-    /// The length a read's result has once filled.
-    read_len_bytes: usize,
+    /// A read's result as its ops complete; None for other requests.
+    read: Option<read_assembly::ReadAssembly>,
     error: Option<UserError>,
     fua: bool,
     /// Logical chunks the request touches (a growth window waits for these).

@@ -151,7 +151,7 @@ pub struct StripeOp {
     pub row: Range<u64>,
     pub method: Option<WriteMethod>,
     /// Per shard (data then parity): the range read and the bytes read.
-    pub reads: Vec<Option<(Range<u64>, Vec<u8>)>>,
+    pub reads: Vec<Option<(Range<u64>, crate::io::ReadBuf)>>,
     pub pending_ios: usize,
     /// A member failed under this op while reading: re-plan when settled.
     pub read_failed: bool,

@@ -206,11 +206,13 @@ impl Array {
         let repair = op.repair.as_mut().expect("op under repair");
         match (repair.stage, completion) {
             (_, IoCompletion::Failed(_)) => repair.member_failed = true,
-            (Stage::ReadingOthers, IoCompletion::Read(bytes)) => repair.bytes[shard] = Some(bytes),
+            (Stage::ReadingOthers, IoCompletion::Read(bytes)) => {
+                repair.bytes[shard] = Some(bytes.into_vec())
+            }
             (Stage::ReadingOthers, IoCompletion::ReadError(_)) => repair.more_bad.push(shard),
             (Stage::Rewriting, IoCompletion::Done) => {}
             (Stage::Verifying, IoCompletion::Read(bytes)) => {
-                if repair.bytes[shard].as_ref() != Some(&bytes) {
+                if repair.bytes[shard].as_deref() != Some(&bytes[..]) {
                     repair
                         .unconfirmed
                         .push((shard, "it read back different after the rewrite".into()));
@@ -278,7 +280,7 @@ impl Array {
                 // read over it); the op's own reads of them are replaced.
                 for &b in &more_bad {
                     let wanted = op.reads[b].as_ref().map_or(range.clone(), |r| r.0.clone());
-                    op.reads[b] = Some((wanted, Vec::new()));
+                    op.reads[b] = Some((wanted, crate::io::ReadBuf::default()));
                 }
                 bad.extend(more_bad);
                 self.start_read_repair(op_id, bad);
@@ -379,7 +381,9 @@ impl Array {
                 let bytes = repair.bytes[b].as_ref().expect("reconstructed");
                 let (wanted, slot) = op.reads[b].as_mut().expect("a bad shard was read");
                 let at = (wanted.start - repair.range.start) as usize;
-                *slot = bytes[at..at + (wanted.end - wanted.start) as usize].to_vec();
+                *slot = bytes[at..at + (wanted.end - wanted.start) as usize]
+                    .to_vec()
+                    .into();
             }
             op.state = OpState::Reading;
             let counted =

@@ -39,7 +39,7 @@ impl Array {
         if len_bytes == 0 {
             self.outbox_reply.push_back(UserReply {
                 id,
-                result: Ok(matches!(request.op, UserOp::Read { .. }).then(Vec::new)),
+                result: Ok(matches!(request.op, UserOp::Read { .. }).then(crate::io::ReadData::new)),
             });
             return;
         }
@@ -187,11 +187,7 @@ impl Array {
             id,
             Pending {
                 remaining_ops: groups.len(),
-                // Allocated by the first op to complete (or taken whole
-                // from its device read), not zeroed here only to be
-                // overwritten.
-                read_buf: read_len_bytes.map(|_| Vec::new()),
-                read_len_bytes: read_len_bytes.unwrap_or(0),
+                read: read_len_bytes.map(super::read_assembly::ReadAssembly::new),
                 error: None,
                 fua,
                 chunks,

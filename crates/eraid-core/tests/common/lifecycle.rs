@@ -136,7 +136,9 @@ pub fn user_batch(
                 } => {
                     let at = *offset_bytes as usize;
                     assert!(
-                        result.as_deref() == Some(&model[at..at + len_bytes]),
+                        result
+                            .as_ref()
+                            .is_some_and(|d| *d == model[at..at + len_bytes]),
                         "{what}: read {offset_bytes}+{len_bytes} differs from the model"
                     );
                 }

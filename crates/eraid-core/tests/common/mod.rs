@@ -93,7 +93,10 @@ pub fn call(
 ) -> Result<Option<Vec<u8>>, UserError> {
     h.submit(array, id, op);
     h.run(array);
-    h.take_reply(id).expect("request answered").result
+    h.take_reply(id)
+        .expect("request answered")
+        .result
+        .map(|data| data.map(|d| d.to_vec()))
 }
 
 pub fn close(h: &mut MemHarness, array: &mut Array) {

@@ -168,7 +168,7 @@ impl MirrorMachine {
         if issued == 0 {
             self.replies.push_back(UserReply {
                 id,
-                result: Ok(data),
+                result: Ok(data.map(Into::into)),
             });
             return;
         }
@@ -249,7 +249,7 @@ impl Machine for MirrorMachine {
             let pending = self.requests.remove(&id).expect("just seen");
             let result = match pending.error {
                 Some(message) => Err(UserError::Unavailable(message)),
-                None => Ok(pending.data),
+                None => Ok(pending.data.map(Into::into)),
             };
             self.replies.push_back(UserReply { id, result });
             self.maybe_finish_close();
@@ -363,7 +363,7 @@ pub fn write_then_read_back(
     for (i, reply) in reads.into_iter().enumerate() {
         let got = reply.recv_timeout(wait).unwrap();
         assert!(
-            got == Ok(Some(pattern(request_bytes, i as u64))),
+            got == Ok(Some(pattern(request_bytes, i as u64).into())),
             "request {i}: read back differs"
         );
     }

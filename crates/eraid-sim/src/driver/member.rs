@@ -372,7 +372,7 @@ impl Member {
             InflightKind::Read {
                 offset_bytes,
                 len_bytes,
-            } => IoCompletion::Read(self.read_stored(offset_bytes, len_bytes)),
+            } => IoCompletion::Read(self.read_stored(offset_bytes, len_bytes).into()),
             InflightKind::Write { offset_bytes, data } => {
                 if let (Some(store), Some(data)) = (&mut self.store, data) {
                     store.write(offset_bytes, &data);
@@ -393,7 +393,7 @@ impl Member {
         }
         Some(match split.read_range {
             Some((offset_bytes, len_bytes)) => {
-                IoCompletion::Read(self.read_stored(offset_bytes, len_bytes))
+                IoCompletion::Read(self.read_stored(offset_bytes, len_bytes).into())
             }
             None => IoCompletion::Done,
         })

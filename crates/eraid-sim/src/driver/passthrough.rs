@@ -111,7 +111,7 @@ impl Machine for Passthrough {
             return;
         };
         let result = match completion {
-            IoCompletion::Read(bytes) => Ok(Some(bytes)),
+            IoCompletion::Read(bytes) => Ok(Some(bytes.freeze().into())),
             IoCompletion::Done => Ok(None),
             IoCompletion::Failed(reason) | IoCompletion::ReadError(reason) => {
                 Err(UserError::Unavailable(reason))

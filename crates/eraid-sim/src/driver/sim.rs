@@ -599,7 +599,7 @@ impl Simulation {
                 }
                 if let Some(oracle) = &mut self.oracle {
                     match (user.request.is_read, &user.data) {
-                        (true, _) => oracle.read_done(id, bytes.as_deref()),
+                        (true, _) => oracle.read_done(id, bytes.map(|b| b.to_vec()).as_deref()),
                         (false, Some(data)) => oracle.write_done(id, data),
                         (false, None) => oracle.forget(id),
                     }

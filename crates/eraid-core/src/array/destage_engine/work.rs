@@ -35,7 +35,7 @@ pub(in crate::array) struct DestageWork {
     /// (row, col) -> data and version, as cached when planned.
     snapshot: HashMap<(usize, usize), (Vec<u8>, u64)>,
     pub read_runs: Vec<Run>,
-    read_bufs: Vec<Option<Vec<u8>>>,
+    read_bufs: Vec<Option<crate::io::ReadBuf>>,
     pub write_run_count: usize,
     pub added: Added,
     /// Dirty block versions this destage writes (or encodes into parity).
@@ -164,7 +164,7 @@ impl DestageWork {
         self.m = matrix;
     }
 
-    pub fn read_done(&mut self, run: usize, bytes: Vec<u8>) {
+    pub fn read_done(&mut self, run: usize, bytes: crate::io::ReadBuf) {
         assert_eq!(
             bytes.len(),
             self.read_runs[run].rows.len() * BLOCK,

@@ -132,13 +132,14 @@ impl super::super::Array {
                 let Some(pending) = self.requests.get(&id) else {
                     return;
                 };
-                let (true, None, Some(read)) = (succeeded, &pending.error, &pending.read_buf)
-                else {
+                let (true, None, Some(read)) = (succeeded, &pending.error, &pending.read) else {
                     return;
                 };
                 for s in &op.segments {
                     let len = (s.intra.end - s.intra.start) as usize;
-                    let bytes = &read[s.user_offset..s.user_offset + len];
+                    // Every segment of a successful read op put its piece.
+                    let bytes = read.piece_at(s.user_offset).expect("the op's piece");
+                    assert_eq!(bytes.len(), len, "a segment's piece has its length");
                     buffer.capture(op.stripe, s.data_index, s.intra.clone(), bytes);
                 }
             }

@@ -1,0 +1,103 @@
+//! A user read's result as its ops complete: the members' buffers, kept
+//! as pieces and joined only when they do not tile the result.
+
+use crate::io::{Bytes, ReadData};
+
+/// The pieces of one user read, with their offsets in the result. Ops of
+/// a request complete in any order; each puts the bytes of its segments.
+/// (A vector sorted once at the end: most reads have one or two pieces.)
+#[derive(Debug)]
+pub(super) struct ReadAssembly {
+    len_bytes: usize,
+    parts: Vec<(usize, Bytes)>,
+}
+
+impl ReadAssembly {
+    pub(super) fn new(len_bytes: usize) -> ReadAssembly {
+        ReadAssembly {
+            len_bytes,
+            parts: Vec::new(),
+        }
+    }
+
+    /// The result's bytes from `at` on are `bytes` (shared, not copied).
+    pub(super) fn put(&mut self, at: usize, bytes: Bytes) {
+        assert!(
+            at + bytes.len() <= self.len_bytes,
+            "a read's piece at {at} of {} bytes ends past its {} bytes",
+            bytes.len(),
+            self.len_bytes
+        );
+        self.parts.push((at, bytes));
+    }
+
+    /// The bytes of the piece last put at `at`, if one was.
+    pub(super) fn piece_at(&self, at: usize) -> Option<&[u8]> {
+        self.parts
+            .iter()
+            .rev()
+            .find(|(start, _)| *start == at)
+            .map(|(_, b)| &b[..])
+    }
+
+    /// The result with `overlay` (newer bytes, by offset) laid over it.
+    /// Pieces that tile it in order are passed on as they are; otherwise
+    /// (a gap, an overlap or an overlay) the result is joined by a copy,
+    /// and a range no piece covers reads as zeroes.
+    pub(super) fn finish(mut self, overlay: &[(usize, Vec<u8>)]) -> ReadData {
+        // Stable: of pieces put at one offset, the later stays later.
+        self.parts.sort_by_key(|(at, _)| *at);
+        let mut tiled_to = 0;
+        let tiles = self.parts.iter().all(|(at, bytes)| {
+            let in_order = *at == tiled_to;
+            tiled_to = at + bytes.len();
+            in_order
+        }) && tiled_to == self.len_bytes;
+        if tiles && overlay.is_empty() {
+            let mut data = ReadData::new();
+            for (_, bytes) in self.parts {
+                data.push(bytes);
+            }
+            return data;
+        }
+        let mut joined = vec![0u8; self.len_bytes];
+        for (at, bytes) in &self.parts {
+            joined[*at..*at + bytes.len()].copy_from_slice(bytes);
+        }
+        for (at, bytes) in overlay {
+            joined[*at..*at + bytes.len()].copy_from_slice(bytes);
+        }
+        ReadData::from(joined)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pieces_that_tile_are_passed_on_uncopied_in_order() {
+        let mut read = ReadAssembly::new(6);
+        let second = Bytes::from(vec![4, 5, 6]);
+        let at = second.as_ptr();
+        read.put(3, second);
+        read.put(0, Bytes::from(vec![1, 2, 3]));
+        assert_eq!(read.piece_at(3), Some(&[4, 5, 6][..]));
+        let data = read.finish(&[]);
+        assert_eq!(data, vec![1, 2, 3, 4, 5, 6]);
+        assert_eq!(data.pieces().len(), 2);
+        assert_eq!(data.pieces()[1].as_ptr(), at);
+    }
+
+    #[test]
+    fn a_gap_reads_as_zeroes_and_an_overlay_wins() {
+        let mut read = ReadAssembly::new(6);
+        read.put(0, Bytes::from(vec![1, 2]));
+        read.put(4, Bytes::from(vec![5, 6]));
+        assert_eq!(read.finish(&[]), vec![1, 2, 0, 0, 5, 6]);
+        let mut read = ReadAssembly::new(4);
+        read.put(0, Bytes::from(vec![1, 2, 3, 4]));
+        assert_eq!(read.finish(&[(1, vec![9, 9])]), vec![1, 9, 9, 4]);
+        assert_eq!(ReadAssembly::new(3).finish(&[]), vec![0, 0, 0]);
+    }
+}
