@@ -603,19 +603,24 @@ mod piece_tests {
         data
     }
 
-    #[test]
-    fn a_large_read_goes_out_piece_by_piece_in_order_through_partial_writes() {
-        let data = pieces(&[20_000, 3, 40_000]);
+    /// A header, then `data`, through a reply buffer onto a `Trickle`.
+    fn send_after_a_header(data: &ReadData, per_call_bytes: usize) -> Trickle {
         let mut out = BufWriter::new(Trickle {
             taken: Vec::new(),
-            per_call_bytes: 7_000,
+            per_call_bytes,
             calls: 0,
             vectored_calls: 0,
         });
         out.write_all(b"header").unwrap();
-        write_data(&mut out, &data).unwrap();
+        write_data(&mut out, data).unwrap();
         out.flush().unwrap();
-        let sink = out.into_inner().map_err(|_| "flush").unwrap();
+        out.into_inner().map_err(|_| "flush").unwrap()
+    }
+
+    #[test]
+    fn a_large_read_goes_out_piece_by_piece_in_order_through_partial_writes() {
+        let data = pieces(&[20_000, 3, 40_000]);
+        let sink = send_after_a_header(&data, 7_000);
         let mut expected = b"header".to_vec();
         expected.extend(data.to_vec());
         assert_eq!(sink.taken, expected);
@@ -627,17 +632,7 @@ mod piece_tests {
 
     #[test]
     fn a_small_read_joins_its_neighbours_in_the_buffer() {
-        let data = pieces(&[100, 200]);
-        let mut out = BufWriter::new(Trickle {
-            taken: Vec::new(),
-            per_call_bytes: 1 << 20,
-            calls: 0,
-            vectored_calls: 0,
-        });
-        out.write_all(b"header").unwrap();
-        write_data(&mut out, &data).unwrap();
-        out.flush().unwrap();
-        let sink = out.into_inner().map_err(|_| "flush").unwrap();
+        let sink = send_after_a_header(&pieces(&[100, 200]), 1 << 20);
         assert_eq!(sink.taken.len(), 306);
         assert_eq!(sink.calls, 1, "header and data in one write");
     }

@@ -408,15 +408,20 @@ impl DeadlineWriter {
     }
 }
 
-impl Write for DeadlineWriter {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+impl DeadlineWriter {
+    /// Runs one socket write call until it goes through, the deadline
+    /// passes or the server stops.
+    fn write_with(
+        &mut self,
+        mut call: impl FnMut(&mut Stream) -> io::Result<usize>,
+    ) -> io::Result<usize> {
         // Checked before every call, not only after a timeout: a client
         // that takes a few bytes now and then must not extend anything.
         loop {
             if let Some(error) = self.watch.give_up(self.deadline, &mut self.stop_seen_at) {
                 return Err(error);
             }
-            match self.inner.write(buf) {
+            match call(&mut self.inner) {
                 Err(e) if is_timeout(&e) => {}
                 Ok(n) => {
                     // A TLS write only queues records: they must be on the
@@ -428,22 +433,16 @@ impl Write for DeadlineWriter {
             }
         }
     }
+}
+
+impl Write for DeadlineWriter {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.write_with(|stream| stream.write(buf))
+    }
 
     /// As `write`, with several buffers in one call.
     fn write_vectored(&mut self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
-        loop {
-            if let Some(error) = self.watch.give_up(self.deadline, &mut self.stop_seen_at) {
-                return Err(error);
-            }
-            match self.inner.write_vectored(bufs) {
-                Err(e) if is_timeout(&e) => {}
-                Ok(n) => {
-                    self.send_pending()?;
-                    return Ok(n);
-                }
-                Err(e) => return Err(e),
-            }
-        }
+        self.write_with(|stream| stream.write_vectored(bufs))
     }
 
     fn flush(&mut self) -> io::Result<()> {
