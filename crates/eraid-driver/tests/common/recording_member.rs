@@ -1,7 +1,7 @@
 //! A member in a `Vec` that says whether it is memory-backed and records
 //! the name of every thread that reads or writes it.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io;
 use std::sync::{Arc, Mutex};
 
@@ -11,7 +11,8 @@ pub struct RecordingMember {
     label: String,
     memory_backed: bool,
     pub bytes: Mutex<Vec<u8>>,
-    threads: Mutex<BTreeSet<String>>,
+    /// I/Os performed, by the name of the thread that performed them.
+    threads: Mutex<BTreeMap<String, u64>>,
 }
 
 impl RecordingMember {
@@ -33,11 +34,16 @@ impl RecordingMember {
             .name()
             .unwrap_or("unnamed")
             .to_string();
-        self.threads.lock().unwrap().insert(name);
+        *self.threads.lock().unwrap().entry(name).or_default() += 1;
     }
 
     /// The threads that read or wrote so far.
     pub fn threads(&self) -> BTreeSet<String> {
+        self.threads.lock().unwrap().keys().cloned().collect()
+    }
+
+    /// How many reads and writes each thread performed.
+    pub fn ios_by_thread(&self) -> BTreeMap<String, u64> {
         self.threads.lock().unwrap().clone()
     }
 }
