@@ -213,3 +213,53 @@ fn full_stripe_parity_is_left_for_the_writing_thread_to_encode() {
     );
     assert_eq!(read.expect("read").expect("bytes"), data[..]);
 }
+
+#[test]
+fn reconstruct_write_parity_goes_into_aligned_pooled_buffers() {
+    // Two of a 4-member RAID-5 stripe's three chunks plus half the third
+    // (chunks 3, 4 and half of 5): reconstruct-write reads the rest of
+    // chunk 5 and encodes from the user's bytes and that read, into the
+    // array's pooled buffers, not into a row rebuilt in fresh vectors.
+    // RAID-6 the same, with P and Q.
+    for (level, members, data_chunks) in [(Level::Raid5, 4, 3), (Level::Raid6, 6, 4)] {
+        let g = geometry(level, ParityLayout::LeftSymmetric, members, MEMBER_CHUNKS);
+        let mut h = MemHarness::create(g, 9);
+        let mut array = open(&mut h);
+        let written =
+            payload(data_chunks).slice(..(data_chunks as usize * 2 - 1) * CHUNK as usize / 2);
+        let first = parity_writes(&mut h, &mut array, 1, data_chunks * CHUNK, &written);
+        let again = Bytes::from(vec![0xC3; written.len()]);
+        let second = parity_writes(&mut h, &mut array, 2, data_chunks * CHUNK, &again);
+        let parity_members = members - data_chunks as usize;
+        for parity in [&first, &second] {
+            assert_eq!(parity.len(), parity_members, "{level:?}: {parity:?}");
+            for &(at, len) in parity {
+                assert_eq!(len, CHUNK as usize, "{level:?}");
+                assert_eq!(
+                    at % eraid_buffers::DIRECT_ALIGN_BYTES,
+                    0,
+                    "{level:?}: {at:#x}"
+                );
+                assert!(
+                    !h.read_buffer_spans.iter().any(|s| s.contains(&at)),
+                    "{level:?}: parity is not the read buffer"
+                );
+            }
+        }
+        assert!(
+            second.iter().any(|p| first.contains(p)),
+            "{level:?}: the second write's parity reuses a pooled buffer"
+        );
+        assert_eq!(check(&mut h, &mut array, false), (0, 0), "{level:?}");
+        let read = call(
+            &mut h,
+            &mut array,
+            3,
+            UserOp::Read {
+                offset_bytes: data_chunks * CHUNK,
+                len_bytes: again.len(),
+            },
+        );
+        assert_eq!(read.expect("read").expect("bytes"), again[..], "{level:?}");
+    }
+}

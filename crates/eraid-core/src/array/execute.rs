@@ -500,6 +500,19 @@ impl Array {
                             for i in 0..m {
                                 writes.push((k + i, row.clone(), Payload::Parity(stripe.shard(i))));
                             }
+                        } else if let Some(parity) = (!unrebuilt_targets.contains(&true))
+                            .then(|| {
+                                super::reconstruct_write::parity_from_row_buffers(
+                                    &mut op,
+                                    code,
+                                    &self.parity_buffers,
+                                )
+                            })
+                            .flatten()
+                        {
+                            for (i, bytes) in parity.into_iter().enumerate() {
+                                writes.push((k + i, row.clone(), Payload::Bytes(bytes)));
+                            }
                         } else {
                             match rebuild_row(&op, Some(code), &overwritten) {
                                 Ok(mut shards) => {

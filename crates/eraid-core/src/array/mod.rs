@@ -19,6 +19,7 @@ mod read_balance;
 mod read_repair;
 mod ready;
 mod rebuild_engine;
+mod reconstruct_write;
 mod scrub;
 mod status;
 mod submit;
