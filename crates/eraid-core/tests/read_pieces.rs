@@ -4,13 +4,15 @@
 //! read-modify-write turns the old parity's read buffer into the new
 //! parity in place, so an O_DIRECT member writes it with no bounce copy.
 //! Before, a read spanning chunks or stripes was joined by a copy, and
-//! parity went out in an unaligned vector.
+//! parity went out in an unaligned vector. A degraded read passes the
+//! surviving members' buffers on too; only the missing chunk is new bytes.
 
 mod common;
+use common::lifecycle::admin_ok;
 use common::*;
 use eraid_buffers::DIRECT_ALIGN_BYTES;
 use eraid_core::geometry::{Level, ParityLayout};
-use eraid_core::io::{Bytes, DeviceOp, IoCause, UserOp};
+use eraid_core::io::{AdminCommand, Bytes, DeviceOp, IoCause, UserOp};
 use eraid_core::testing::MemHarness;
 
 const MEMBER_CHUNKS: u64 = 16;
@@ -148,5 +150,64 @@ fn read_modify_write_parity_goes_out_in_its_aligned_read_buffer() {
             (0, 0),
             "{level:?}: parity consistent"
         );
+    }
+}
+
+#[test]
+fn a_degraded_read_passes_the_surviving_members_buffers_on() {
+    for (level, members) in [(Level::Raid5, 5), (Level::Raid6, 6)] {
+        let g = geometry(level, ParityLayout::LeftSymmetric, members, MEMBER_CHUNKS);
+        let data_chunks = members - if level == Level::Raid5 { 1 } else { 2 };
+        let mut h = MemHarness::create(g, 13);
+        let mut array = open(&mut h);
+        // Stripe 0's data; the member of its chunk 0 fails.
+        let failed = eraid_core::layout::layout_for(&g).stripe_map(0).data[0].member;
+        let data = pattern(data_chunks * CHUNK as usize, 0x6C);
+        let wrote = call(
+            &mut h,
+            &mut array,
+            1,
+            UserOp::Write {
+                offset_bytes: 0,
+                data: data.clone(),
+                fua: false,
+            },
+        );
+        assert_eq!(wrote, Ok(None), "{level:?}: the write");
+        admin_ok(
+            &mut h,
+            &mut array,
+            AdminCommand::FailMember { slot: failed },
+        );
+        h.run(&mut array);
+        h.submit(
+            &mut array,
+            2,
+            UserOp::Read {
+                offset_bytes: 0,
+                len_bytes: data.len(),
+            },
+        );
+        h.run(&mut array);
+        let read = h
+            .take_reply(2)
+            .expect("read answered")
+            .result
+            .expect("read succeeded")
+            .expect("bytes");
+        assert_eq!(read, data[..], "{level:?}: read back, chunk 0 rebuilt");
+        assert_eq!(
+            read.pieces().len(),
+            data_chunks,
+            "{level:?}: one piece per chunk"
+        );
+        for (chunk, piece) in read.pieces().iter().enumerate() {
+            assert_eq!(
+                within_a_read_buffer(&h, piece),
+                chunk != 0,
+                "{level:?}: chunk {chunk} (member {failed} failed, holding chunk 0): \
+                 a surviving member's piece must be its read buffer, the rebuilt one new"
+            );
+        }
     }
 }

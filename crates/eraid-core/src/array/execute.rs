@@ -371,16 +371,21 @@ impl Array {
                     .segments
                     .iter()
                     .all(|s| matches!(&op.reads[s.data_index], Some((r, _)) if *r == s.intra));
-                let mut shards = if direct {
+                let shards = if direct {
                     None
                 } else {
-                    Some(rebuild_row(&op, code.as_deref(), &vec![false; k]))
+                    Some(super::degraded_read::data_shards_of_row(
+                        &mut op.reads,
+                        &row,
+                        k,
+                        code.as_deref(),
+                    ))
                 };
                 // Each segment's piece: the member's buffer as read (shared,
                 // not copied) or a slice of the rebuilt row, shared.
                 let pending = self.requests.get_mut(&parent).expect("parent request");
                 let read = pending.read.as_mut().expect("read result");
-                match &mut shards {
+                match shards {
                     // `direct`: each read covers its segment exactly.
                     None if op.segments.len() == 1 => {
                         let s = &op.segments[0];
@@ -399,15 +404,12 @@ impl Array {
                         }
                     }
                     Some(Ok(shards)) => {
-                        let mut rows: Vec<Option<crate::io::Bytes>> = vec![None; k];
                         for s in &op.segments {
-                            let row_bytes = rows[s.data_index].get_or_insert_with(|| {
-                                crate::io::Bytes::from(std::mem::take(&mut shards[s.data_index]))
-                            });
-                            read.put(s.user_offset, row_bytes.slice(sub(&s.intra, &row)));
+                            let piece = shards[s.data_index].slice(sub(&s.intra, &row));
+                            read.put(s.user_offset, piece);
                         }
                     }
-                    Some(Err(reason)) => error = Some(UserError::Unavailable(reason.clone())),
+                    Some(Err(reason)) => error = Some(UserError::Unavailable(reason)),
                 }
             }
             OpKind::Write => {

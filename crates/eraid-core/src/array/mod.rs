@@ -4,6 +4,7 @@
 //! plan needs, compute, write, and complete their parent request.
 
 mod cached_io;
+mod degraded_read;
 mod destage_engine;
 mod execute;
 mod growth_engine;
