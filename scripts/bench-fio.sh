@@ -28,7 +28,11 @@
 # MiB/s (read + write for the mix) over the rounds, the median over the
 # rounds of its ratio to `nbdkit memory` in the same round and case, and
 # the lowest and highest of those ratios; then issue 24's acceptance rows
-# computed the same way.
+# computed the same way; then, per eraid target and case, the median share
+# of the case's time the engine lock (the core's bookkeeping, one thread
+# at a time) was held, and how many threads waited for it on average
+# (`engine_lock` of `eraid detail --json --control` before and after the
+# case): a share near 1 says the core itself is the limit.
 #
 # Sizes: each eraid member is BENCH_MEMBER_SIZE (default 256M). Every target
 # is addressed over the same range [0, RAID-6 capacity) (the smallest of the
@@ -91,7 +95,8 @@ start_eraid() {
   local target=$1
   shift
   local sock=$WORK/$target.sock
-  (cd "$WORK" && exec "$ERAID" serve --socket "$sock" "$@" >"$WORK/$target.out" 2>>"$WORK/$target.log") &
+  (cd "$WORK" && exec "$ERAID" serve --socket "$sock" --control "$WORK/$target.ctl" "$@" \
+    >"$WORK/$target.out" 2>>"$WORK/$target.log") &
   SERVER_PIDS+=($!)
   wait_for_socket "$sock" "$WORK/$target.log"
   URI[$target]="nbd+unix:///?socket=$sock"
@@ -118,7 +123,22 @@ WORKLOADS=("write 128k" "read 128k" "randread 4k" "randwrite 4k" "write 1m" "ran
 LABELS=("sequential write 128k" "sequential read 128k" "random read 4k" "random write 4k"
   "sequential write 1m" "random 70/30 read/write 4k")
 TARGETS=(nbdkit qemu raid0 raid0pool raid5 raid6)
-declare -A RESULT
+ERAID_TARGETS=(raid0 raid0pool raid5 raid6)
+declare -A RESULT LOCK_HELD LOCK_WAITING
+
+# lock_snapshot TARGET: "held_s waited_s uptime_s" of an eraid target's
+# engine lock (empty for the others).
+lock_snapshot() {
+  [ -S "$WORK/$1.ctl" ] || return 0
+  "$ERAID" detail --json --control "$WORK/$1.ctl" |
+    jq -r '.engine_lock | "\(.held_s) \(.waited_s) \(.uptime_s)"'
+}
+# lock_share BEFORE AFTER FIELD: the change of field FIELD (1 held, 2
+# waited) over the change of uptime.
+lock_share() {
+  awk -v a="$1" -v b="$2" -v f="$3" 'BEGIN { split(a, x, " "); split(b, y, " ");
+    d = y[3] - x[3]; if (d > 0) printf "%.4f", (y[f] - x[f]) / d; else print 0 }'
+}
 
 load_before=$(uptime)
 echo "bench-fio: members $MEMBER_SIZE on $PARENT, ${RUNTIME}s per case, iodepth $IODEPTH per connection, $ROUNDS rounds" >&2
@@ -164,7 +184,13 @@ for round in $(seq "$ROUNDS"); do
     for jobs in "${CONNECTIONS[@]}"; do
       for k in "${!TARGETS[@]}"; do
         target=${TARGETS[$(((k + round - 1) % ${#TARGETS[@]}))]}
+        lock_before=$(lock_snapshot "$target")
         RESULT[$target,$i,$jobs,$round]=$(fio_run "$target" "$target-$1-$2-$jobs-$round" "$1" "$2" "$jobs")
+        if [ -n "$lock_before" ]; then
+          lock_after=$(lock_snapshot "$target")
+          LOCK_HELD[$target,$i,$jobs,$round]=$(lock_share "$lock_before" "$lock_after" 1)
+          LOCK_WAITING[$target,$i,$jobs,$round]=$(lock_share "$lock_before" "$lock_after" 2)
+        fi
       done
     done
     i=$((i + 1))
@@ -267,3 +293,27 @@ if has_connections 4; then
   check "4 conns: RAID-5 / RAID-0, sequential write 1m" "$(ratios raid5 raid0 4 4)" 0.7
   check "4 conns: RAID-5 / RAID-0, random write 4k" "$(ratios raid5 raid0 3 4)" 0.4
 fi
+
+# lock_values ARRAY TARGET I JOBS: the per-round lock figures.
+lock_values() {
+  local -n table=$1
+  local round out=
+  for round in $(seq "$ROUNDS"); do out="$out ${table[$2,$3,$4,$round]}"; done
+  echo "$out"
+}
+echo
+echo "Engine lock per eraid target (median over the rounds): the share of each case's time the lock was held, and after the slash the average number of threads waiting for it:"
+echo
+echo "| workload | conns | RAID-0 x4 | RAID-0 x4, --io-path pool | RAID-5 x4 | RAID-6 x4 |"
+echo "|---|---|---|---|---|---|"
+i=0
+for label in "${LABELS[@]}"; do
+  for jobs in "${CONNECTIONS[@]}"; do
+    line="| $label | $jobs"
+    for target in "${ERAID_TARGETS[@]}"; do
+      line="$line | $(fixed2 "$(lock_values LOCK_HELD "$target" $i "$jobs" | median)") / $(fixed2 "$(lock_values LOCK_WAITING "$target" $i "$jobs" | median)")"
+    done
+    echo "$line |"
+  done
+  i=$((i + 1))
+done

@@ -73,7 +73,12 @@
 //! checkpoint_bytes (recorded, survives a crash), total_bytes,
 //! rate_bytes_per_s, eta_s, target {slot, path}, targets, config}`. The
 //! members list has the spares after the member slots (`state` active,
-//! rebuilding, faulty, missing, spare or missing-spare; `device`).
+//! rebuilding, faulty, missing, spare or missing-spare; `device`). The
+//! server adds `engine_lock`: `{acquisitions, sampled_acquisitions, held_s,
+//! waited_s, uptime_s, held_fraction}`, how much of the time since it
+//! started the core's lock was held and waited for (estimated from a
+//! random eighth of the acquisitions; the difference of two answers'
+//! `held_s` over that of their `uptime_s` is the share over a window).
 //!
 //! Try it by hand: `echo '{"command":"status"}' | socat - UNIX-CONNECT:ctl.sock`.
 

@@ -242,3 +242,55 @@ fn raid0_flush_on_one_connection_covers_writes_on_the_others() {
 fn raid5_flush_on_one_connection_covers_writes_on_the_others() {
     flush_on_one_connection_covers_the_others("5");
 }
+
+/// `eraid detail --control` tells the operator how much of the time the
+/// core's lock was held (the number that says whether the one-at-a-time
+/// core is the limit): after writes from four connections at once, the
+/// JSON's `engine_lock` has counted them and the human form says it.
+#[test]
+fn detail_reports_the_engine_lock_after_writes_on_four_connections() {
+    let dir = scratch();
+    let (_members, _member_servers, uris) = start_members(dir.path());
+    let uris: Vec<&str> = uris.iter().map(String::as_str).collect();
+    let mut create_args = vec!["--level", "0"];
+    create_args.extend_from_slice(&uris);
+    create(dir.path(), &create_args);
+    let server = Server::start_with(dir.path(), &["--control", "ctl.sock"], &uris);
+    let before = live(dir.path(), "ctl.sock")["engine_lock"].clone();
+    assert!(before["acquisitions"].is_u64(), "{before}");
+
+    let writes_per_connection = 32u64;
+    let writers: Vec<_> = (0..4u64)
+        .map(|writer| {
+            let mut client = connect(&server);
+            std::thread::spawn(move || {
+                for n in 0..writes_per_connection {
+                    let offset_bytes = (writer * writes_per_connection + n) * 4096;
+                    client
+                        .write(offset_bytes, &[writer as u8 + 1; 4096], false)
+                        .expect("write acknowledged");
+                }
+            })
+        })
+        .collect();
+    for writer in writers {
+        writer.join().expect("writer thread");
+    }
+
+    let after = live(dir.path(), "ctl.sock")["engine_lock"].clone();
+    let acquired =
+        after["acquisitions"].as_u64().unwrap() - before["acquisitions"].as_u64().unwrap();
+    assert!(acquired >= 4 * writes_per_connection, "{before} -> {after}");
+    let fraction = after["held_fraction"].as_f64().unwrap();
+    assert!((0.0..=1.0).contains(&fraction), "{after}");
+    assert!(
+        after["uptime_s"].as_f64().unwrap() >= after["held_s"].as_f64().unwrap(),
+        "{after}"
+    );
+    let human = eraid(dir.path(), &["detail", "--control", "ctl.sock"]).expect_ok();
+    assert!(
+        human.stdout.contains("engine lock held") && human.stdout.contains("acquisitions"),
+        "{human}"
+    );
+    server.stop();
+}

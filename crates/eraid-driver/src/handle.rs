@@ -251,7 +251,11 @@ impl EngineHandle {
 
     /// Relays an operator command to the machine and returns its JSON
     /// answer. Works until the engine thread has stopped (during a close
-    /// too, so status stays observable); then `ShuttingDown`.
+    /// too, so status stays observable); then `ShuttingDown`. A status
+    /// answer (any but a refusal) also carries `engine_lock`: how much of
+    /// the time the core's lock was held (`acquisitions`,
+    /// `sampled_acquisitions`, `held_s`, `waited_s`, `uptime_s`,
+    /// `held_fraction`; see `engine::lock_time`).
     pub fn admin(&self, command: AdminCommand) -> Result<serde_json::Value, UserError> {
         let (done_tx, done_rx) = crossbeam_channel::bounded(1);
         self.commands
@@ -261,7 +265,13 @@ impl EngineHandle {
             })
             .map_err(|_| UserError::ShuttingDown)?;
         // Dropped unanswered only when the engine stops first.
-        done_rx.recv().map_err(|_| UserError::ShuttingDown)
+        let mut answer = done_rx.recv().map_err(|_| UserError::ShuttingDown)?;
+        if let Some(fields) = answer.as_object_mut() {
+            if !fields.contains_key("error") {
+                fields.insert("engine_lock".to_string(), self.engine.lock_report());
+            }
+        }
+        Ok(answer)
     }
 
     /// Grows the array onto `members` while it runs: the engine appends

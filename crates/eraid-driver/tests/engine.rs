@@ -329,6 +329,35 @@ fn admin_commands_reach_the_machine() {
         .admin(AdminCommand::StartCheck { repair: false })
         .unwrap();
     assert!(answer["error"].is_string());
+    assert!(
+        answer.get("engine_lock").is_none(),
+        "a refusal is not a status"
+    );
+}
+
+#[test]
+fn the_status_says_how_much_of_the_time_the_engine_lock_was_held() {
+    let dir = tempfile::tempdir().unwrap();
+    let (machine, _probe) = MirrorMachine::new(2);
+    let (engine, _files, _paths) = start(2, machine, dir.path());
+    let handle = engine.handle();
+    let before = handle.admin(AdminCommand::Status).unwrap()["engine_lock"].clone();
+    write_then_read_back(&handle, 400, 2 * PIECE_BYTES, false);
+    let after = handle.admin(AdminCommand::Status).unwrap()["engine_lock"].clone();
+
+    let acquired =
+        after["acquisitions"].as_u64().unwrap() - before["acquisitions"].as_u64().unwrap();
+    // Every request takes the lock at least to be handed in.
+    assert!(acquired >= 800, "{acquired} acquisitions for 800 requests");
+    let sampled = after["sampled_acquisitions"].as_u64().unwrap();
+    assert!(sampled > 0 && sampled < after["acquisitions"].as_u64().unwrap());
+    let held_s = after["held_s"].as_f64().unwrap();
+    let uptime_s = after["uptime_s"].as_f64().unwrap();
+    assert!(held_s > before["held_s"].as_f64().unwrap(), "{after}");
+    assert!(uptime_s > before["uptime_s"].as_f64().unwrap());
+    let fraction = after["held_fraction"].as_f64().unwrap();
+    assert!(fraction > 0.0 && fraction <= 1.0, "{after}");
+    assert!(after["waited_s"].as_f64().unwrap() >= 0.0);
 }
 
 #[test]

@@ -22,13 +22,14 @@
 use std::cell::Cell;
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 use crossbeam_channel::Sender;
 use eraid_core::io::{IoCompletion, IoId, UserError, UserOp};
 
 use super::large_writers::LargeWriters;
+use super::lock_time::{TimedGuard, TimedMutex};
 use super::state::{EngineSleep, EngineState, Work};
 use crate::reply::ReplySink;
 
@@ -67,7 +68,9 @@ const SUBMITTER_SLOTS: usize = 64;
 /// The engine's state, the way to wake its thread, and the queue of the
 /// drive threads.
 pub(crate) struct EngineLock {
-    state: Mutex<EngineState>,
+    /// Timed: `engine_lock` in the status says how much of the time it
+    /// is held.
+    state: TimedMutex<EngineState>,
     /// Capacity one: a wake-up already queued is enough.
     wake: Sender<()>,
     /// One queue per drive thread, of batches and their submitter's
@@ -85,7 +88,7 @@ pub(crate) struct EngineLock {
 impl EngineLock {
     pub(crate) fn new(state: EngineState, wake: Sender<()>) -> EngineLock {
         EngineLock {
-            state: Mutex::new(state),
+            state: TimedMutex::new(state),
             wake,
             hand_off: Mutex::new(Vec::new()),
             handed_off_pending: std::array::from_fn(|_| AtomicUsize::new(0)),
@@ -155,15 +158,20 @@ impl EngineLock {
 
     /// The state, or None once a panic while running the machine left it
     /// inconsistent (the engine then stops).
-    pub(crate) fn lock(&self) -> Option<MutexGuard<'_, EngineState>> {
+    pub(crate) fn lock(&self) -> Option<TimedGuard<'_, EngineState>> {
         self.state.lock().ok()
     }
 
+    /// The `engine_lock` object of the status: how much of the time since
+    /// the engine started the lock was held and waited for.
+    pub(crate) fn lock_report(&self) -> serde_json::Value {
+        let time = self.state.lock_ignoring_poison().lock_time();
+        time.to_json(self.state.uptime_s())
+    }
+
     /// The state even after a panic: for answering everyone at the end.
-    pub(crate) fn lock_for_finish(&self) -> MutexGuard<'_, EngineState> {
-        self.state
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    pub(crate) fn lock_for_finish(&self) -> TimedGuard<'_, EngineState> {
+        self.state.lock_ignoring_poison()
     }
 
     pub(crate) fn wake_engine(&self) {
@@ -205,7 +213,7 @@ impl EngineLock {
     /// (None if the machine panicked: the engine is then told to stop).
     /// Off the engine thread it also wakes the engine if the machine now
     /// wants it sooner than it planned to look.
-    pub(crate) fn drive(&self, on_engine_thread: bool) -> Option<MutexGuard<'_, EngineState>> {
+    pub(crate) fn drive(&self, on_engine_thread: bool) -> Option<TimedGuard<'_, EngineState>> {
         let was_driving = DRIVING.replace(true);
         let result = panic::catch_unwind(AssertUnwindSafe(|| self.drive_loop(on_engine_thread)));
         DRIVING.set(was_driving);
@@ -219,7 +227,7 @@ impl EngineLock {
         }
     }
 
-    fn drive_loop(&self, on_engine_thread: bool) -> Option<MutexGuard<'_, EngineState>> {
+    fn drive_loop(&self, on_engine_thread: bool) -> Option<TimedGuard<'_, EngineState>> {
         let mut state = self.lock()?;
         loop {
             let work = state.take_work();

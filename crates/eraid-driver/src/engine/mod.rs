@@ -12,6 +12,7 @@
 
 mod drive;
 mod large_writers;
+mod lock_time;
 mod members;
 mod state;
 
