@@ -134,10 +134,13 @@ lock_snapshot() {
     jq -r '.engine_lock | "\(.held_s) \(.waited_s) \(.uptime_s)"'
 }
 # lock_share BEFORE AFTER FIELD: the change of field FIELD (1 held, 2
-# waited) over the change of uptime.
+# waited) over the change of uptime. The fields are estimates scaled by
+# the sampled share of acquisitions, which moves a little between two
+# answers: a change within that noise of zero can come out just below it,
+# and is shown as zero.
 lock_share() {
   awk -v a="$1" -v b="$2" -v f="$3" 'BEGIN { split(a, x, " "); split(b, y, " ");
-    d = y[3] - x[3]; if (d > 0) printf "%.4f", (y[f] - x[f]) / d; else print 0 }'
+    d = y[3] - x[3]; v = d > 0 ? (y[f] - x[f]) / d : 0; printf "%.4f", (v > 0 ? v : 0) }'
 }
 
 load_before=$(uptime)
