@@ -24,6 +24,29 @@ fn pattern(len_bytes: usize, seed: u8) -> Bytes {
         .into()
 }
 
+/// Reads and returns the reply's bytes, as pieces.
+fn read_pieces_of(
+    h: &mut MemHarness,
+    array: &mut eraid_core::Array,
+    offset_bytes: u64,
+    len_bytes: usize,
+) -> eraid_core::io::ReadData {
+    h.submit(
+        array,
+        2,
+        UserOp::Read {
+            offset_bytes,
+            len_bytes,
+        },
+    );
+    h.run(array);
+    h.take_reply(2)
+        .expect("read answered")
+        .result
+        .expect("read succeeded")
+        .expect("bytes")
+}
+
 fn within_a_read_buffer(h: &MemHarness, piece: &[u8]) -> bool {
     let start = piece.as_ptr() as usize;
     h.read_buffer_spans
@@ -56,21 +79,7 @@ fn a_read_over_chunks_and_stripes_is_the_members_buffers_not_a_copy() {
             },
         );
         assert_eq!(wrote, Ok(None), "{level:?}: the write");
-        h.submit(
-            &mut array,
-            2,
-            UserOp::Read {
-                offset_bytes,
-                len_bytes: data.len(),
-            },
-        );
-        h.run(&mut array);
-        let read = h
-            .take_reply(2)
-            .expect("read answered")
-            .result
-            .expect("read succeeded")
-            .expect("bytes");
+        let read = read_pieces_of(&mut h, &mut array, offset_bytes, data.len());
         assert_eq!(read, data[..], "{level:?}: read back");
         assert_eq!(
             read.pieces().len(),
@@ -180,21 +189,7 @@ fn a_degraded_read_passes_the_surviving_members_buffers_on() {
             AdminCommand::FailMember { slot: failed },
         );
         h.run(&mut array);
-        h.submit(
-            &mut array,
-            2,
-            UserOp::Read {
-                offset_bytes: 0,
-                len_bytes: data.len(),
-            },
-        );
-        h.run(&mut array);
-        let read = h
-            .take_reply(2)
-            .expect("read answered")
-            .result
-            .expect("read succeeded")
-            .expect("bytes");
+        let read = read_pieces_of(&mut h, &mut array, 0, data.len());
         assert_eq!(read, data[..], "{level:?}: read back, chunk 0 rebuilt");
         assert_eq!(
             read.pieces().len(),
