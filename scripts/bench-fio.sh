@@ -210,9 +210,13 @@ fixed3() { awk -v a="$1" 'BEGIN { printf "%.3f", a }'; }
 mib() { awk -v a="$1" 'BEGIN { printf "%.0f", a }'; }
 
 # values TARGET I JOBS: the target's MiB/s in every round.
-values() {
+values() { table_values RESULT "$@"; }
+# table_values TABLE TARGET I JOBS: the target's figure in TABLE (RESULT,
+# LOCK_HELD or LOCK_WAITING) in every round.
+table_values() {
+  local -n table=$1
   local round out=
-  for round in $(seq "$ROUNDS"); do out="$out ${RESULT[$1,$2,$3,$round]}"; done
+  for round in $(seq "$ROUNDS"); do out="$out ${table[$2,$3,$4,$round]}"; done
   echo "$out"
 }
 # ratios TARGET BASE_TARGET I JOBS [BASE_JOBS]: per-round ratios.
@@ -297,13 +301,6 @@ if has_connections 4; then
   check "4 conns: RAID-5 / RAID-0, random write 4k" "$(ratios raid5 raid0 3 4)" 0.4
 fi
 
-# lock_values ARRAY TARGET I JOBS: the per-round lock figures.
-lock_values() {
-  local -n table=$1
-  local round out=
-  for round in $(seq "$ROUNDS"); do out="$out ${table[$2,$3,$4,$round]}"; done
-  echo "$out"
-}
 echo
 echo "Engine lock per eraid target (median over the rounds): the share of each case's time the lock was held, and after the slash the average number of threads waiting for it:"
 echo
@@ -314,7 +311,7 @@ for label in "${LABELS[@]}"; do
   for jobs in "${CONNECTIONS[@]}"; do
     line="| $label | $jobs"
     for target in "${ERAID_TARGETS[@]}"; do
-      line="$line | $(fixed2 "$(lock_values LOCK_HELD "$target" $i "$jobs" | median)") / $(fixed2 "$(lock_values LOCK_WAITING "$target" $i "$jobs" | median)")"
+      line="$line | $(fixed2 "$(table_values LOCK_HELD "$target" $i "$jobs" | median)") / $(fixed2 "$(table_values LOCK_WAITING "$target" $i "$jobs" | median)")"
     done
     echo "$line |"
   done

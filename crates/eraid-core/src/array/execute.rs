@@ -16,7 +16,7 @@ pub(super) enum Payload {
     Zeroes,
 }
 
-fn sub(range: &Range<u64>, within: &Range<u64>) -> Range<usize> {
+pub(super) fn sub(range: &Range<u64>, within: &Range<u64>) -> Range<usize> {
     assert!(
         within.start <= range.start && range.end <= within.end,
         "{range:?} outside {within:?}"

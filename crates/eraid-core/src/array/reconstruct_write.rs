@@ -1,11 +1,11 @@
 //! Reconstruct-write's parity straight from the row's buffers: no row
 //! rebuilt into fresh vectors, parity encoded into pooled aligned buffers.
 
+use super::execute::sub;
 use super::op::StripeOp;
 use crate::io::Bytes;
 use crate::stripe_code::StripeCode;
 use std::borrow::Cow;
-use std::ops::Range;
 
 /// The parity of `op`'s row after its writes, when every data shard of the
 /// row is either overwritten whole by a segment or was read whole: a read
@@ -36,7 +36,7 @@ pub(super) fn parity_from_row_buffers(
     for s in &op.segments {
         if overwritten_whole[s.data_index].is_none() {
             let (_, read) = op.reads[s.data_index].as_mut().expect("read whole");
-            read[within(&s.intra, &row)].copy_from_slice(&s.write_bytes());
+            read[sub(&s.intra, &row)].copy_from_slice(&s.write_bytes());
         }
     }
     let segment_bytes: Vec<Option<Cow<'_, [u8]>>> = overwritten_whole
@@ -54,12 +54,4 @@ pub(super) fn parity_from_row_buffers(
     let mut parity_refs: Vec<&mut [u8]> = parity.iter_mut().map(|p| &mut p[..]).collect();
     code.encode(&data, &mut parity_refs).expect("shapes match");
     Some(parity.into_iter().map(|p| p.freeze()).collect())
-}
-
-fn within(range: &Range<u64>, row: &Range<u64>) -> Range<usize> {
-    assert!(
-        row.start <= range.start && range.end <= row.end,
-        "{range:?} outside {row:?}"
-    );
-    (range.start - row.start) as usize..(range.end - row.start) as usize
 }
