@@ -1,7 +1,8 @@
 //! Per-stripe shared/exclusive locks with FIFO fairness, so parity is never
 //! computed from a half-updated stripe and writes to one stripe are ordered.
 
-use std::collections::{HashMap, VecDeque};
+use rustc_hash::FxHashMap;
+use std::collections::VecDeque;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LockMode {
@@ -18,7 +19,7 @@ struct StripeLock {
 
 #[derive(Default)]
 pub struct StripeLocks {
-    stripes: HashMap<u64, StripeLock>,
+    stripes: FxHashMap<u64, StripeLock>,
 }
 
 impl StripeLocks {

@@ -6,7 +6,8 @@
 
 use crate::io::{DeviceOp, IoId, TimeNs};
 use crate::metadata::superblock::ReadErrorCounts;
-use std::collections::{BTreeSet, HashMap};
+use rustc_hash::FxHashMap;
+use std::collections::BTreeSet;
 
 /// Linux MD's `MD_DEFAULT_MAX_CORRECTED_READ_ERRORS` (drivers/md/md.c).
 pub const DEFAULT_MAX_READ_ERRORS: u32 = 20;
@@ -72,7 +73,7 @@ struct InFlight {
 #[derive(Default)]
 pub struct Health {
     devices: Vec<DeviceHealth>,
-    in_flight: HashMap<IoId, InFlight>,
+    in_flight: FxHashMap<IoId, InFlight>,
     /// In-flight I/Os by issue time: the oldest decides the next deadline.
     by_age: BTreeSet<(TimeNs, IoId)>,
     /// I/Os the core gave up on (timed out): their late completion is

@@ -39,8 +39,9 @@ use locks::StripeLocks;
 use metadata_queue::MetadataQueue;
 use op::StripeOp;
 use ready::{Ready, ReadyQueue};
+use rustc_hash::FxHashMap;
 use scrub::Scrub;
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::Arc;
 
 pub use journal_engine::{JournalCounters, JournalSetup};
@@ -246,23 +247,23 @@ pub struct Array {
     next_flush_id: u64,
     /// Who waits for each I/O, the device it went to, and where it leaves
     /// that device's head (`read_balance`).
-    io_owner: HashMap<IoId, (Owner, usize, Option<u64>)>,
+    io_owner: FxHashMap<IoId, (Owner, usize, Option<u64>)>,
     /// Each device's head and I/Os in flight, for RAID-10's read balance.
     heads: read_balance::DeviceHeads,
     /// I/Os MD's in-flight idle test counts at completion: member, bytes,
     /// and whether it is the growth's own (see `md_idle_in_flight`).
-    idle_counted: HashMap<IoId, (usize, u64, bool)>,
+    idle_counted: FxHashMap<IoId, (usize, u64, bool)>,
     outbox_io: VecDeque<DeviceIo>,
     outbox_reply: VecDeque<UserReply>,
     outbox_event: VecDeque<ArrayEvent>,
-    requests: HashMap<RequestId, Pending>,
+    requests: FxHashMap<RequestId, Pending>,
     /// Requests that arrived while opening.
     held: VecDeque<UserRequest>,
-    ops: HashMap<u64, StripeOp>,
+    ops: FxHashMap<u64, StripeOp>,
     locks: StripeLocks,
     intent: Intent,
     metadata: MetadataQueue,
-    flushes: HashMap<u64, FlushWait>,
+    flushes: FxHashMap<u64, FlushWait>,
     clean_cycle_active: bool,
     scrub: Option<Scrub>,
     /// Dirty regions that could not be resynced (degraded at open).
@@ -272,7 +273,7 @@ pub struct Array {
     /// The growth in progress, if any.
     reshape: Option<Reshape>,
     /// When each user request in flight arrived (for latency-aware pacing).
-    arrivals: HashMap<RequestId, TimeNs>,
+    arrivals: FxHashMap<RequestId, TimeNs>,
     /// Members absent since the start and still recorded current (no data
     /// written without them yet); the first write records them faulty.
     absent_unrecorded: Vec<usize>,
@@ -409,25 +410,25 @@ impl Array {
             gather: Default::default(),
             parity_buffers: eraid_buffers::BufferPool::new(PARITY_BUFFERS_CACHED_BYTES_MAX),
             next_flush_id: 0,
-            io_owner: HashMap::new(),
+            io_owner: FxHashMap::default(),
             heads: read_balance::DeviceHeads::default(),
-            idle_counted: HashMap::new(),
+            idle_counted: FxHashMap::default(),
             outbox_io: VecDeque::new(),
             outbox_reply: VecDeque::new(),
             outbox_event: VecDeque::new(),
-            requests: HashMap::new(),
+            requests: FxHashMap::default(),
             held: VecDeque::new(),
-            ops: HashMap::new(),
+            ops: FxHashMap::default(),
             locks: StripeLocks::default(),
             intent,
             metadata: MetadataQueue::default(),
-            flushes: HashMap::new(),
+            flushes: FxHashMap::default(),
             clean_cycle_active: false,
             scrub: None,
             unresynced_regions: Vec::new(),
             opened_unclean,
             reshape: None,
-            arrivals: HashMap::new(),
+            arrivals: FxHashMap::default(),
             absent_unrecorded,
             absent_record_generation: None,
             flush_replies_waiting_record: Vec::new(),

@@ -8,7 +8,7 @@
 //! the lock, so data moves on several threads at once while the machine's
 //! bookkeeping stays on one at a time.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -74,8 +74,8 @@ pub(crate) struct EngineState {
     pub(crate) start: Instant,
     next_request_id: u64,
     /// Callers waiting for a reply, by the id given to the machine.
-    pub(crate) pending: HashMap<RequestId, ReplySink>,
-    in_flight: HashMap<IoId, InFlight>,
+    pub(crate) pending: FxHashMap<RequestId, ReplySink>,
+    in_flight: FxHashMap<IoId, InFlight>,
     /// A journal batch is being written by some thread.
     pub(crate) journal_out: bool,
     /// `begin_close` has been called.
@@ -114,8 +114,8 @@ impl EngineState {
             io_pool_only: parts.io_pool_only,
             start: Instant::now(),
             next_request_id: 1,
-            pending: HashMap::new(),
-            in_flight: HashMap::new(),
+            pending: FxHashMap::default(),
+            in_flight: FxHashMap::default(),
             journal_out: false,
             closing: false,
             closed_event: false,
