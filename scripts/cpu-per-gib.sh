@@ -15,8 +15,10 @@
 # slice of 360 MiB) over LOOPS (default 8) passes: a fixed amount of work,
 # not a fixed time. Prints fio's MiB/s, the whole machine's busy CPU per
 # GiB moved (fio, server and kernel) and the server's own CPU per GiB, in
-# ms, from /proc. Needs fio (with its nbd engine), jq, and nbdkit for the
-# baseline.
+# ms, from /proc; for eraid also the share of the run's time the engine
+# lock was held and the mean number of threads waiting for it (`eraid
+# detail --control`, before and after). Needs fio (with its nbd engine),
+# jq, and nbdkit for the baseline.
 set -euo pipefail
 [ $# -ge 4 ] || { echo "usage: scripts/cpu-per-gib.sh BIN LEVEL RW BS [CONNECTIONS] [LOOPS]" >&2; exit 2; }
 BIN=$1; LEVEL=$2; RW=$3; BS=$4; JOBS=${5:-1}; LOOPS=${6:-8}
@@ -38,12 +40,23 @@ TICK_MS=$((1000 / $(getconf CLK_TCK)))
 # user nice system irq softirq steal, in ticks
 machine_busy() { awk '/^cpu /{ print $2 + $3 + $4 + $7 + $8 + $9 }' /proc/stat; }
 server_cpu() { awk '{ print $14 + $15 }' "/proc/$P/stat"; }
+# held_s waited_s uptime_s of the engine lock (eraid only).
+lock_times() {
+  [ "$LEVEL" = nbdkit ] && return 0
+  "$BIN" detail --json --control "$W/c.sock" | jq -r '.engine_lock | "\(.held_s) \(.waited_s) \(.uptime_s)"'
+}
+lock0=$(lock_times)
 server0=$(server_cpu); busy0=$(machine_busy)
 out=$(fio --name=case --ioengine=nbd --uri="$U" --rw="$RW" --bs="$BS" --iodepth=32 --numjobs="$JOBS" \
   --offset_increment=$((360 / JOBS))M --size=$((360 / JOBS))M --loops="$LOOPS" --group_reporting \
   --output-format=json 2>/dev/null | sed -n '/^{/,$p')
 server1=$(server_cpu); busy1=$(machine_busy)
+lock1=$(lock_times)
 mib_s=$(echo "$out" | jq -r '.jobs[0] | ((.read.bw_bytes + .write.bw_bytes) / 1048576 | floor)')
 moved_mib=$(echo "$out" | jq -r '.jobs[0] | ((.read.io_bytes + .write.io_bytes) / 1048576 | floor)')
 [ "$moved_mib" -gt 0 ] || { echo "cpu-per-gib: fio moved no data" >&2; exit 1; }
-echo "$mib_s MiB/s, machine $(( (busy1 - busy0) * TICK_MS * 1024 / moved_mib )) ms/GiB, server $(( (server1 - server0) * TICK_MS * 1024 / moved_mib )) ms/GiB"
+lock=
+if [ -n "$lock0" ]; then
+  lock=$(echo "$lock0 $lock1" | awk '{ up = $6 - $3; if (up > 0) printf ", lock held %.0f%% / %.2f waiting", 100 * ($4 - $1) / up, ($5 - $2) / up }')
+fi
+echo "$mib_s MiB/s, machine $(( (busy1 - busy0) * TICK_MS * 1024 / moved_mib )) ms/GiB, server $(( (server1 - server0) * TICK_MS * 1024 / moved_mib )) ms/GiB$lock"

@@ -9,7 +9,8 @@
 # NAME prefixes error messages and the temporary directory; LEVEL is 0, 5,
 # 6 or 10, or `nbdkit` (BIN then unused). Leaves the shell in the
 # directory, sets W (the directory), P (the server's pid) and URI, and
-# stops the server and removes the directory when the shell exits.
+# stops the server and removes the directory when the shell exits. An
+# eraid server also answers `eraid detail --control "$W/c.sock"`.
 
 fio_array_cleanup() {
   if [ -n "${P:-}" ]; then
@@ -30,7 +31,7 @@ serve_filled() {
     nbdkit -f -U "$W/s.sock" memory 512M >/dev/null 2>&1 & P=$!
   else
     "$bin" create --level "$level" --chunk 64K --size 128M a b c d >/dev/null
-    "$bin" serve --socket "$W/s.sock" a b c d >/dev/null 2>&1 & P=$!
+    "$bin" serve --socket "$W/s.sock" --control "$W/c.sock" a b c d >/dev/null 2>&1 & P=$!
   fi
   for _ in $(seq 200); do [ -S "$W/s.sock" ] && break; sleep 0.05; done
   [ -S "$W/s.sock" ] || { echo "$name: the server did not start" >&2; exit 1; }

@@ -3,8 +3,9 @@
 //! time (README, "Threads of a served array"). The driver here does no
 //! I/O: a read is answered with an unfilled pooled buffer, a write or a
 //! flush at once. What is timed is the core's work per request: planning,
-//! stripe locks, the write-intent bitmap, and the parity update of a
-//! read-modify-write, which runs inside the core.
+//! stripe locks and the write-intent bitmap. Parity is not: the core hands
+//! it out as a recipe that the thread performing the parity write computes,
+//! outside the engine lock (`WriteData`), and this driver writes nothing.
 //!
 //! Four members, 64 KiB chunks, 4 KiB requests at random offsets, 32 in
 //! flight; criterion's throughput figure is requests per second.

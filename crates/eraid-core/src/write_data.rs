@@ -1,23 +1,26 @@
-//! A device write's bytes: ready, or a full stripe's parity that is
-//! encoded on first access, by whichever thread performs the write.
+//! A device write's bytes: ready, or a stripe's parity that is computed
+//! on first access, by whichever thread performs the write.
 //!
 //! Why deferred: the core runs behind the driver's engine lock, one thread
-//! at a time, so parity encoded inside it serialises every connection on
-//! the XOR. A full stripe's parity depends only on the user's bytes, which
-//! are immutable [`Bytes`], so the core hands out the recipe instead and
-//! the thread that writes the parity shard (outside the lock) encodes it.
-//! The simulator looks at the bytes only when its members keep their
-//! contents, so a timing-only run never encodes; whoever does look (that
-//! simulator, the tests, the journal) gets the same bytes, encoded then.
+//! at a time, so parity computed inside it serialises every connection on
+//! the XOR. What parity needs is immutable once the core has it (the
+//! user's [`Bytes`], the members' read buffers, which nothing else holds),
+//! so the core hands out the recipe instead and the thread that writes a
+//! parity shard (outside the lock) computes it: a full stripe's encode, a
+//! read-modify-write's update of the old parity, a reconstruct-write's
+//! encode over the row. The simulator looks at the bytes only when its
+//! members keep their contents, so a timing-only run never computes;
+//! whoever does look (that simulator, the tests, the journal) gets the
+//! same bytes, computed then.
 
 use crate::stripe_code::StripeCode;
 use bytes::Bytes;
 use std::fmt;
 use std::ops::Deref;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// The bytes a [`crate::io::DeviceOp::Write`] writes. Derefs to `[u8]`;
-/// [`WriteData::len`] never encodes.
+/// [`WriteData::len`] never computes.
 #[derive(Clone)]
 pub struct WriteData(Source);
 
@@ -30,14 +33,16 @@ enum Source {
     },
 }
 
-/// One full stripe's parity shards, encoded once from its data shards by
-/// the first of its parity writes to need them.
+/// Computes a stripe's parity shards (each `len_bytes` long), once.
+type ParityRecipe = Box<dyn FnOnce() -> Vec<Bytes> + Send>;
+
+/// One stripe row's parity shards, computed once by the first of its
+/// parity writes to need them.
 pub struct StripeParity {
-    code: Arc<StripeCode>,
-    data: Vec<Bytes>,
     parity_count: usize,
     len_bytes: usize,
-    buffers: eraid_buffers::BufferPool,
+    /// Taken by the one computation `parity` runs.
+    recipe: Mutex<Option<ParityRecipe>>,
     parity: OnceLock<Vec<Bytes>>,
 }
 
@@ -56,13 +61,39 @@ impl StripeParity {
             data.iter().all(|d| d.len() == len_bytes),
             "a stripe's data shards differ in length"
         );
-        assert!(parity_count > 0, "a stripe without parity");
-        Arc::new(StripeParity {
-            code,
-            data,
+        StripeParity::deferred(
             parity_count,
             len_bytes,
-            buffers,
+            Box::new(move || {
+                let data_refs: Vec<&[u8]> = data.iter().map(|d| &d[..]).collect();
+                // Every byte of each buffer is written by the encode, so a
+                // reused buffer's old bytes never leak.
+                let mut parity: Vec<eraid_buffers::PooledBuf> =
+                    (0..parity_count).map(|_| buffers.take(len_bytes)).collect();
+                let mut parity_refs: Vec<&mut [u8]> =
+                    parity.iter_mut().map(|p| &mut p[..]).collect();
+                code.encode(&data_refs, &mut parity_refs)
+                    .expect("shapes checked at construction");
+                parity
+                    .into_iter()
+                    .map(eraid_buffers::PooledBuf::freeze)
+                    .collect()
+            }),
+        )
+    }
+
+    /// `parity_count` shards of `len_bytes` each, computed later by
+    /// `recipe` (which must return exactly that).
+    pub fn deferred(
+        parity_count: usize,
+        len_bytes: usize,
+        recipe: ParityRecipe,
+    ) -> Arc<StripeParity> {
+        assert!(parity_count > 0, "a stripe without parity");
+        Arc::new(StripeParity {
+            parity_count,
+            len_bytes,
+            recipe: Mutex::new(Some(recipe)),
             parity: OnceLock::new(),
         })
     }
@@ -82,20 +113,20 @@ impl StripeParity {
 
     fn encoded(&self) -> &[Bytes] {
         self.parity.get_or_init(|| {
-            let data_refs: Vec<&[u8]> = self.data.iter().map(|d| &d[..]).collect();
-            // Every byte of each buffer is written by the encode, so a
-            // reused buffer's old bytes never leak.
-            let mut parity: Vec<eraid_buffers::PooledBuf> = (0..self.parity_count)
-                .map(|_| self.buffers.take(self.len_bytes))
-                .collect();
-            let mut parity_refs: Vec<&mut [u8]> = parity.iter_mut().map(|p| &mut p[..]).collect();
-            self.code
-                .encode(&data_refs, &mut parity_refs)
-                .expect("shapes checked at construction");
+            // OnceLock runs this once: the recipe is still there.
+            let recipe = self
+                .recipe
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .take()
+                .expect("a stripe's parity is computed once");
+            let parity = recipe();
+            assert!(
+                parity.len() == self.parity_count
+                    && parity.iter().all(|p| p.len() == self.len_bytes),
+                "a parity recipe returned the wrong shapes"
+            );
             parity
-                .into_iter()
-                .map(eraid_buffers::PooledBuf::freeze)
-                .collect()
         })
     }
 }

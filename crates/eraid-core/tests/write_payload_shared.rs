@@ -263,3 +263,99 @@ fn reconstruct_write_parity_goes_into_aligned_pooled_buffers() {
         assert_eq!(read.expect("read").expect("bytes"), again[..], "{level:?}");
     }
 }
+
+#[test]
+fn partial_stripe_parity_is_left_for_the_writing_thread_to_compute() {
+    // Read-modify-write's parity update and reconstruct-write's encode
+    // leave the core as recipes too (computed by whoever performs the
+    // parity write, outside the driver's engine lock), for RAID-5 and
+    // RAID-6; the members still end up consistent and the data reads back.
+    // (level, members, chunks written whole, bytes written, reads the
+    // method needs: 1 + parity for read-modify-write, the data shards not
+    // written for reconstruct-write.)
+    let half = CHUNK as usize / 2;
+    for (level, members, bytes, reads) in [
+        (Level::Raid5, 6, half, 2),                      // read-modify-write
+        (Level::Raid6, 8, half, 3),                      // read-modify-write
+        (Level::Raid5, 4, 2 * CHUNK as usize, 1),        // reconstruct-write
+        (Level::Raid6, 6, 3 * CHUNK as usize + half, 1), // reconstruct-write
+    ] {
+        let g = geometry(level, ParityLayout::LeftSymmetric, members, MEMBER_CHUNKS);
+        let parity_count = if level == Level::Raid6 { 2 } else { 1 };
+        let data_chunks = (members - parity_count) as u64;
+        let mut h = MemHarness::create(g, 11);
+        let mut array = open(&mut h);
+        // Old contents first, so the update has something to change.
+        let old: Bytes = (0..data_chunks * CHUNK)
+            .map(|i| (i % 241) as u8 ^ 0xA5)
+            .collect::<Vec<u8>>()
+            .into();
+        let written = call(
+            &mut h,
+            &mut array,
+            1,
+            UserOp::Write {
+                offset_bytes: 0,
+                data: old.clone(),
+                fua: false,
+            },
+        );
+        assert_eq!(written, Ok(None));
+        let new = payload(4).slice(..bytes);
+        h.submit(
+            &mut array,
+            2,
+            UserOp::Write {
+                offset_bytes: 0,
+                data: new.clone(),
+                fua: false,
+            },
+        );
+        let mut encoded_when_issued = BTreeMap::new();
+        let mut member_reads = std::collections::BTreeSet::new();
+        loop {
+            for io in h.inflight_ios() {
+                match (&io.op, io.cause) {
+                    (DeviceOp::Write { data, .. }, IoCause::User) => {
+                        // Only is_encoded(): reading the bytes computes them.
+                        encoded_when_issued
+                            .entry(io.id)
+                            .or_insert(data.is_encoded());
+                    }
+                    (DeviceOp::Read { .. }, IoCause::User) => {
+                        member_reads.insert(io.id);
+                    }
+                    _ => {}
+                }
+            }
+            if !h.step(&mut array) {
+                break;
+            }
+        }
+        let case = format!("{level:?} x{members}, {bytes} bytes");
+        assert_eq!(
+            h.take_reply(2).expect("answered").result,
+            Ok(None),
+            "{case}"
+        );
+        assert_eq!(member_reads.len(), reads, "{case}: not the method meant");
+        let deferred = encoded_when_issued.values().filter(|&&e| !e).count();
+        assert_eq!(
+            deferred, parity_count,
+            "{case}: parity computed by the core: {encoded_when_issued:?}"
+        );
+        assert_eq!(check(&mut h, &mut array, false), (0, 0), "{case}");
+        let mut expected = old.to_vec();
+        expected[..bytes].copy_from_slice(&new);
+        let read = call(
+            &mut h,
+            &mut array,
+            3,
+            UserOp::Read {
+                offset_bytes: 0,
+                len_bytes: expected.len(),
+            },
+        );
+        assert_eq!(read.expect("read").expect("bytes"), expected[..], "{case}");
+    }
+}

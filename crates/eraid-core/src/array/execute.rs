@@ -10,7 +10,7 @@ use std::ops::Range;
 /// What a shard write carries.
 pub(super) enum Payload {
     Bytes(crate::io::Bytes),
-    /// A full stripe's parity shard, encoded by the thread that writes it.
+    /// A parity shard computed by the thread that writes it (`WriteData`).
     Parity(crate::io::WriteData),
     /// Zeroes over the range: no buffer, a zero-range device op.
     Zeroes,
@@ -447,28 +447,41 @@ impl Array {
                     }
                     WriteMethod::DataOnly => {}
                     WriteMethod::ReadModifyWrite => {
-                        let code = code.as_deref().expect("parity code");
+                        let code = std::sync::Arc::clone(code.as_ref().expect("parity code"));
                         // The old parity buffers become the new parity: they
                         // are not read again (op_issue_writes drops reads).
-                        let mut parity: Vec<crate::io::ReadBuf> = (k..k + m)
+                        // The update runs outside the engine lock, on the
+                        // thread that writes a parity shard (WriteData).
+                        let parity: Vec<crate::io::ReadBuf> = (k..k + m)
                             .map(|i| op.reads[i].take().expect("parity read").1)
                             .collect();
-                        for s in &op.segments {
-                            let old_data =
-                                &op.reads[s.data_index].as_ref().expect("old data read").1;
-                            code.update_parity_window(
-                                s.data_index,
-                                old_data,
-                                &s.write_bytes(),
-                                sub(&s.intra, &row),
-                                &mut parity,
-                            )
-                            .expect("shapes match");
-                        }
-                        // A real member's read buffer is pooled and aligned:
-                        // written back as it is, no bounce copy.
-                        for (i, bytes) in parity.into_iter().enumerate() {
-                            writes.push((k + i, row.clone(), Payload::Bytes(bytes.freeze())));
+                        let updates: Vec<ParityUpdate> = op
+                            .segments
+                            .iter()
+                            .map(|s| ParityUpdate {
+                                // An op has one segment per data shard.
+                                data_index: s.data_index,
+                                old_data: op.reads[s.data_index]
+                                    .take()
+                                    .expect("old data read, once per shard")
+                                    .1,
+                                new_data: {
+                                    assert!(
+                                        s.data.is_some() || s.zeroes,
+                                        "a write segment without data"
+                                    );
+                                    s.data.clone()
+                                },
+                                window: sub(&s.intra, &row),
+                            })
+                            .collect();
+                        let stripe = crate::write_data::StripeParity::deferred(
+                            m,
+                            row_len,
+                            Box::new(move || read_modify_write(&code, parity, updates)),
+                        );
+                        for i in 0..m {
+                            writes.push((k + i, row.clone(), Payload::Parity(stripe.shard(i))));
                         }
                     }
                     WriteMethod::ReconstructWrite | WriteMethod::ReadAllRebuild => {
@@ -502,18 +515,18 @@ impl Array {
                             for i in 0..m {
                                 writes.push((k + i, row.clone(), Payload::Parity(stripe.shard(i))));
                             }
-                        } else if let Some(parity) = (!unrebuilt_targets.contains(&true))
+                        } else if let Some(stripe) = (!unrebuilt_targets.contains(&true))
                             .then(|| {
                                 super::reconstruct_write::parity_from_row_buffers(
                                     &mut op,
-                                    code,
+                                    code_shared,
                                     &self.parity_buffers,
                                 )
                             })
                             .flatten()
                         {
-                            for (i, bytes) in parity.into_iter().enumerate() {
-                                writes.push((k + i, row.clone(), Payload::Bytes(bytes)));
+                            for i in 0..m {
+                                writes.push((k + i, row.clone(), Payload::Parity(stripe.shard(i))));
                             }
                         } else {
                             match rebuild_row(&op, Some(code), &overwritten) {
@@ -842,4 +855,43 @@ impl Array {
             }
         }
     }
+}
+
+/// One segment's change to a read-modify-write's parity.
+struct ParityUpdate {
+    data_index: usize,
+    old_data: crate::io::ReadBuf,
+    /// None: zeroes.
+    new_data: Option<crate::io::Bytes>,
+    /// The segment's bytes within the row.
+    window: Range<usize>,
+}
+
+/// The new parity of a read-modify-write: the old parity buffers, updated
+/// in place by each segment's delta. A real member's read buffer is pooled
+/// and aligned: written back as it is, no bounce copy.
+fn read_modify_write(
+    code: &crate::stripe_code::StripeCode,
+    mut parity: Vec<crate::io::ReadBuf>,
+    updates: Vec<ParityUpdate>,
+) -> Vec<crate::io::Bytes> {
+    for update in updates {
+        let zeroes;
+        let new_data: &[u8] = match &update.new_data {
+            Some(bytes) => bytes,
+            None => {
+                zeroes = vec![0u8; update.window.len()];
+                &zeroes
+            }
+        };
+        code.update_parity_window(
+            update.data_index,
+            &update.old_data,
+            new_data,
+            update.window,
+            &mut parity,
+        )
+        .expect("shapes match");
+    }
+    parity.into_iter().map(crate::io::ReadBuf::freeze).collect()
 }

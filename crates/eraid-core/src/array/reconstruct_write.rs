@@ -1,23 +1,36 @@
 //! Reconstruct-write's parity straight from the row's buffers: no row
-//! rebuilt into fresh vectors, parity encoded into pooled aligned buffers.
+//! rebuilt into fresh vectors, parity encoded into pooled aligned buffers,
+//! outside the engine lock by the thread that writes a parity shard.
 
 use super::execute::sub;
 use super::op::StripeOp;
-use crate::io::Bytes;
+use crate::io::{Bytes, ReadBuf};
 use crate::stripe_code::StripeCode;
-use std::borrow::Cow;
+use crate::write_data::StripeParity;
+use std::ops::Range;
+use std::sync::Arc;
+
+/// One data shard of the row after the write.
+enum RowShard {
+    /// Overwritten whole by a segment: the user's bytes (None: zeroes).
+    Written(Option<Bytes>),
+    /// Read whole; these segments' new bytes go over it first (bytes
+    /// within the row, None: zeroes).
+    Read(ReadBuf, Vec<(Range<usize>, Option<Bytes>)>),
+}
 
 /// The parity of `op`'s row after its writes, when every data shard of the
-/// row is either overwritten whole by a segment or was read whole: a read
-/// shard gets the segments' new bytes laid over it in place, and parity is
-/// encoded from the user's bytes and the read buffers into `parity_buffers`
-/// (aligned: an O_DIRECT member writes it as it is). None, touching
-/// nothing, when a shard is neither (a degraded row, which must be rebuilt).
+/// row is either overwritten whole by a segment or was read whole (the
+/// read buffers are taken from `op`). The encode is deferred: it lays the
+/// segments' new bytes over the read buffers in place and encodes from
+/// them and the user's bytes into `parity_buffers` (aligned: an O_DIRECT
+/// member writes it as it is). None, touching nothing, when a shard is
+/// neither (a degraded row, which must be rebuilt).
 pub(super) fn parity_from_row_buffers(
     op: &mut StripeOp,
-    code: &StripeCode,
+    code: &Arc<StripeCode>,
     parity_buffers: &eraid_buffers::BufferPool,
-) -> Option<Vec<Bytes>> {
+) -> Option<Arc<StripeParity>> {
     let k = op.map.data.len();
     let m = op.map.parity.len();
     let row = op.row.clone();
@@ -34,24 +47,63 @@ pub(super) fn parity_from_row_buffers(
         return None;
     }
     for s in &op.segments {
-        if overwritten_whole[s.data_index].is_none() {
-            let (_, read) = op.reads[s.data_index].as_mut().expect("read whole");
-            read[sub(&s.intra, &row)].copy_from_slice(&s.write_bytes());
-        }
+        assert!(s.data.is_some() || s.zeroes, "a write segment without data");
     }
-    let segment_bytes: Vec<Option<Cow<'_, [u8]>>> = overwritten_whole
-        .iter()
-        .map(|s| s.map(|s| op.segments[s].write_bytes()))
-        .collect();
-    let data: Vec<&[u8]> = (0..k)
-        .map(|i| match &segment_bytes[i] {
-            Some(bytes) => &bytes[..],
-            None => &op.reads[i].as_ref().expect("read whole").1[..],
+    let shards: Vec<RowShard> = (0..k)
+        .map(|i| match overwritten_whole[i] {
+            Some(s) => RowShard::Written(op.segments[s].data.clone()),
+            None => {
+                let (_, read) = op.reads[i].take().expect("read whole");
+                let laid_over = op
+                    .segments
+                    .iter()
+                    .filter(|s| s.data_index == i)
+                    .map(|s| (sub(&s.intra, &row), s.data.clone()))
+                    .collect();
+                RowShard::Read(read, laid_over)
+            }
         })
         .collect();
+    let code = Arc::clone(code);
+    let buffers = parity_buffers.clone();
+    Some(StripeParity::deferred(
+        m,
+        row_len,
+        Box::new(move || encode_row(&code, shards, m, row_len, &buffers)),
+    ))
+}
+
+fn encode_row(
+    code: &StripeCode,
+    shards: Vec<RowShard>,
+    parity_count: usize,
+    row_len: usize,
+    buffers: &eraid_buffers::BufferPool,
+) -> Vec<Bytes> {
+    let zero_row = vec![0u8; row_len];
+    let mut shards = shards;
+    for shard in &mut shards {
+        if let RowShard::Read(read, laid_over) = shard {
+            for (window, bytes) in laid_over.drain(..) {
+                match bytes {
+                    Some(bytes) => read[window].copy_from_slice(&bytes),
+                    None => read[window].fill(0),
+                }
+            }
+        }
+    }
+    let data: Vec<&[u8]> = shards
+        .iter()
+        .map(|shard| match shard {
+            RowShard::Written(Some(bytes)) => &bytes[..],
+            RowShard::Written(None) => &zero_row[..],
+            RowShard::Read(read, _) => &read[..],
+        })
+        .collect();
+    // Every byte of each buffer is written by the encode.
     let mut parity: Vec<eraid_buffers::PooledBuf> =
-        (0..m).map(|_| parity_buffers.take(row_len)).collect();
+        (0..parity_count).map(|_| buffers.take(row_len)).collect();
     let mut parity_refs: Vec<&mut [u8]> = parity.iter_mut().map(|p| &mut p[..]).collect();
     code.encode(&data, &mut parity_refs).expect("shapes match");
-    Some(parity.into_iter().map(|p| p.freeze()).collect())
+    parity.into_iter().map(|p| p.freeze()).collect()
 }
