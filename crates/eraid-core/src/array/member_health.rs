@@ -7,7 +7,7 @@
 use crate::io::{DeviceOp, IoId, TimeNs};
 use crate::metadata::superblock::ReadErrorCounts;
 use rustc_hash::FxHashMap;
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, VecDeque};
 
 /// Linux MD's `MD_DEFAULT_MAX_CORRECTED_READ_ERRORS` (drivers/md/md.c).
 pub const DEFAULT_MAX_READ_ERRORS: u32 = 20;
@@ -74,8 +74,13 @@ struct InFlight {
 pub struct Health {
     devices: Vec<DeviceHealth>,
     in_flight: FxHashMap<IoId, InFlight>,
-    /// In-flight I/Os by issue time: the oldest decides the next deadline.
-    by_age: BTreeSet<(TimeNs, IoId)>,
+    /// I/Os in the order they were issued, finished ones dropped lazily
+    /// (the first is always in flight). Ids and clocks only grow with it
+    /// (`latest_clock`; `restart_clocks` keeps the order), so the first is
+    /// the oldest and decides the next deadline: no ordered set per I/O.
+    by_age: VecDeque<IoId>,
+    /// The latest clock an I/O was given: a new one's is never earlier.
+    latest_clock: TimeNs,
     /// I/Os the core gave up on (timed out): their late completion is
     /// dropped.
     abandoned: BTreeSet<IoId>,
@@ -108,16 +113,36 @@ impl Health {
             DeviceOp::WriteZeroes { .. } => "zeroing",
             DeviceOp::Flush => "flush",
         };
+        if let Some(&last) = self.by_age.back() {
+            assert!(last < io, "I/O ids are issued in order");
+        }
+        self.latest_clock = self.latest_clock.max(now);
         self.in_flight.insert(
             io,
             InFlight {
                 device,
                 issued: now,
-                clock_from: now,
+                clock_from: self.latest_clock,
                 what,
             },
         );
-        self.by_age.insert((now, io));
+        self.by_age.push_back(io);
+    }
+
+    /// Drops finished I/Os from the front of `by_age`, and from the rest
+    /// once they outnumber those in flight (a stuck I/O at the front must
+    /// not let it grow without bound).
+    fn trim_by_age(&mut self) {
+        while let Some(front) = self.by_age.front() {
+            if self.in_flight.contains_key(front) {
+                break;
+            }
+            self.by_age.pop_front();
+        }
+        if self.by_age.len() > 2 * self.in_flight.len() + 64 {
+            let in_flight = &self.in_flight;
+            self.by_age.retain(|io| in_flight.contains_key(io));
+        }
     }
 
     /// Records the completion's latency. False if the I/O was abandoned
@@ -129,7 +154,7 @@ impl Health {
         let Some(flight) = self.in_flight.remove(&io) else {
             return true;
         };
-        self.by_age.remove(&(flight.clock_from, io));
+        self.trim_by_age();
         let latency_ns = now.0.saturating_sub(flight.issued.0);
         let device = self.device_mut(flight.device);
         device.completed_ios += 1;
@@ -168,24 +193,23 @@ impl Health {
 
     /// When the oldest I/O in flight times out, if any does.
     pub fn next_deadline(&self, timeout_ns: u64) -> Option<TimeNs> {
-        self.by_age
-            .first()
-            .map(|(issued, _)| TimeNs(issued.0.saturating_add(timeout_ns)))
+        self.by_age.front().map(|io| {
+            let clock_from = self.in_flight[io].clock_from;
+            TimeNs(clock_from.0.saturating_add(timeout_ns))
+        })
     }
 
     /// The I/Os in flight longer than `timeout_ns` at `now`, oldest first.
     pub fn expired(&self, now: TimeNs, timeout_ns: u64) -> Vec<Expired> {
         self.by_age
             .iter()
-            .take_while(|(issued, _)| issued.0.saturating_add(timeout_ns) <= now.0)
-            .map(|&(_, io)| {
-                let flight = self.in_flight[&io];
-                Expired {
-                    io,
-                    device: flight.device,
-                    what: flight.what,
-                    waited_ns: now.0.saturating_sub(flight.issued.0),
-                }
+            .filter_map(|&io| self.in_flight.get(&io).map(|flight| (io, *flight)))
+            .take_while(|(_, flight)| flight.clock_from.0.saturating_add(timeout_ns) <= now.0)
+            .map(|(io, flight)| Expired {
+                io,
+                device: flight.device,
+                what: flight.what,
+                waited_ns: now.0.saturating_sub(flight.issued.0),
             })
             .collect()
     }
@@ -206,8 +230,8 @@ impl Health {
     /// The core stops waiting for `io`: it counts as failed now, and its
     /// completion, if it ever comes, is dropped.
     pub fn abandon(&mut self, io: IoId) {
-        if let Some(flight) = self.in_flight.remove(&io) {
-            self.by_age.remove(&(flight.clock_from, io));
+        if self.in_flight.remove(&io).is_some() {
+            self.trim_by_age();
             self.abandoned.insert(io);
         }
     }
@@ -217,11 +241,11 @@ impl Health {
     /// its stuck ones in the driver's queue, which is not their fault; a
     /// device really hung too is failed one timeout later.
     pub fn restart_clocks(&mut self, now: TimeNs) {
-        self.by_age.clear();
-        for (&io, flight) in self.in_flight.iter_mut() {
+        // Raising every clock to at least `now` keeps them in issue order.
+        for flight in self.in_flight.values_mut() {
             flight.clock_from = flight.clock_from.max(now);
-            self.by_age.insert((flight.clock_from, io));
         }
+        self.latest_clock = self.latest_clock.max(now);
     }
 }
 
@@ -298,22 +322,62 @@ mod tests {
             offset_bytes: 0,
             len_bytes: 512,
         };
-        health.issued(IoId(1), 0, &read, TimeNs(100));
-        health.issued(IoId(2), 1, &DeviceOp::Flush, TimeNs(50));
+        health.issued(IoId(1), 1, &DeviceOp::Flush, TimeNs(50));
+        health.issued(IoId(2), 0, &read, TimeNs(100));
         assert_eq!(health.next_deadline(1_000), Some(TimeNs(1_050)));
         let expired = health.expired(TimeNs(1_060), 1_000);
         assert_eq!(expired.len(), 1);
-        assert_eq!((expired[0].io, expired[0].device), (IoId(2), 1));
+        assert_eq!((expired[0].io, expired[0].device), (IoId(1), 1));
         assert_eq!(expired[0].what, "flush");
-        health.abandon(IoId(2));
+        health.abandon(IoId(1));
+        assert_eq!(health.next_deadline(1_000), Some(TimeNs(1_100)));
         assert!(
-            !health.completed(IoId(2), TimeNs(5_000)),
+            !health.completed(IoId(1), TimeNs(5_000)),
             "late completion kept"
         );
-        assert!(health.completed(IoId(1), TimeNs(400)));
+        assert!(health.completed(IoId(2), TimeNs(400)));
         let device = health.device(0);
         assert_eq!(device.completed_ios, 1);
         assert_eq!(device.latency_ns_max, 300);
         assert_eq!(health.next_deadline(1_000), None);
+    }
+
+    #[test]
+    fn a_stuck_io_keeps_the_deadline_while_the_queue_behind_it_stays_bounded() {
+        let mut health = Health::default();
+        let write = DeviceOp::Write {
+            offset_bytes: 0,
+            data: vec![0u8; 512].into(),
+        };
+        health.issued(IoId(0), 2, &write, TimeNs(10));
+        for id in 1..10_000u64 {
+            health.issued(IoId(id), 0, &write, TimeNs(10 + id));
+            assert!(health.completed(IoId(id), TimeNs(20 + id)));
+            assert!(
+                health.by_age.len() <= 2 * health.in_flight.len() + 64,
+                "{} queued behind {} in flight",
+                health.by_age.len(),
+                health.in_flight.len()
+            );
+        }
+        assert_eq!(health.next_deadline(1_000), Some(TimeNs(1_010)));
+        let expired = health.expired(TimeNs(1_000_000), 1_000);
+        assert_eq!(expired.len(), 1, "only the stuck one");
+        assert_eq!((expired[0].io, expired[0].device), (IoId(0), 2));
+        // A later clock restart moves the deadline, order kept.
+        health.issued(IoId(10_000), 1, &write, TimeNs(20_000));
+        health.restart_clocks(TimeNs(30_000));
+        assert_eq!(health.next_deadline(1_000), Some(TimeNs(31_000)));
+        let ios: Vec<IoId> = health
+            .expired(TimeNs(40_000), 1_000)
+            .iter()
+            .map(|e| e.io)
+            .collect();
+        assert_eq!(ios, [IoId(0), IoId(10_000)]);
+        health.abandon(IoId(0));
+        assert_eq!(health.next_deadline(1_000), Some(TimeNs(31_000)));
+        assert!(health.completed(IoId(10_000), TimeNs(41_000)));
+        assert_eq!(health.next_deadline(1_000), None);
+        assert!(health.by_age.is_empty());
     }
 }
