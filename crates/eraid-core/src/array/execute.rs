@@ -681,7 +681,7 @@ impl Array {
     pub(super) fn op_issue_writes(
         &mut self,
         op_id: u64,
-        mut op: super::op::StripeOp,
+        mut op: Box<super::op::StripeOp>,
         writes: Vec<(usize, Range<u64>, Payload)>,
         error: Option<UserError>,
     ) {

@@ -259,7 +259,8 @@ pub struct Array {
     requests: FxHashMap<RequestId, Pending>,
     /// Requests that arrived while opening.
     held: VecDeque<UserRequest>,
-    ops: FxHashMap<u64, StripeOp>,
+    /// Boxed: an op moves out and back in as it goes, a pointer not a copy.
+    ops: FxHashMap<u64, Box<StripeOp>>,
     locks: StripeLocks,
     intent: Intent,
     metadata: MetadataQueue,

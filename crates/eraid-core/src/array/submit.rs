@@ -255,7 +255,7 @@ impl Array {
             merged_parents: Vec::new(),
             gather_stream: None,
         };
-        self.ops.insert(op_id, op);
+        self.ops.insert(op_id, Box::new(op));
         if self.locks.acquire(lock_key, op_id, lock) {
             self.ready.push(Ready::OpLocked(op_id));
         }
