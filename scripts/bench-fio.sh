@@ -126,21 +126,13 @@ TARGETS=(nbdkit qemu raid0 raid0pool raid5 raid6)
 ERAID_TARGETS=(raid0 raid0pool raid5 raid6)
 declare -A RESULT LOCK_HELD LOCK_WAITING
 
+# shellcheck source=lib/engine-lock.sh
+source scripts/lib/engine-lock.sh
 # lock_snapshot TARGET: "held_s waited_s uptime_s" of an eraid target's
 # engine lock (empty for the others).
 lock_snapshot() {
   [ -S "$WORK/$1.ctl" ] || return 0
-  "$ERAID" detail --json --control "$WORK/$1.ctl" |
-    jq -r '.engine_lock | "\(.held_s) \(.waited_s) \(.uptime_s)"'
-}
-# lock_share BEFORE AFTER FIELD: the change of field FIELD (1 held, 2
-# waited) over the change of uptime. The fields are estimates scaled by
-# the sampled share of acquisitions, which moves a little between two
-# answers: a change within that noise of zero can come out just below it,
-# and is shown as zero.
-lock_share() {
-  awk -v a="$1" -v b="$2" -v f="$3" 'BEGIN { split(a, x, " "); split(b, y, " ");
-    d = y[3] - x[3]; v = d > 0 ? (y[f] - x[f]) / d : 0; printf "%.4f", (v > 0 ? v : 0) }'
+  engine_lock_times "$ERAID" "$WORK/$1.ctl"
 }
 
 load_before=$(uptime)
@@ -191,8 +183,8 @@ for round in $(seq "$ROUNDS"); do
         RESULT[$target,$i,$jobs,$round]=$(fio_run "$target" "$target-$1-$2-$jobs-$round" "$1" "$2" "$jobs")
         if [ -n "$lock_before" ]; then
           lock_after=$(lock_snapshot "$target")
-          LOCK_HELD[$target,$i,$jobs,$round]=$(lock_share "$lock_before" "$lock_after" 1)
-          LOCK_WAITING[$target,$i,$jobs,$round]=$(lock_share "$lock_before" "$lock_after" 2)
+          LOCK_HELD[$target,$i,$jobs,$round]=$(engine_lock_share "$lock_before" "$lock_after" 1)
+          LOCK_WAITING[$target,$i,$jobs,$round]=$(engine_lock_share "$lock_before" "$lock_after" 2)
         fi
       done
     done

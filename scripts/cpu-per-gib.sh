@@ -34,6 +34,8 @@ if [ "$LEVEL" != nbdkit ]; then
 fi
 # shellcheck source=lib/fio-array.sh
 source "$(dirname "$0")/lib/fio-array.sh"
+# shellcheck source=lib/engine-lock.sh
+source "$(dirname "$0")/lib/engine-lock.sh"
 serve_filled cpu-per-gib "$BIN" "$LEVEL"
 U=$URI
 TICK_MS=$((1000 / $(getconf CLK_TCK)))
@@ -43,7 +45,7 @@ server_cpu() { awk '{ print $14 + $15 }' "/proc/$P/stat"; }
 # held_s waited_s uptime_s of the engine lock (eraid only).
 lock_times() {
   [ "$LEVEL" = nbdkit ] && return 0
-  "$BIN" detail --json --control "$W/c.sock" | jq -r '.engine_lock | "\(.held_s) \(.waited_s) \(.uptime_s)"'
+  engine_lock_times "$BIN" "$W/c.sock"
 }
 lock0=$(lock_times)
 server0=$(server_cpu); busy0=$(machine_busy)
@@ -57,6 +59,7 @@ moved_mib=$(echo "$out" | jq -r '.jobs[0] | ((.read.io_bytes + .write.io_bytes) 
 [ "$moved_mib" -gt 0 ] || { echo "cpu-per-gib: fio moved no data" >&2; exit 1; }
 lock=
 if [ -n "$lock0" ]; then
-  lock=$(echo "$lock0 $lock1" | awk '{ up = $6 - $3; if (up > 0) printf ", lock held %.0f%% / %.2f waiting", 100 * ($4 - $1) / up, ($5 - $2) / up }')
+  lock=$(awk -v h="$(engine_lock_share "$lock0" "$lock1" 1)" -v w="$(engine_lock_share "$lock0" "$lock1" 2)" \
+    'BEGIN { printf ", lock held %.0f%% / %.2f waiting", 100 * h, w }')
 fi
 echo "$mib_s MiB/s, machine $(( (busy1 - busy0) * TICK_MS * 1024 / moved_mib )) ms/GiB, server $(( (server1 - server0) * TICK_MS * 1024 / moved_mib )) ms/GiB$lock"

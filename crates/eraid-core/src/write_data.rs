@@ -66,18 +66,7 @@ impl StripeParity {
             len_bytes,
             Box::new(move || {
                 let data_refs: Vec<&[u8]> = data.iter().map(|d| &d[..]).collect();
-                // Every byte of each buffer is written by the encode, so a
-                // reused buffer's old bytes never leak.
-                let mut parity: Vec<eraid_buffers::PooledBuf> =
-                    (0..parity_count).map(|_| buffers.take(len_bytes)).collect();
-                let mut parity_refs: Vec<&mut [u8]> =
-                    parity.iter_mut().map(|p| &mut p[..]).collect();
-                code.encode(&data_refs, &mut parity_refs)
-                    .expect("shapes checked at construction");
-                parity
-                    .into_iter()
-                    .map(eraid_buffers::PooledBuf::freeze)
-                    .collect()
+                encode_into_pool(&code, &data_refs, parity_count, &buffers)
             }),
         )
     }
@@ -129,6 +118,28 @@ impl StripeParity {
             parity
         })
     }
+}
+
+/// The parity of `data` (equal-length shards) under `code`, encoded into
+/// `parity_count` buffers from `buffers` (aligned, reused once warm).
+pub(crate) fn encode_into_pool(
+    code: &StripeCode,
+    data: &[&[u8]],
+    parity_count: usize,
+    buffers: &eraid_buffers::BufferPool,
+) -> Vec<Bytes> {
+    let len_bytes = data.first().map_or(0, |d| d.len());
+    // Every byte of each buffer is written by the encode, so a reused
+    // buffer's old bytes never leak.
+    let mut parity: Vec<eraid_buffers::PooledBuf> =
+        (0..parity_count).map(|_| buffers.take(len_bytes)).collect();
+    let mut parity_refs: Vec<&mut [u8]> = parity.iter_mut().map(|p| &mut p[..]).collect();
+    code.encode(data, &mut parity_refs)
+        .expect("a stripe's shards have matching shapes");
+    parity
+        .into_iter()
+        .map(eraid_buffers::PooledBuf::freeze)
+        .collect()
 }
 
 impl WriteData {

@@ -75,13 +75,11 @@ pub(super) fn parity_from_row_buffers(
 
 fn encode_row(
     code: &StripeCode,
-    shards: Vec<RowShard>,
+    mut shards: Vec<RowShard>,
     parity_count: usize,
     row_len: usize,
     buffers: &eraid_buffers::BufferPool,
 ) -> Vec<Bytes> {
-    let zero_row = vec![0u8; row_len];
-    let mut shards = shards;
     for shard in &mut shards {
         if let RowShard::Read(read, laid_over) = shard {
             for (window, bytes) in laid_over.drain(..) {
@@ -92,18 +90,18 @@ fn encode_row(
             }
         }
     }
+    // Only a row with a shard zeroed whole needs zeroes to encode from.
+    let zero_row = shards
+        .iter()
+        .any(|s| matches!(s, RowShard::Written(None)))
+        .then(|| vec![0u8; row_len]);
     let data: Vec<&[u8]> = shards
         .iter()
         .map(|shard| match shard {
             RowShard::Written(Some(bytes)) => &bytes[..],
-            RowShard::Written(None) => &zero_row[..],
+            RowShard::Written(None) => zero_row.as_deref().expect("made above"),
             RowShard::Read(read, _) => &read[..],
         })
         .collect();
-    // Every byte of each buffer is written by the encode.
-    let mut parity: Vec<eraid_buffers::PooledBuf> =
-        (0..parity_count).map(|_| buffers.take(row_len)).collect();
-    let mut parity_refs: Vec<&mut [u8]> = parity.iter_mut().map(|p| &mut p[..]).collect();
-    code.encode(&data, &mut parity_refs).expect("shapes match");
-    parity.into_iter().map(|p| p.freeze()).collect()
+    crate::write_data::encode_into_pool(code, &data, parity_count, buffers)
 }
