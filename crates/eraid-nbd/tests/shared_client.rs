@@ -346,12 +346,11 @@ fn an_unreachable_server_is_named() {
         "{error:?}"
     );
     assert!(error.to_string().contains("nobody.sock"), "{error}");
-    // A TCP port nobody listens on (bound, then closed, so it is free).
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    // A TCP port nobody listens on: held bound, not listening, for the
+    // whole test. (Bound then closed, another test running at the same
+    // time could take it and answer.)
+    let closed = ClosedPort::bind();
+    let port = closed.port;
     let error = SharedClient::connect(&uri(&format!("nbd://127.0.0.1:{port}/x"))).unwrap_err();
     assert!(
         matches!(error, ConnectError::Unreachable { .. }),
@@ -361,6 +360,51 @@ fn an_unreachable_server_is_named() {
         error.to_string().contains(&format!("127.0.0.1:{port}")),
         "{error}"
     );
+}
+
+/// A loopback TCP port bound and never listened on: connecting to it is
+/// refused, and no other socket can take it while this is alive.
+struct ClosedPort {
+    fd: libc::c_int,
+    port: u16,
+}
+
+impl ClosedPort {
+    fn bind() -> ClosedPort {
+        // SAFETY: plain socket calls on a descriptor this struct owns; the
+        // address structures are fully initialised and sized as passed.
+        unsafe {
+            let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+            assert!(fd >= 0, "socket: {}", std::io::Error::last_os_error());
+            let mut addr: libc::sockaddr_in = std::mem::zeroed();
+            addr.sin_family = libc::AF_INET as libc::sa_family_t;
+            addr.sin_addr.s_addr = u32::from(std::net::Ipv4Addr::LOCALHOST).to_be();
+            let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+            let bound = libc::bind(fd, (&addr as *const libc::sockaddr_in).cast(), len);
+            assert_eq!(bound, 0, "bind: {}", std::io::Error::last_os_error());
+            let mut got: libc::sockaddr_in = std::mem::zeroed();
+            let mut got_len = len;
+            let named = libc::getsockname(
+                fd,
+                (&mut got as *mut libc::sockaddr_in).cast(),
+                &mut got_len,
+            );
+            assert_eq!(named, 0, "getsockname: {}", std::io::Error::last_os_error());
+            ClosedPort {
+                fd,
+                port: u16::from_be(got.sin_port),
+            }
+        }
+    }
+}
+
+impl Drop for ClosedPort {
+    fn drop(&mut self) {
+        // SAFETY: the descriptor is this struct's and closed once.
+        unsafe {
+            libc::close(self.fd);
+        }
+    }
 }
 
 fn tls_served(pki: &std::path::Path, export: &Arc<MemExport>) -> Served {
