@@ -8,7 +8,8 @@
 //! outside the engine lock (`WriteData`), and this driver writes nothing.
 //!
 //! Four members, 64 KiB chunks, 4 KiB requests at random offsets, 32 in
-//! flight; criterion's throughput figure is requests per second.
+//! flight; criterion's throughput figure is requests per second. The
+//! degraded case runs RAID-5 without its last member.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use eraid_buffers::BufferPool;
@@ -38,7 +39,9 @@ struct Bench {
 }
 
 impl Bench {
-    fn open(level: Level, layout: ParityLayout) -> Bench {
+    /// `missing_members`: how many members, the last ones, the array is
+    /// assembled without (degraded).
+    fn open(level: Level, layout: ParityLayout, missing_members: usize) -> Bench {
         let geometry = Geometry::new(
             level,
             layout,
@@ -48,6 +51,11 @@ impl Bench {
         )
         .expect("geometry");
         let mut h = MemHarness::create(geometry, 1);
+        let mut kept = 0;
+        h.retain_devices(|_| {
+            kept += 1;
+            kept <= 4 - missing_members
+        });
         let assembly = h.assemble().expect("assembles");
         // `eraid serve`'s defaults, bar the member timeout (no clock here).
         let mut array = Array::open(assembly, ArrayOptions::default(), h.now);
@@ -132,13 +140,20 @@ fn core_requests(c: &mut Criterion) {
         .warm_up_time(Duration::from_millis(500))
         .measurement_time(Duration::from_secs(3))
         .sample_size(20);
-    for (name, level, layout) in [
-        ("raid0", Level::Raid0, ParityLayout::None),
-        ("raid5", Level::Raid5, ParityLayout::LeftSymmetric),
-        ("raid6", Level::Raid6, ParityLayout::LeftSymmetric),
+    for (name, level, layout, missing_members) in [
+        ("raid0", Level::Raid0, ParityLayout::None, 0),
+        ("raid5", Level::Raid5, ParityLayout::LeftSymmetric, 0),
+        ("raid6", Level::Raid6, ParityLayout::LeftSymmetric, 0),
+        // A member gone: writes and reads of its chunks rebuild the row.
+        (
+            "raid5_degraded",
+            Level::Raid5,
+            ParityLayout::LeftSymmetric,
+            1,
+        ),
     ] {
         for (rw, write) in [("randread_4k", false), ("randwrite_4k", true)] {
-            let mut bench = Bench::open(level, layout);
+            let mut bench = Bench::open(level, layout, missing_members);
             group.bench_function(BenchmarkId::new(name, rw), |b| {
                 b.iter(|| bench.run(BATCH, write))
             });

@@ -3,6 +3,7 @@
 
 use super::op::{OpKind, OpState, Parent};
 use super::plan::{plan_write, WriteMethod, WriteShape};
+use super::rebuilt_row::RowRebuild;
 use super::{Array, FlushPurpose, Owner, Ready};
 use crate::io::{DeviceOp, IoCause, IoCompletion, UserError, UserReply};
 use std::ops::Range;
@@ -330,33 +331,6 @@ impl Array {
         let code = self.code_for(k);
         let row = op.row.clone();
         let row_len = (row.end - row.start) as usize;
-        // Full shards over the row, where the method needs them.
-        // `overwritten` marks data shards the write replaces entirely: their
-        // old bytes are not needed (reconstruct-write never reads them).
-        let rebuild_row = |op: &super::op::StripeOp,
-                           code: Option<&crate::stripe_code::StripeCode>,
-                           overwritten: &[bool]|
-         -> Result<Vec<Vec<u8>>, String> {
-            let mut shards: Vec<Vec<u8>> = vec![vec![0u8; row_len]; k + m];
-            let mut present = vec![false; k + m];
-            present[..k].copy_from_slice(overwritten);
-            for (i, read) in op.reads.iter().enumerate() {
-                if let Some((range, bytes)) = read {
-                    if *range == row {
-                        shards[i].copy_from_slice(bytes);
-                        present[i] = true;
-                    }
-                }
-            }
-            if present.iter().take(k).all(|&p| p) {
-                return Ok(shards);
-            }
-            let code = code.ok_or("no redundancy to rebuild from")?;
-            let mut refs: Vec<&mut [u8]> = shards.iter_mut().map(|s| s.as_mut_slice()).collect();
-            code.reconstruct(&mut refs, &present)
-                .map_err(|e| e.to_string())?;
-            Ok(shards)
-        };
         let mut writes: Vec<(usize, Range<u64>, Payload)> = Vec::new();
         let mut error = None;
         match op.kind {
@@ -529,40 +503,32 @@ impl Array {
                                 writes.push((k + i, row.clone(), Payload::Parity(stripe.shard(i))));
                             }
                         } else {
-                            match rebuild_row(&op, Some(code), &overwritten) {
-                                Ok(mut shards) => {
-                                    for s in &op.segments {
-                                        shards[s.data_index][sub(&s.intra, &row)]
-                                            .copy_from_slice(&s.write_bytes());
-                                    }
-                                    let (data, parity) = shards.split_at_mut(k);
-                                    let data_refs: Vec<&[u8]> =
-                                        data.iter().map(|d| d.as_slice()).collect();
-                                    let mut parity_refs: Vec<&mut [u8]> =
-                                        parity.iter_mut().map(|p| p.as_mut_slice()).collect();
-                                    code.encode(&data_refs, &mut parity_refs)
-                                        .expect("shapes match");
-                                    let parity = shards.split_off(k);
-                                    for (i, bytes) in parity.into_iter().enumerate() {
+                            // A degraded row (or one a rebuild has not
+                            // reached): the parity, and the data of rebuild
+                            // targets no segment writes, rebuilt from the
+                            // survivors with the new bytes laid over, later,
+                            // outside the lock.
+                            let target_data: Vec<usize> = (0..k)
+                                .filter(|&i| {
+                                    whole_row
+                                        && unrebuilt_targets[i]
+                                        && !op.segments.iter().any(|s| s.data_index == i)
+                                })
+                                .collect();
+                            match RowRebuild::take(&mut op, Some(code), &overwritten, true) {
+                                Ok(rows) => {
+                                    let wanted: Vec<usize> =
+                                        (k..k + m).chain(target_data).collect();
+                                    let shards = rows.deferred(
+                                        std::sync::Arc::clone(code_shared),
+                                        wanted.clone(),
+                                    );
+                                    for (j, i) in wanted.into_iter().enumerate() {
                                         writes.push((
-                                            k + i,
+                                            i,
                                             row.clone(),
-                                            Payload::Bytes(bytes.into()),
+                                            Payload::Parity(shards.shard(j)),
                                         ));
-                                    }
-                                    // Data shards of targets no segment
-                                    // writes: reconstructed above, written
-                                    // whole.
-                                    for (i, shard) in shards.into_iter().enumerate() {
-                                        let segment_writes_it =
-                                            op.segments.iter().any(|s| s.data_index == i);
-                                        if whole_row && unrebuilt_targets[i] && !segment_writes_it {
-                                            writes.push((
-                                                i,
-                                                row.clone(),
-                                                Payload::Bytes(shard.into()),
-                                            ));
-                                        }
                                     }
                                 }
                                 Err(reason) => error = Some(UserError::Unavailable(reason)),
@@ -613,36 +579,49 @@ impl Array {
             OpKind::Rebuild => {
                 let suspect = self.intent.pinned.contains(&op.region)
                     || self.unresynced_regions.contains(&op.region);
-                match rebuild_row(&op, code.as_deref(), &vec![false; k]) {
-                    Ok(shards) => {
-                        let targets: Vec<bool> = op
-                            .map
-                            .shards()
-                            .map(|p| self.is_rebuild_target(p.member))
-                            .collect();
-                        let code = code.as_deref().expect("a rebuild needs redundancy");
-                        let data: Vec<&[u8]> = shards[..k].iter().map(|d| d.as_slice()).collect();
-                        let mut parity: Vec<Vec<u8>> = vec![vec![0u8; row_len]; m];
-                        let mut refs: Vec<&mut [u8]> =
-                            parity.iter_mut().map(|p| p.as_mut_slice()).collect();
-                        code.encode(&data, &mut refs).expect("shapes match");
-                        for (i, target) in targets.iter().enumerate() {
-                            let bytes = if i < k { &shards[i] } else { &parity[i - k] };
-                            // Parity a crash may have left stale (a region
-                            // awaiting resync) is made consistent too.
+                let place_present: Vec<bool> =
+                    op.map.shards().map(|p| self.present[p.member]).collect();
+                let targets: Vec<usize> = op
+                    .map
+                    .shards()
+                    .enumerate()
+                    .filter(|&(i, p)| self.is_rebuild_target(p.member) && place_present[i])
+                    .map(|(i, _)| i)
+                    .collect();
+                let code = code.expect("a rebuild needs redundancy");
+                // Parity a crash may have left stale (a region awaiting
+                // resync) is compared with the rebuilt parity before it is
+                // rewritten: that decision needs the bytes, here.
+                let old_parity: Vec<Option<crate::io::ReadBuf>> = if suspect {
+                    op.reads[k..]
+                        .iter()
+                        .map(|r| r.as_ref().map(|(_, b)| b.clone()))
+                        .collect()
+                } else {
+                    Vec::new()
+                };
+                match RowRebuild::take(&mut op, Some(&*code), &vec![false; k], false) {
+                    Ok(rows) if suspect => {
+                        let shards = rows.compute(&code);
+                        for (i, bytes) in shards.into_iter().enumerate() {
                             let stale_parity = i >= k
-                                && suspect
-                                && op.reads[i].as_ref().is_some_and(|(_, read)| read != bytes);
-                            if *target || stale_parity {
-                                writes.push((i, row.clone(), Payload::Bytes(bytes.clone().into())));
+                                && old_parity[i - k]
+                                    .as_ref()
+                                    .is_some_and(|read| *read != bytes);
+                            if (targets.contains(&i) || stale_parity) && place_present[i] {
+                                writes.push((i, row.clone(), Payload::Bytes(bytes.freeze())));
                             }
                         }
                     }
+                    Ok(rows) if !targets.is_empty() => {
+                        let shards = rows.deferred(code, targets.clone());
+                        for (j, i) in targets.into_iter().enumerate() {
+                            writes.push((i, row.clone(), Payload::Parity(shards.shard(j))));
+                        }
+                    }
+                    Ok(_) => {}
                     Err(reason) => error = Some(UserError::Unavailable(reason)),
                 }
-                let place_present: Vec<bool> =
-                    op.map.shards().map(|p| self.present[p.member]).collect();
-                writes.retain(|(shard, _, _)| place_present[*shard]);
             }
             OpKind::Destage => unreachable!("computed by the destage engine"),
             OpKind::Scrub { repair } => {

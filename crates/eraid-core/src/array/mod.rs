@@ -20,6 +20,7 @@ mod read_balance;
 mod read_repair;
 mod ready;
 mod rebuild_engine;
+mod rebuilt_row;
 mod reconstruct_write;
 mod scrub;
 mod status;

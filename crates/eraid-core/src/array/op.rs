@@ -79,19 +79,6 @@ pub fn row_of(segments: &[Segment]) -> Range<u64> {
     start.expect("segments")..end.expect("segments")
 }
 
-impl Segment {
-    /// The bytes it writes, materialising zeroes if it has none yet.
-    pub fn write_bytes(&self) -> std::borrow::Cow<'_, [u8]> {
-        match &self.data {
-            Some(data) => std::borrow::Cow::Borrowed(data),
-            None => {
-                assert!(self.zeroes, "a write segment without data");
-                std::borrow::Cow::Owned(vec![0; (self.intra.end - self.intra.start) as usize])
-            }
-        }
-    }
-}
-
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum OpKind {
     Read,
