@@ -7,7 +7,9 @@
 #   serve_filled NAME BIN LEVEL
 #
 # NAME prefixes error messages and the temporary directory; LEVEL is 0, 5,
-# 6 or 10, or `nbdkit` (BIN then unused). Leaves the shell in the
+# 6 or 10, `5-degraded` or `6-degraded` (that level, served without its
+# last member, so reads and writes of its chunks rebuild them from the
+# others), or `nbdkit` (BIN then unused). Leaves the shell in the
 # directory, sets W (the directory), P (the server's pid) and URI, and
 # stops the server and removes the directory when the shell exits. An
 # eraid server also answers `eraid detail --control "$W/c.sock"`.
@@ -30,8 +32,13 @@ serve_filled() {
     command -v nbdkit >/dev/null || { echo "$name: nbdkit is not installed" >&2; exit 1; }
     nbdkit -f -U "$W/s.sock" memory 512M >/dev/null 2>&1 & P=$!
   else
-    "$bin" create --level "$level" --chunk 64K --size 128M a b c d >/dev/null
-    "$bin" serve --socket "$W/s.sock" --control "$W/c.sock" a b c d >/dev/null 2>&1 & P=$!
+    local members=(a b c d)
+    "$bin" create --level "${level%-degraded}" --chunk 64K --size 128M "${members[@]}" >/dev/null
+    if [ "$level" != "${level%-degraded}" ]; then
+      rm d
+      members=(a b c)
+    fi
+    "$bin" serve --socket "$W/s.sock" --control "$W/c.sock" "${members[@]}" >/dev/null 2>&1 & P=$!
   fi
   for _ in $(seq 200); do [ -S "$W/s.sock" ] && break; sleep 0.05; done
   [ -S "$W/s.sock" ] || { echo "$name: the server did not start" >&2; exit 1; }

@@ -11,11 +11,13 @@
 //! ([`ReadData`]), sent to the socket one after another, never joined.
 
 mod aligned;
+mod deferred;
 mod pool;
 mod read_buf;
 mod read_data;
 
 pub use aligned::{AlignedBuf, DIRECT_ALIGN_BYTES};
+pub use deferred::{Deferred, Recipe};
 pub use pool::{BufferPool, PoolCounters, PooledBuf};
 pub use read_buf::ReadBuf;
 pub use read_data::ReadData;

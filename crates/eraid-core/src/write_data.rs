@@ -15,9 +15,10 @@
 
 use crate::stripe_code::StripeCode;
 use bytes::Bytes;
+use eraid_buffers::Deferred;
 use std::fmt;
 use std::ops::Deref;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::Arc;
 
 /// The bytes a [`crate::io::DeviceOp::Write`] writes. Derefs to `[u8]`;
 /// [`WriteData::len`] never computes.
@@ -33,17 +34,12 @@ enum Source {
     },
 }
 
-/// Computes a stripe's parity shards (each `len_bytes` long), once.
-type ParityRecipe = Box<dyn FnOnce() -> Vec<Bytes> + Send>;
-
 /// One stripe row's parity shards, computed once by the first of its
 /// parity writes to need them.
 pub struct StripeParity {
     parity_count: usize,
     len_bytes: usize,
-    /// Taken by the one computation `parity` runs.
-    recipe: Mutex<Option<ParityRecipe>>,
-    parity: OnceLock<Vec<Bytes>>,
+    parity: Arc<Deferred>,
 }
 
 impl StripeParity {
@@ -76,14 +72,20 @@ impl StripeParity {
     pub fn deferred(
         parity_count: usize,
         len_bytes: usize,
-        recipe: ParityRecipe,
+        recipe: eraid_buffers::Recipe,
     ) -> Arc<StripeParity> {
         assert!(parity_count > 0, "a stripe without parity");
         Arc::new(StripeParity {
             parity_count,
             len_bytes,
-            recipe: Mutex::new(Some(recipe)),
-            parity: OnceLock::new(),
+            parity: Deferred::new(Box::new(move || {
+                let parity = recipe();
+                assert!(
+                    parity.len() == parity_count && parity.iter().all(|p| p.len() == len_bytes),
+                    "a parity recipe returned the wrong shapes"
+                );
+                parity
+            })),
         })
     }
 
@@ -101,22 +103,7 @@ impl StripeParity {
     }
 
     fn encoded(&self) -> &[Bytes] {
-        self.parity.get_or_init(|| {
-            // OnceLock runs this once: the recipe is still there.
-            let recipe = self
-                .recipe
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .take()
-                .expect("a stripe's parity is computed once");
-            let parity = recipe();
-            assert!(
-                parity.len() == self.parity_count
-                    && parity.iter().all(|p| p.len() == self.len_bytes),
-                "a parity recipe returned the wrong shapes"
-            );
-            parity
-        })
+        self.parity.get()
     }
 }
 
@@ -168,7 +155,7 @@ impl WriteData {
     pub fn is_encoded(&self) -> bool {
         match &self.0 {
             Source::Ready(_) => true,
-            Source::Parity { stripe, .. } => stripe.parity.get().is_some(),
+            Source::Parity { stripe, .. } => stripe.parity.is_computed(),
         }
     }
 }

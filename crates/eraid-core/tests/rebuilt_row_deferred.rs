@@ -9,8 +9,8 @@ mod common;
 use common::lifecycle::*;
 use common::*;
 use eraid_core::geometry::{Level, ParityLayout};
-use eraid_core::io::{AdminCommand, Bytes, DeviceOp, IoCause, UserOp};
-use eraid_core::testing::MemHarness;
+use eraid_core::io::{AdminCommand, Bytes, DeviceOp, IoCause, UserError, UserOp};
+use eraid_core::testing::{BadSectorKind, BadSectors, MemHarness};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use std::collections::BTreeMap;
@@ -154,4 +154,73 @@ fn a_rebuilds_rows_are_left_for_the_writing_thread_to_compute() {
         assert_eq!(check(&mut h, &mut array, false), (0, 0), "{case}");
         assert_eq!(read_all(&mut h, &mut array, 9), model, "{case}");
     }
+}
+
+#[test]
+fn a_degraded_reads_lost_chunks_are_left_for_whoever_sends_the_reply() {
+    // A read over a lost chunk: the core decides the read can be answered
+    // (enough shards survive) and hands out the reply with the lost
+    // chunk's piece still to compute; the bytes are right once looked at.
+    for (level, members, failed) in [(Level::Raid5, 4, vec![1]), (Level::Raid6, 6, vec![0, 2])] {
+        let case = format!("{level:?} x{members} without {failed:?}");
+        let g = geometry(level, ParityLayout::LeftSymmetric, members, MEMBER_CHUNKS);
+        let mut h = MemHarness::create(g, 19);
+        let mut rng = ChaCha8Rng::seed_from_u64(19);
+        let mut array = open(&mut h);
+        let model = fill(&mut h, &mut array, &mut rng);
+        for &slot in &failed {
+            admin_ok(&mut h, &mut array, AdminCommand::FailMember { slot });
+            h.run(&mut array);
+        }
+        // Half of chunk 0 through half of chunk 2 of the first stripe.
+        let (at, len) = (CHUNK as usize / 2, 2 * CHUNK as usize);
+        h.submit(
+            &mut array,
+            2,
+            UserOp::Read {
+                offset_bytes: at as u64,
+                len_bytes: len,
+            },
+        );
+        h.run(&mut array);
+        let data = h
+            .take_reply(2)
+            .expect("answered")
+            .result
+            .expect("read")
+            .expect("bytes");
+        assert!(
+            !data.is_computed(),
+            "{case}: the lost chunk was rebuilt inside the core"
+        );
+        assert_eq!(data.len(), len, "{case}");
+        assert_eq!(data.to_vec(), model[at..at + len], "{case}");
+        assert!(data.is_computed(), "{case}");
+    }
+    // Too few survivors (a lost member and a latent error on another):
+    // the core answers with an error itself, nothing is left to compute.
+    let g = geometry(Level::Raid5, ParityLayout::LeftSymmetric, 4, MEMBER_CHUNKS);
+    let mut h = MemHarness::create(g, 23);
+    let mut array = open(&mut h);
+    admin_ok(&mut h, &mut array, AdminCommand::FailMember { slot: 1 });
+    h.run(&mut array);
+    h.bad_sectors = vec![BadSectors {
+        device: 0,
+        offset_bytes: g.data_offset_bytes,
+        len_bytes: g.chunk_bytes,
+        kind: BadSectorKind::Persists,
+    }];
+    let read = call(
+        &mut h,
+        &mut array,
+        3,
+        UserOp::Read {
+            offset_bytes: CHUNK,
+            len_bytes: CHUNK as usize,
+        },
+    );
+    assert!(
+        matches!(read, Err(UserError::Unavailable(_))),
+        "chunk 1 with its member gone and chunk 0 unreadable: {read:?}"
+    );
 }

@@ -352,11 +352,12 @@ impl Array {
                         &mut op.reads,
                         &row,
                         k,
-                        code.as_deref(),
+                        code.as_ref(),
                     ))
                 };
                 // Each segment's piece: the member's buffer as read (shared,
-                // not copied) or a slice of the rebuilt row, shared.
+                // not copied) or a slice of the row's shard, rebuilt later
+                // by whoever first looks at the reply's bytes.
                 let pending = self.requests.get_mut(&parent).expect("parent request");
                 let read = pending.read.as_mut().expect("read result");
                 match shards {
@@ -379,8 +380,12 @@ impl Array {
                     }
                     Some(Ok(shards)) => {
                         for s in &op.segments {
-                            let piece = shards[s.data_index].slice(sub(&s.intra, &row));
-                            read.put(s.user_offset, piece);
+                            read.put_deferred(
+                                s.user_offset,
+                                std::sync::Arc::clone(&shards),
+                                s.data_index,
+                                sub(&s.intra, &row),
+                            );
                         }
                     }
                     Some(Err(reason)) => error = Some(UserError::Unavailable(reason)),

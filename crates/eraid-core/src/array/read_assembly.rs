@@ -2,6 +2,9 @@
 //! as pieces and joined only when they do not tile the result.
 
 use crate::io::{Bytes, ReadData};
+use eraid_buffers::Deferred;
+use std::ops::Range;
+use std::sync::Arc;
 
 /// The pieces of one user read, with their offsets in the result. Ops of
 /// a request complete in any order; each puts the bytes of its segments.
@@ -9,7 +12,40 @@ use crate::io::{Bytes, ReadData};
 #[derive(Debug)]
 pub(super) struct ReadAssembly {
     len_bytes: usize,
-    parts: Vec<(usize, Bytes)>,
+    parts: Vec<(usize, Piece)>,
+}
+
+/// Bytes as read, or a range of a piece computed later (a chunk rebuilt
+/// from the members that survive, outside the engine lock).
+#[derive(Debug)]
+enum Piece {
+    Ready(Bytes),
+    Deferred {
+        source: Arc<Deferred>,
+        index: usize,
+        range: Range<usize>,
+    },
+}
+
+impl Piece {
+    fn len(&self) -> usize {
+        match self {
+            Piece::Ready(bytes) => bytes.len(),
+            Piece::Deferred { range, .. } => range.len(),
+        }
+    }
+
+    /// The bytes, computing them if no one has.
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Piece::Ready(bytes) => bytes,
+            Piece::Deferred {
+                source,
+                index,
+                range,
+            } => &source.get()[*index][range.clone()],
+        }
+    }
 }
 
 impl ReadAssembly {
@@ -22,22 +58,46 @@ impl ReadAssembly {
 
     /// The result's bytes from `at` on are `bytes` (shared, not copied).
     pub(super) fn put(&mut self, at: usize, bytes: Bytes) {
-        assert!(
-            at + bytes.len() <= self.len_bytes,
-            "a read's piece at {at} of {} bytes ends past its {} bytes",
-            bytes.len(),
-            self.len_bytes
-        );
-        self.parts.push((at, bytes));
+        self.put_piece(at, Piece::Ready(bytes));
     }
 
-    /// The bytes of the piece last put at `at`, if one was.
+    /// The result's bytes from `at` on are `range` of piece `index` of
+    /// `source`, computed by whoever first looks at them.
+    pub(super) fn put_deferred(
+        &mut self,
+        at: usize,
+        source: Arc<Deferred>,
+        index: usize,
+        range: Range<usize>,
+    ) {
+        self.put_piece(
+            at,
+            Piece::Deferred {
+                source,
+                index,
+                range,
+            },
+        );
+    }
+
+    fn put_piece(&mut self, at: usize, piece: Piece) {
+        assert!(
+            at + piece.len() <= self.len_bytes,
+            "a read's piece at {at} of {} bytes ends past its {} bytes",
+            piece.len(),
+            self.len_bytes
+        );
+        self.parts.push((at, piece));
+    }
+
+    /// The bytes of the piece last put at `at`, if one was (computed now
+    /// if it was deferred).
     pub(super) fn piece_at(&self, at: usize) -> Option<&[u8]> {
         self.parts
             .iter()
             .rev()
             .find(|(start, _)| *start == at)
-            .map(|(_, b)| &b[..])
+            .map(|(_, piece)| piece.bytes())
     }
 
     /// The result with `overlay` (newer bytes, by offset) laid over it.
@@ -48,21 +108,29 @@ impl ReadAssembly {
         // Stable: of pieces put at one offset, the later stays later.
         self.parts.sort_by_key(|(at, _)| *at);
         let mut tiled_to = 0;
-        let tiles = self.parts.iter().all(|(at, bytes)| {
+        let tiles = self.parts.iter().all(|(at, piece)| {
             let in_order = *at == tiled_to;
-            tiled_to = at + bytes.len();
+            tiled_to = at + piece.len();
             in_order
         }) && tiled_to == self.len_bytes;
         if tiles && overlay.is_empty() {
             let mut data = ReadData::new();
-            for (_, bytes) in self.parts {
-                data.push(bytes);
+            for (_, piece) in self.parts {
+                match piece {
+                    Piece::Ready(bytes) => data.push(bytes),
+                    Piece::Deferred {
+                        source,
+                        index,
+                        range,
+                    } => data.push_deferred(source, index, range),
+                }
             }
             return data;
         }
+        // Joined here, in the core: deferred pieces are computed now.
         let mut joined = vec![0u8; self.len_bytes];
-        for (at, bytes) in &self.parts {
-            joined[*at..*at + bytes.len()].copy_from_slice(bytes);
+        for (at, piece) in &self.parts {
+            joined[*at..*at + piece.len()].copy_from_slice(piece.bytes());
         }
         for (at, bytes) in overlay {
             joined[*at..*at + bytes.len()].copy_from_slice(bytes);
