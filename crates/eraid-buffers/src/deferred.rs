@@ -9,7 +9,7 @@
 //! the reply computes it, outside the lock.
 
 use bytes::Bytes;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Mutex, OnceLock};
 
 /// Computes the pieces, once.
 pub type Recipe = Box<dyn FnOnce() -> Vec<Bytes> + Send>;
@@ -22,11 +22,13 @@ pub struct Deferred {
 }
 
 impl Deferred {
-    pub fn new(recipe: Recipe) -> Arc<Deferred> {
-        Arc::new(Deferred {
+    /// Not computed yet (wrap it in an `Arc` to share it, or keep it
+    /// inside what shares it).
+    pub fn new(recipe: Recipe) -> Deferred {
+        Deferred {
             recipe: Mutex::new(Some(recipe)),
             pieces: OnceLock::new(),
-        })
+        }
     }
 
     /// The pieces, computing them first if no one has.
@@ -62,15 +64,16 @@ impl std::fmt::Debug for Deferred {
 mod tests {
     use super::*;
     use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
 
     #[test]
     fn computed_once_on_first_access_from_any_thread() {
         let runs = Arc::new(AtomicUsize::new(0));
         let counted = Arc::clone(&runs);
-        let deferred = Deferred::new(Box::new(move || {
+        let deferred = Arc::new(Deferred::new(Box::new(move || {
             counted.fetch_add(1, Ordering::SeqCst);
             vec![Bytes::from_static(b"ab"), Bytes::from_static(b"cd")]
-        }));
+        })));
         assert!(!deferred.is_computed());
         let shared = Arc::clone(&deferred);
         let first = std::thread::spawn(move || shared.get()[1].clone())

@@ -209,7 +209,9 @@ mod tests {
 
     #[test]
     fn a_deferred_piece_is_computed_when_the_pieces_are_first_looked_at() {
-        let source = Deferred::new(Box::new(|| vec![Bytes::from_static(b"xyzw")]));
+        let source = Arc::new(Deferred::new(Box::new(|| {
+            vec![Bytes::from_static(b"xyzw")]
+        })));
         let mut data = ReadData::new();
         data.push(Bytes::from_static(b"ab"));
         data.push_deferred(Arc::clone(&source), 0, 1..3);

@@ -39,7 +39,7 @@ enum Source {
 pub struct StripeParity {
     parity_count: usize,
     len_bytes: usize,
-    parity: Arc<Deferred>,
+    parity: Deferred,
 }
 
 impl StripeParity {
@@ -78,14 +78,7 @@ impl StripeParity {
         Arc::new(StripeParity {
             parity_count,
             len_bytes,
-            parity: Deferred::new(Box::new(move || {
-                let parity = recipe();
-                assert!(
-                    parity.len() == parity_count && parity.iter().all(|p| p.len() == len_bytes),
-                    "a parity recipe returned the wrong shapes"
-                );
-                parity
-            })),
+            parity: Deferred::new(recipe),
         })
     }
 
@@ -103,7 +96,12 @@ impl StripeParity {
     }
 
     fn encoded(&self) -> &[Bytes] {
-        self.parity.get()
+        let parity = self.parity.get();
+        assert!(
+            parity.len() == self.parity_count && parity.iter().all(|p| p.len() == self.len_bytes),
+            "a parity recipe returned the wrong shapes"
+        );
+        parity
     }
 }
 

@@ -197,7 +197,7 @@ impl Array {
         }
         // Partial blocks not cached: written through, one request.
         cache.counters.write_through_requests += 1;
-        let mut groups = Vec::new();
+        let mut groups = super::submit::StripeGroups::new();
         let chunk = self.geometry.chunk_bytes;
         let first = through.first().expect("pieces written through").0;
         let (last_at, last_bytes) = through.last().expect("pieces written through");

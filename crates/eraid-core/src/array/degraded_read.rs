@@ -61,7 +61,7 @@ pub(super) fn data_shards_of_row(
         })
         .collect();
     let rebuild = code.is_some();
-    let row = Deferred::new(Box::new(move || {
+    let row = Arc::new(Deferred::new(Box::new(move || {
         let mut shards: Vec<ReadBuf> = shards
             .iter_mut()
             .map(|s| {
@@ -76,7 +76,7 @@ pub(super) fn data_shards_of_row(
         }
         shards.truncate(data_shards);
         shards.into_iter().map(ReadBuf::freeze).collect()
-    }));
+    })));
     if !rebuild {
         // Every data shard was read whole: nothing to compute, so the
         // buffers are passed on now.

@@ -3,8 +3,14 @@
 
 use super::op::{OpKind, OpState, Parent};
 use super::plan::{plan_write, WriteMethod, WriteShape};
+use super::rebuild_engine::WriteDevices;
 use super::rebuilt_row::RowRebuild;
 use super::{Array, FlushPurpose, Owner, Ready};
+
+/// One value per shard of a stripe, kept inline for stripes of up to 16
+/// shards: the core makes several per op, and heap allocations were a
+/// sixth of its time.
+pub(super) type ShardVec<T> = smallvec::SmallVec<[T; 16]>;
 use crate::io::{DeviceOp, IoCause, IoCompletion, UserError, UserReply};
 use std::ops::Range;
 
@@ -32,7 +38,11 @@ fn whole_row_data<'a>(
     k: usize,
     row: &Range<u64>,
 ) -> Option<Vec<&'a crate::io::Bytes>> {
-    let mut data: Vec<Option<&crate::io::Bytes>> = vec![None; k];
+    // An op has one segment per data shard: a whole row has k of them.
+    if segments.len() != k || segments.iter().any(|s| s.intra != *row) {
+        return None;
+    }
+    let mut data: ShardVec<Option<&crate::io::Bytes>> = smallvec::smallvec![None; k];
     for s in segments {
         if s.intra != *row {
             return None;
@@ -122,7 +132,7 @@ impl Array {
         // Readable: present, and not a replacement's shard not yet rebuilt
         // (for users' reads and writes: nor any replacement's shard while
         // a rebuild without redirection runs).
-        let present: Vec<bool> = {
+        let present: ShardVec<bool> = {
             let op = &self.ops[&op_id];
             let by_user = matches!(op.kind, OpKind::Read | OpKind::Write);
             op.map
@@ -148,7 +158,7 @@ impl Array {
         let balanced = match self.ops[&op_id].kind {
             OpKind::Read => {
                 let op = &self.ops[&op_id];
-                let places: Vec<_> = op.map.shards().collect();
+                let places: ShardVec<_> = op.map.shards().collect();
                 self.balanced_copy(&places, &present, op.row.start)
             }
             _ => None,
@@ -158,13 +168,15 @@ impl Array {
         // The op's own stripe shape: during a growth old and new stripes differ.
         let k = op.map.data.len();
         let m = op.map.parity.len();
-        op.reads = vec![None; k + m];
+        // Emptied and sized in place: the op's vector keeps its capacity.
+        op.reads.clear();
+        op.reads.resize(k + m, None);
         op.read_failed = false;
         op.bad_shards.clear();
-        let reads: Option<Vec<(usize, Range<u64>)>> = match op.kind {
+        let reads: Option<super::plan::PlanReads> = match op.kind {
             OpKind::Read => {
                 if let Some(copy) = balanced.filter(|&shard| shard >= k) {
-                    Some(vec![(copy, op.row.clone())])
+                    Some(smallvec::smallvec![(copy, op.row.clone())])
                 } else if op.segments.iter().all(|s| present[s.data_index]) {
                     Some(
                         op.segments
@@ -175,15 +187,19 @@ impl Array {
                 } else if present.iter().filter(|&&p| p).count() >= k {
                     // Degraded read: enough surviving shards over the row.
                     let row = op.row.clone();
-                    let survivors: Vec<usize> =
-                        (0..k + m).filter(|&i| present[i]).take(k).collect();
-                    Some(survivors.into_iter().map(|i| (i, row.clone())).collect())
+                    Some(
+                        (0..k + m)
+                            .filter(|&i| present[i])
+                            .take(k)
+                            .map(|i| (i, row.clone()))
+                            .collect(),
+                    )
                 } else {
                     None
                 }
             }
             OpKind::Write => {
-                let mut covered = vec![0..0; k];
+                let mut covered: ShardVec<Range<u64>> = smallvec::smallvec![0..0; k];
                 for s in &op.segments {
                     covered[s.data_index] = s.intra.clone();
                 }
@@ -204,12 +220,12 @@ impl Array {
                     Some((0..k + m).map(|i| (i, row.clone())).collect())
                 } else {
                     // Degraded: nothing to compare against; skip the stripe.
-                    Some(Vec::new())
+                    Some(super::plan::PlanReads::new())
                 }
             }
             OpKind::Rebuild if copy_plan.is_some() => {
                 let (shard, _) = copy_plan.expect("checked");
-                Some(vec![(shard, op.row.clone())])
+                Some(smallvec::smallvec![(shard, op.row.clone())])
             }
             OpKind::Destage => unreachable!("planned by the destage engine"),
             // Every readable shard over the whole chunk: the targets are
@@ -230,7 +246,7 @@ impl Array {
         let op = self.ops.get_mut(&op_id).expect("op exists");
         op.state = OpState::Reading;
         op.pending_ios = reads.len();
-        let places: Vec<_> = op.map.shards().collect();
+        let places: ShardVec<_> = op.map.shards().collect();
         let cause = self.op_cause(op_id);
         for (shard, range) in &reads {
             let place = places[*shard];
@@ -396,7 +412,7 @@ impl Array {
                 // Rebuild targets' shards of a stripe the rebuild has not
                 // reached: a write over whole chunks rewrites them too (and
                 // the stripe is then rebuilt).
-                let unrebuilt_targets: Vec<bool> = op
+                let unrebuilt_targets: ShardVec<bool> = op
                     .map
                     .shards()
                     .map(|p| {
@@ -405,7 +421,7 @@ impl Array {
                     })
                     .collect();
                 let whole_row = row == (0..self.geometry.chunk_bytes);
-                let place_present: Vec<bool> =
+                let place_present: ShardVec<bool> =
                     op.map.shards().map(|p| self.present[p.member]).collect();
                 // Zeroes over every data shard of the row, nothing read: the
                 // parity of zeroes is zeroes (every code here is linear), so
@@ -666,34 +682,39 @@ impl Array {
         &mut self,
         op_id: u64,
         mut op: Box<super::op::StripeOp>,
-        writes: Vec<(usize, Range<u64>, Payload)>,
+        mut writes: Vec<(usize, Range<u64>, Payload)>,
         error: Option<UserError>,
     ) {
-        let place_present: Vec<bool> = op.map.shards().map(|p| self.present[p.member]).collect();
-        let writes: Vec<_> = writes
-            .into_iter()
-            .filter(|(shard, _, _)| place_present[*shard])
-            .collect();
-        op.reads.iter_mut().for_each(|r| *r = None);
-        let places: Vec<_> = op.map.shards().collect();
+        let place = |shard: usize| {
+            let k = op.map.data.len();
+            if shard < k {
+                op.map.data[shard]
+            } else {
+                op.map.parity[shard - k]
+            }
+        };
+        writes.retain(|(shard, _, _)| self.present[place(*shard).member]);
         // Each write's devices: a copy goes to the new member only; any
         // other write to a replace's source goes to the new member too.
-        let devices: Vec<Vec<usize>> = writes
+        let devices: ShardVec<WriteDevices> = writes
             .iter()
             .map(|(shard, _, _)| match op.copy_to {
-                Some(device) => vec![device],
-                None => self.write_devices(places[*shard].member),
+                Some(device) => smallvec::smallvec![device],
+                None => self.write_devices(place(*shard).member),
             })
             .collect();
+        op.reads.iter_mut().for_each(|r| *r = None);
         op.state = OpState::Writing;
-        op.pending_ios = devices.iter().map(Vec::len).sum();
+        op.pending_ios = devices.iter().map(|d| d.len()).sum();
+        let io_count = op.pending_ios;
+        let places: ShardVec<crate::layout::ChunkPlace> = op.map.shards().collect();
         self.ops.insert(op_id, op);
         if error.is_some() || writes.is_empty() {
             self.ready.push(Ready::OpFinish(op_id, error));
             return;
         }
         let cause = self.op_cause(op_id);
-        let mut ios = Vec::new();
+        let mut ios = Vec::with_capacity(io_count);
         for ((shard, range, payload), devices) in writes.into_iter().zip(devices) {
             let place = places[shard];
             let offset_bytes = self.member_offset_bytes(place.member_chunk, range.start);

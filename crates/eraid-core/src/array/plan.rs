@@ -30,11 +30,15 @@ pub struct WriteShape<'a> {
     pub present: &'a [bool],
 }
 
+/// Shards to read, each over an intra-chunk range: inline for stripes of
+/// up to 16 shards (a plan is made per stripe op, under the engine lock).
+pub type PlanReads = smallvec::SmallVec<[(usize, Range<u64>); 16]>;
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WritePlan {
     pub method: WriteMethod,
     /// Shards to read, each over the given intra-chunk range.
-    pub reads: Vec<(usize, Range<u64>)>,
+    pub reads: PlanReads,
 }
 
 /// Chooses by device I/O count, as MSC-CT Section II-A: read-modify-write
@@ -53,7 +57,7 @@ pub fn plan_write(shape: &WriteShape) -> Option<WritePlan> {
         let ok = touched.iter().all(|&j| shape.present[j]);
         return ok.then(|| WritePlan {
             method: WriteMethod::DataOnly,
-            reads: Vec::new(),
+            reads: PlanReads::new(),
         });
     }
     let uncovered: Vec<usize> = (0..k).filter(|&j| shape.covered[j] != shape.row).collect();
@@ -134,7 +138,7 @@ mod tests {
         covered[3] = 0..8;
         let p = plan(&covered, 1, &[true; 8]).unwrap();
         assert_eq!(p.method, WriteMethod::ReadModifyWrite);
-        assert_eq!(p.reads, vec![(3, 0..8), (7, 0..8)]);
+        assert_eq!(p.reads[..], [(3, 0..8), (7, 0..8)]);
     }
 
     #[test]
@@ -142,7 +146,7 @@ mod tests {
         // 4 data + P, three touched: RMW reads 4, RCW reads 1.
         let p = plan(&[0..8, 0..8, 0..8, 0..0], 1, &[true; 5]).unwrap();
         assert_eq!(p.method, WriteMethod::ReconstructWrite);
-        assert_eq!(p.reads, vec![(3, 0..8)]);
+        assert_eq!(p.reads[..], [(3, 0..8)]);
     }
 
     #[test]

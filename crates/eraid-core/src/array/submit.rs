@@ -6,6 +6,11 @@ use super::{Array, FlushPurpose, Pending, Ready};
 use crate::geometry::SECTOR_BYTES;
 use crate::io::{UserError, UserOp, UserReply, UserRequest};
 
+/// A request's segments grouped by stripe, in order: inline for the one
+/// or two stripes most requests touch (made per request, under the
+/// engine lock).
+pub(super) type StripeGroups = smallvec::SmallVec<[(OpTarget, Vec<Segment>); 2]>;
+
 impl Array {
     pub(super) fn submit(&mut self, request: UserRequest) {
         let id = request.id;
@@ -142,9 +147,9 @@ impl Array {
         offset_bytes: u64,
         len_bytes: u64,
         data: Option<&crate::io::Bytes>,
-    ) -> Vec<(OpTarget, Vec<Segment>)> {
+    ) -> StripeGroups {
         let chunk = self.geometry.chunk_bytes;
-        let mut groups: Vec<(OpTarget, Vec<Segment>)> = Vec::new();
+        let mut groups = StripeGroups::new();
         let mut at = offset_bytes;
         let end = offset_bytes + len_bytes;
         while at < end {
@@ -173,7 +178,7 @@ impl Array {
         &mut self,
         id: crate::io::RequestId,
         chunks: std::ops::Range<u64>,
-        groups: Vec<(OpTarget, Vec<Segment>)>,
+        groups: StripeGroups,
         kind: OpKind,
         read_len_bytes: Option<usize>,
         fua: bool,

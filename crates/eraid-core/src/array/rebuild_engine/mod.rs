@@ -34,6 +34,7 @@ mod readd;
 mod rebuilt_map;
 mod redirect;
 mod replace;
+pub(super) use replace::WriteDevices;
 mod status;
 mod zone_scheduler;
 

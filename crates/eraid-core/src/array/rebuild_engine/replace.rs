@@ -35,6 +35,10 @@ pub(in crate::array) struct ReplaceRun {
     pub device: usize,
 }
 
+/// The devices one write goes to: the member's, and while a replace of
+/// it runs, the new member's (inline, no allocation).
+pub(in crate::array) type WriteDevices = smallvec::SmallVec<[usize; 2]>;
+
 impl Array {
     fn replace_run(&self) -> Option<ReplaceRun> {
         self.rebuild.as_ref().and_then(|r| r.replace)
@@ -52,8 +56,8 @@ impl Array {
     /// new member's while a replace copies it (or, once copied, the old
     /// member's until the record naming the new one is durable: a crash
     /// before would resume the replace from the old one).
-    pub(in crate::array) fn write_devices(&self, member: usize) -> Vec<usize> {
-        let mut devices = vec![self.slot_device[member]];
+    pub(in crate::array) fn write_devices(&self, member: usize) -> WriteDevices {
+        let mut devices: WriteDevices = smallvec::smallvec![self.slot_device[member]];
         if let Some(run) = self.replace_run().filter(|r| r.source == member) {
             devices.push(run.device);
         }
