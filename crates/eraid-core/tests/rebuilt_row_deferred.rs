@@ -125,21 +125,7 @@ fn a_rebuilds_rows_are_left_for_the_writing_thread_to_compute() {
         let mut rng = ChaCha8Rng::seed_from_u64(17);
         let mut array = open_with(&mut h, options());
         let model = fill(&mut h, &mut array, &mut rng);
-        admin_ok(
-            &mut h,
-            &mut array,
-            AdminCommand::FailMember { slot: failed },
-        );
-        h.run(&mut array);
-        let member = blank_member(&mut h);
-        admin_ok(
-            &mut h,
-            &mut array,
-            AdminCommand::AddMember {
-                member,
-                spare: false,
-            },
-        );
+        fail_and_replace(&mut h, &mut array, failed);
         let writes = computed_when_issued(&mut h, &mut array, IoCause::Rebuild);
         assert_eq!(rebuild_status(&array)["state"], "done", "{case}");
         assert!(

@@ -35,19 +35,9 @@ pub(super) fn data_shards_of_row(
         present.len() >= data_shards,
         "a row has its data shards' reads"
     );
-    let code = if present[..data_shards].iter().all(|&p| p) {
-        None
-    } else {
-        let code = code.ok_or("no redundancy to rebuild from")?;
-        let present_count = present.iter().filter(|&&p| p).count();
-        if present_count < data_shards {
-            return Err(eraid_codes::CodeError::TooFewShards {
-                present: present_count,
-                needed: data_shards,
-            }
-            .to_string());
-        }
-        Some(Arc::clone(code))
+    let code = match super::rebuilt_row::needs_rebuild(&present, data_shards, code.is_some())? {
+        true => code.map(Arc::clone),
+        false => None,
     };
     let mut shards: Vec<Option<ReadBuf>> = reads
         .iter_mut()

@@ -28,6 +28,32 @@ pub(super) struct RowRebuild {
     overlays: Vec<(usize, Range<usize>, Option<Bytes>)>,
 }
 
+/// Whether the row's data must be rebuilt (some data shard is not
+/// `present`), decided from counts alone: Err, naming why, when it cannot
+/// be (no redundancy, or fewer than `data_count` shards survive; every
+/// code here is MDS, so any `data_count` shards rebuild the rest).
+pub(super) fn needs_rebuild(
+    present: &[bool],
+    data_count: usize,
+    has_redundancy: bool,
+) -> Result<bool, String> {
+    if present[..data_count].iter().all(|&p| p) {
+        return Ok(false);
+    }
+    if !has_redundancy {
+        return Err("no redundancy to rebuild from".to_string());
+    }
+    let present_count = present.iter().filter(|&&p| p).count();
+    if present_count < data_count {
+        return Err(eraid_codes::CodeError::TooFewShards {
+            present: present_count,
+            needed: data_count,
+        }
+        .to_string());
+    }
+    Ok(true)
+}
+
 impl RowRebuild {
     /// Takes the row's whole reads out of `op`. `overwritten` marks data
     /// shards the write replaces entirely (their old bytes are not needed);
@@ -48,20 +74,7 @@ impl RowRebuild {
         let present: Vec<bool> = (0..k + m)
             .map(|i| whole[i] || (i < k && overwritten[i]))
             .collect();
-        if !present[..k].iter().all(|&p| p) {
-            if code.is_none() {
-                return Err("no redundancy to rebuild from".to_string());
-            }
-            let present_count = present.iter().filter(|&&p| p).count();
-            // Every code here is MDS: any k shards rebuild the rest.
-            if present_count < k {
-                return Err(eraid_codes::CodeError::TooFewShards {
-                    present: present_count,
-                    needed: k,
-                }
-                .to_string());
-            }
-        }
+        needs_rebuild(&present, k, code.is_some())?;
         let read = (0..k + m)
             .map(|i| whole[i].then(|| op.reads[i].take().expect("read whole").1))
             .collect();

@@ -54,6 +54,22 @@ pub fn blank_member(h: &mut MemHarness) -> NewMember {
     blank_member_of(h, size)
 }
 
+/// Fails member `slot`, then adds a blank member in its place; the
+/// rebuild's I/O is left for the caller to run.
+pub fn fail_and_replace(h: &mut MemHarness, array: &mut Array, slot: usize) {
+    admin_ok(h, array, AdminCommand::FailMember { slot });
+    h.run(array);
+    let member = blank_member(h);
+    admin_ok(
+        h,
+        array,
+        AdminCommand::AddMember {
+            member,
+            spare: false,
+        },
+    );
+}
+
 /// Adds a blank member as large as member 0 as a hot spare (the array
 /// must accept it); its I/O is left for the caller to run.
 pub fn add_spare(h: &mut MemHarness, array: &mut Array) -> Value {
