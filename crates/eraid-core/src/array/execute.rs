@@ -536,7 +536,7 @@ impl Array {
                                         && !op.segments.iter().any(|s| s.data_index == i)
                                 })
                                 .collect();
-                            match RowRebuild::take(&mut op, Some(code), &overwritten, true) {
+                            match RowRebuild::take(&mut op, &overwritten, true) {
                                 Ok(rows) => {
                                     let wanted: Vec<usize> =
                                         (k..k + m).chain(target_data).collect();
@@ -600,7 +600,7 @@ impl Array {
             OpKind::Rebuild => {
                 let suspect = self.intent.pinned.contains(&op.region)
                     || self.unresynced_regions.contains(&op.region);
-                let place_present: Vec<bool> =
+                let place_present: ShardVec<bool> =
                     op.map.shards().map(|p| self.present[p.member]).collect();
                 let targets: Vec<usize> = op
                     .map
@@ -621,7 +621,7 @@ impl Array {
                 } else {
                     Vec::new()
                 };
-                match RowRebuild::take(&mut op, Some(&*code), &vec![false; k], false) {
+                match RowRebuild::take(&mut op, &vec![false; k], false) {
                     Ok(rows) if suspect => {
                         let shards = rows.compute(&code);
                         for (i, bytes) in shards.into_iter().enumerate() {
@@ -685,29 +685,21 @@ impl Array {
         mut writes: Vec<(usize, Range<u64>, Payload)>,
         error: Option<UserError>,
     ) {
-        let place = |shard: usize| {
-            let k = op.map.data.len();
-            if shard < k {
-                op.map.data[shard]
-            } else {
-                op.map.parity[shard - k]
-            }
-        };
-        writes.retain(|(shard, _, _)| self.present[place(*shard).member]);
+        let places: ShardVec<crate::layout::ChunkPlace> = op.map.shards().collect();
+        writes.retain(|(shard, _, _)| self.present[places[*shard].member]);
         // Each write's devices: a copy goes to the new member only; any
         // other write to a replace's source goes to the new member too.
         let devices: ShardVec<WriteDevices> = writes
             .iter()
             .map(|(shard, _, _)| match op.copy_to {
                 Some(device) => smallvec::smallvec![device],
-                None => self.write_devices(place(*shard).member),
+                None => self.write_devices(places[*shard].member),
             })
             .collect();
         op.reads.iter_mut().for_each(|r| *r = None);
         op.state = OpState::Writing;
         op.pending_ios = devices.iter().map(|d| d.len()).sum();
         let io_count = op.pending_ios;
-        let places: ShardVec<crate::layout::ChunkPlace> = op.map.shards().collect();
         self.ops.insert(op_id, op);
         if error.is_some() || writes.is_empty() {
             self.ready.push(Ready::OpFinish(op_id, error));

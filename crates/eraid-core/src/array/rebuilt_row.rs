@@ -55,13 +55,13 @@ pub(super) fn needs_rebuild(
 }
 
 impl RowRebuild {
-    /// Takes the row's whole reads out of `op`. `overwritten` marks data
-    /// shards the write replaces entirely (their old bytes are not needed);
-    /// with `overlay`, `op`'s segments are laid over the rebuilt data.
-    /// Err, with `op` untouched, when too few shards survive to rebuild.
+    /// Takes the row's whole reads out of `op` (an op with redundancy).
+    /// `overwritten` marks data shards the write replaces entirely (their
+    /// old bytes are not needed); with `overlay`, `op`'s segments are laid
+    /// over the rebuilt data. Err, with `op` untouched, when too few
+    /// shards survive to rebuild.
     pub(super) fn take(
         op: &mut StripeOp,
-        code: Option<&StripeCode>,
         overwritten: &[bool],
         overlay: bool,
     ) -> Result<RowRebuild, String> {
@@ -74,7 +74,7 @@ impl RowRebuild {
         let present: Vec<bool> = (0..k + m)
             .map(|i| whole[i] || (i < k && overwritten[i]))
             .collect();
-        needs_rebuild(&present, k, code.is_some())?;
+        needs_rebuild(&present, k, true)?;
         let read = (0..k + m)
             .map(|i| whole[i].then(|| op.reads[i].take().expect("read whole").1))
             .collect();
