@@ -152,14 +152,14 @@ fn the_core_allocates_a_bounded_number_of_times_per_request() {
             Level::Raid0,
             ParityLayout::None,
             false,
-            11.0,
+            9.0,
         ),
         (
             "RAID-0 writes",
             Level::Raid0,
             ParityLayout::None,
             true,
-            14.0,
+            9.0,
         ),
         (
             "RAID-5 reads",
