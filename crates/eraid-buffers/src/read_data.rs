@@ -13,8 +13,9 @@ use std::sync::{Arc, OnceLock};
 /// reply, not the array core.
 #[derive(Clone, Default)]
 pub struct ReadData {
-    /// A deferred piece's slot holds an empty placeholder.
-    pieces: Vec<Bytes>,
+    /// A deferred piece's slot holds an empty placeholder. Inline for two
+    /// pieces: a read's result is made per request, under the engine lock.
+    pieces: smallvec::SmallVec<[Bytes; 2]>,
     /// Empty for a read with nothing to compute (no allocation).
     deferred: Vec<DeferredPiece>,
     /// `pieces` with the deferred ones filled in, once computed.
@@ -75,7 +76,7 @@ impl ReadData {
             return &self.pieces;
         }
         self.resolved.get_or_init(|| {
-            let mut pieces = self.pieces.clone();
+            let mut pieces = self.pieces.to_vec();
             for d in &self.deferred {
                 let piece = d.source.get()[d.index].slice(d.range.clone());
                 assert_eq!(piece.len(), d.range.len(), "a deferred piece's length");

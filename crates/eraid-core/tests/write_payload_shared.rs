@@ -359,3 +359,62 @@ fn partial_stripe_parity_is_left_for_the_writing_thread_to_compute() {
         assert_eq!(read.expect("read").expect("bytes"), expected[..], "{case}");
     }
 }
+
+/// A finished op's box and read slots are kept for the next op (see
+/// `create_op`), but nothing of what it wrote: once a write is answered,
+/// the caller's buffer is the caller's alone again (so its pool can take
+/// it back), on every level and for whole and partial stripes. The array
+/// is driven by hand here: members that take writes without keeping them.
+#[test]
+fn an_answered_write_leaves_no_slice_of_the_users_buffer_in_the_array() {
+    use eraid_core::io::{IoCompletion, Machine, RequestId, UserRequest};
+    for (level, layout) in [
+        (Level::Raid0, ParityLayout::None),
+        (Level::Raid10, ParityLayout::Near2),
+        (Level::Raid5, ParityLayout::LeftSymmetric),
+        (Level::Raid6, ParityLayout::LeftSymmetric),
+    ] {
+        let g = geometry(level, layout, 4, MEMBER_CHUNKS);
+        let mut h = MemHarness::create(g, 13);
+        let mut array = open(&mut h);
+        let now = h.now;
+        for (id, chunks, offset_bytes) in [(1, 6, 0), (2, 1, CHUNK + 1024)] {
+            let bytes = if chunks == 1 {
+                Bytes::from(payload(1)[..2048].to_vec())
+            } else {
+                payload(chunks)
+            };
+            array.handle_request(
+                now,
+                UserRequest {
+                    id: RequestId(id),
+                    op: UserOp::Write {
+                        offset_bytes,
+                        data: bytes.clone(),
+                        fua: false,
+                    },
+                },
+            );
+            let mut answered = false;
+            while !answered {
+                let io = array.poll_io().expect("the write waits for device I/O");
+                let completion = match io.op {
+                    DeviceOp::Read { len_bytes, .. } => {
+                        IoCompletion::Read(vec![0u8; len_bytes].into())
+                    }
+                    _ => IoCompletion::Done,
+                };
+                array.handle_completion(now, io.id, completion);
+                while let Some(reply) = array.poll_reply() {
+                    assert_eq!(reply.id, RequestId(id));
+                    assert_eq!(reply.result, Ok(None), "{level:?}: write {id} succeeded");
+                    answered = true;
+                }
+            }
+            assert!(
+                bytes.is_unique(),
+                "{level:?}: the array still holds a slice of write {id}'s buffer after answering it"
+            );
+        }
+    }
+}

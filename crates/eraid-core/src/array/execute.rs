@@ -347,7 +347,7 @@ impl Array {
         let code = self.code_for(k);
         let row = op.row.clone();
         let row_len = (row.end - row.start) as usize;
-        let mut writes: Vec<(usize, Range<u64>, Payload)> = Vec::new();
+        let mut writes = OpWrites::new();
         let mut error = None;
         match op.kind {
             OpKind::Read => {
@@ -682,7 +682,7 @@ impl Array {
         &mut self,
         op_id: u64,
         mut op: Box<super::op::StripeOp>,
-        mut writes: Vec<(usize, Range<u64>, Payload)>,
+        mut writes: OpWrites,
         error: Option<UserError>,
     ) {
         let places: ShardVec<crate::layout::ChunkPlace> = op.map.shards().collect();
@@ -796,7 +796,7 @@ impl Array {
 
     /// Releases the op's lock and intent and completes its parent's share.
     pub(super) fn op_finish(&mut self, op_id: u64, error: Option<UserError>) {
-        let op = self.ops.remove(&op_id).expect("op");
+        let mut op = self.ops.remove(&op_id).expect("op");
         self.journal_op_finished(op_id);
         let error = error.or_else(|| {
             (matches!(op.kind, OpKind::Write | OpKind::Destage) && !self.survivable())
@@ -816,7 +816,7 @@ impl Array {
             Parent::Scrub => self.scrub_op_done(op.stripe),
             Parent::Rebuild { pass } => self.rebuild_op_done(pass, op.stripe, error),
             Parent::Destage => {
-                let work = op.destage.expect("destage work");
+                let work = op.destage.take().expect("destage work");
                 self.destage_op_done(work, error)
             }
             Parent::User(id) => {
@@ -851,8 +851,32 @@ impl Array {
                 }
             }
         }
+        self.keep_spare_op(op);
+    }
+
+    /// Keeps a finished op's box and read slots for the next op (see
+    /// `create_op`), holding nothing that keeps bytes or buffers alive.
+    fn keep_spare_op(&mut self, mut op: Box<super::op::StripeOp>) {
+        if self.spare_ops.len() >= SPARE_OPS_MAX {
+            return;
+        }
+        op.reads.clear();
+        op.segments = Vec::new();
+        op.repair = None;
+        op.destage = None;
+        op.merged_parents = Vec::new();
+        op.bad_shards = Vec::new();
+        self.spare_ops.push(op);
     }
 }
+
+/// An op's writes (shard, range within the chunk, bytes): inline for up to
+/// 8, made per op under the driver's engine lock.
+pub(super) type OpWrites = smallvec::SmallVec<[(usize, Range<u64>, Payload); 8]>;
+
+/// Finished ops kept for reuse, at most (about the ops in flight at a
+/// queue depth of 32 over a few stripes each).
+const SPARE_OPS_MAX: usize = 128;
 
 /// One segment's change to a read-modify-write's parity.
 struct ParityUpdate {

@@ -262,6 +262,12 @@ pub struct Array {
     held: VecDeque<UserRequest>,
     /// Boxed: an op moves out and back in as it goes, a pointer not a copy.
     ops: FxHashMap<u64, Box<StripeOp>>,
+    /// Finished ops' boxes, reused by the next (see `create_op`).
+    #[expect(
+        clippy::vec_box,
+        reason = "the boxes are what is reused: `ops` holds boxes"
+    )]
+    spare_ops: Vec<Box<StripeOp>>,
     locks: StripeLocks,
     intent: Intent,
     metadata: MetadataQueue,
@@ -421,6 +427,7 @@ impl Array {
             requests: FxHashMap::default(),
             held: VecDeque::new(),
             ops: FxHashMap::default(),
+            spare_ops: Vec::new(),
             locks: StripeLocks::default(),
             intent,
             metadata: MetadataQueue::default(),

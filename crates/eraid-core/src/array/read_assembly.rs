@@ -12,7 +12,8 @@ use std::sync::Arc;
 #[derive(Debug)]
 pub(super) struct ReadAssembly {
     len_bytes: usize,
-    parts: Vec<(usize, Piece)>,
+    /// Inline for two pieces: made per user read, under the engine lock.
+    parts: smallvec::SmallVec<[(usize, Piece); 2]>,
 }
 
 /// Bytes as read, or a range of a piece computed later (a chunk rebuilt
@@ -52,7 +53,7 @@ impl ReadAssembly {
     pub(super) fn new(len_bytes: usize) -> ReadAssembly {
         ReadAssembly {
             len_bytes,
-            parts: Vec::new(),
+            parts: smallvec::SmallVec::new(),
         }
     }
 

@@ -19,6 +19,10 @@ enum RowShard {
     Read(ReadBuf, Vec<(Range<usize>, Option<Bytes>)>),
 }
 
+/// A row's data shards: inline for up to 8 (made per reconstruct-write,
+/// under the driver's engine lock).
+type RowShards = smallvec::SmallVec<[RowShard; 8]>;
+
 /// The parity of `op`'s row after its writes, when every data shard of the
 /// row is either overwritten whole by a segment or was read whole (the
 /// read buffers are taken from `op`). The encode is deferred: it lays the
@@ -35,7 +39,7 @@ pub(super) fn parity_from_row_buffers(
     let m = op.map.parity.len();
     let row = op.row.clone();
     let row_len = (row.end - row.start) as usize;
-    let overwritten_whole: Vec<Option<usize>> = (0..k)
+    let overwritten_whole: smallvec::SmallVec<[Option<usize>; 16]> = (0..k)
         .map(|i| {
             op.segments
                 .iter()
@@ -49,7 +53,7 @@ pub(super) fn parity_from_row_buffers(
     for s in &op.segments {
         assert!(s.data.is_some() || s.zeroes, "a write segment without data");
     }
-    let shards: Vec<RowShard> = (0..k)
+    let shards: RowShards = (0..k)
         .map(|i| match overwritten_whole[i] {
             Some(s) => RowShard::Written(op.segments[s].data.clone()),
             None => {
@@ -75,7 +79,7 @@ pub(super) fn parity_from_row_buffers(
 
 fn encode_row(
     code: &StripeCode,
-    mut shards: Vec<RowShard>,
+    mut shards: RowShards,
     parity_count: usize,
     row_len: usize,
     buffers: &eraid_buffers::BufferPool,

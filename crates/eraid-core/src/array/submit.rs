@@ -235,6 +235,17 @@ impl Array {
         } else {
             super::op::row_of(&segments)
         };
+        // A finished op's box and read slots are reused: one op is made per
+        // stripe a request touches, under the driver's engine lock.
+        let (spare, mut reads) = match self.spare_ops.pop() {
+            Some(mut spare) => {
+                let reads = std::mem::take(&mut spare.reads);
+                (Some(spare), reads)
+            }
+            None => (None, Vec::new()),
+        };
+        reads.clear();
+        reads.resize_with(shard_count, || None);
         let op = StripeOp {
             parent,
             stripe,
@@ -247,7 +258,7 @@ impl Array {
             segments,
             row,
             method: None,
-            reads: vec![None; shard_count],
+            reads,
             pending_ios: 0,
             read_failed: false,
             bad_shards: Vec::new(),
@@ -260,7 +271,14 @@ impl Array {
             merged_parents: Vec::new(),
             gather_stream: None,
         };
-        self.ops.insert(op_id, Box::new(op));
+        let op = match spare {
+            Some(mut spare) => {
+                *spare = op;
+                spare
+            }
+            None => Box::new(op),
+        };
+        self.ops.insert(op_id, op);
         if self.locks.acquire(lock_key, op_id, lock) {
             self.ready.push(Ready::OpLocked(op_id));
         }

@@ -22,11 +22,11 @@ impl Layout for HistoryLayout {
             .strategy
             .locate(&self.placement.history, stripe);
         StripeMap {
-            data: vec![ChunkPlace {
+            data: smallvec::smallvec![ChunkPlace {
                 member: location.disk as usize,
                 member_chunk: location.offset_chunks,
             }],
-            parity: Vec::new(),
+            parity: super::Places::new(),
         }
     }
 

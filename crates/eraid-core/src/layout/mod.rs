@@ -26,9 +26,13 @@ pub struct ChunkPlace {
 /// `parity[i]` holds the code's redundancy shard i (a copy for RAID-10).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StripeMap {
-    pub data: Vec<ChunkPlace>,
-    pub parity: Vec<ChunkPlace>,
+    pub data: Places,
+    pub parity: Places,
 }
+
+/// A stripe's data or parity places: inline for up to 8 (a stripe map is
+/// made per stripe op, under the driver's engine lock).
+pub type Places = smallvec::SmallVec<[ChunkPlace; 8]>;
 
 impl StripeMap {
     /// Data places then parity places: the shard order the code uses.

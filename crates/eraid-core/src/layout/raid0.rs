@@ -21,7 +21,7 @@ impl Layout for Raid0 {
             .collect();
         StripeMap {
             data,
-            parity: Vec::new(),
+            parity: super::Places::new(),
         }
     }
 }

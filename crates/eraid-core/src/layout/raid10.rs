@@ -26,8 +26,8 @@ impl Layout for Raid10Near {
 
     fn stripe_map(&self, stripe: u64) -> StripeMap {
         StripeMap {
-            data: vec![self.slot(2 * stripe)],
-            parity: vec![self.slot(2 * stripe + 1)],
+            data: smallvec::smallvec![self.slot(2 * stripe)],
+            parity: smallvec::smallvec![self.slot(2 * stripe + 1)],
         }
     }
 }

@@ -14,7 +14,7 @@ pub(super) fn rotate(
     layout: ParityLayout,
     member_count: usize,
     stripe: u64,
-) -> (usize, Vec<usize>) {
+) -> (usize, smallvec::SmallVec<[usize; 16]>) {
     let n = member_count;
     let data_count = n - 1;
     let turn = (stripe % n as u64) as usize;
@@ -53,7 +53,7 @@ impl Layout for Raid5 {
         };
         StripeMap {
             data: data.into_iter().map(place).collect(),
-            parity: vec![place(parity)],
+            parity: smallvec::smallvec![place(parity)],
         }
     }
 }

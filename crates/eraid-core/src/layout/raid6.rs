@@ -35,7 +35,7 @@ impl Layout for Raid6 {
         };
         StripeMap {
             data: data.into_iter().map(place).collect(),
-            parity: vec![place(p), place(q)],
+            parity: smallvec::smallvec![place(p), place(q)],
         }
     }
 }
