@@ -861,7 +861,7 @@ impl Array {
             return;
         }
         op.reads.clear();
-        op.segments = Vec::new();
+        op.segments = Default::default();
         op.repair = None;
         op.destage = None;
         op.merged_parents = Vec::new();

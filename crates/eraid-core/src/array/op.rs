@@ -56,6 +56,10 @@ pub enum Parent {
     Destage,
 }
 
+/// An op's segments: inline for two (an op is made per stripe a request
+/// touches, under the driver's engine lock; most touch one chunk or two).
+pub type Segments = smallvec::SmallVec<[Segment; 2]>;
+
 /// A contiguous piece of a user request inside one data chunk.
 #[derive(Clone, Debug)]
 pub struct Segment {
@@ -133,7 +137,7 @@ pub struct StripeOp {
     pub kind: OpKind,
     pub lock: LockMode,
     pub state: OpState,
-    pub segments: Vec<Segment>,
+    pub segments: Segments,
     /// The intra-chunk range every shard buffer covers.
     pub row: Range<u64>,
     pub method: Option<WriteMethod>,

@@ -190,7 +190,7 @@ impl Array {
                 target,
                 OpKind::Scrub { repair },
                 LockMode::Exclusive,
-                Vec::new(),
+                Default::default(),
             );
         }
         self.maybe_finish_scrub();

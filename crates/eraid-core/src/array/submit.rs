@@ -9,7 +9,7 @@ use crate::io::{UserError, UserOp, UserReply, UserRequest};
 /// A request's segments grouped by stripe, in order: inline for the one
 /// or two stripes most requests touch (made per request, under the
 /// engine lock).
-pub(super) type StripeGroups = smallvec::SmallVec<[(OpTarget, Vec<Segment>); 2]>;
+pub(super) type StripeGroups = smallvec::SmallVec<[(OpTarget, super::op::Segments); 2]>;
 
 impl Array {
     pub(super) fn submit(&mut self, request: UserRequest) {
@@ -167,7 +167,7 @@ impl Array {
             };
             match groups.last_mut() {
                 Some((s, segments)) if *s == stripe => segments.push(segment),
-                _ => groups.push((stripe, vec![segment])),
+                _ => groups.push((stripe, smallvec::smallvec![segment])),
             }
             at += piece;
         }
@@ -219,7 +219,7 @@ impl Array {
         target: OpTarget,
         kind: OpKind,
         lock: LockMode,
-        segments: Vec<Segment>,
+        segments: super::op::Segments,
     ) -> Option<u64> {
         let segments = self.join_gathering(parent, target.lock_key(), kind, segments)?;
         let op_id = self.next_op_id;

@@ -19,7 +19,7 @@
 //! Off (window 0) unless the driver sets it: the simulator reproduces the
 //! papers' systems, which do not.
 
-use super::op::{OpKind, OpState, Parent, Segment};
+use super::op::{OpKind, OpState, Parent};
 use super::{Array, Ready};
 use crate::io::TimeNs;
 use std::collections::VecDeque;
@@ -150,8 +150,8 @@ impl Array {
         parent: Parent,
         lock_key: u64,
         kind: OpKind,
-        segments: Vec<Segment>,
-    ) -> Option<Vec<Segment>> {
+        segments: super::op::Segments,
+    ) -> Option<super::op::Segments> {
         let (Parent::User(id), OpKind::Write) = (parent, kind) else {
             return Some(segments);
         };

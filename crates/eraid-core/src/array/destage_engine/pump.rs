@@ -42,7 +42,7 @@ impl Array {
                 OpTarget::current(unit.stripe),
                 OpKind::Destage,
                 LockMode::Exclusive,
-                Vec::new(),
+                Default::default(),
             );
             self.ops.get_mut(&op_id).expect("op created").destage =
                 Some(Box::new(DestageWork::new(unit, rows_per_strip)));

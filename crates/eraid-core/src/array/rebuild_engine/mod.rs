@@ -433,7 +433,7 @@ impl Array {
                 target,
                 OpKind::Rebuild,
                 LockMode::Exclusive,
-                Vec::new(),
+                Default::default(),
             );
         }
     }
