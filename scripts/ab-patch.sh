@@ -7,15 +7,16 @@
 #   scripts/ab-patch.sh PATCH ROUNDS LEVEL RW BS [CONNECTIONS] [LOOPS]
 #   e.g. scripts/ab-patch.sh scripts/tried/splice-reads.patch 4 0 read 128k 1
 #
-# Builds the release `eraid` of this checkout's HEAD and of HEAD with
-# PATCH applied (in a temporary git worktree, sharing one target
+# Builds the release `eraid` of the patch's base and of the base with
+# PATCH applied (the base is the commit a `base: COMMIT` line before the
+# patch's first diff names, else HEAD; in a temporary git worktree, sharing one target
 # directory so the second build is incremental; CARGO_TARGET_DIR, if set,
 # is that directory), then runs
 # `scripts/cpu-per-gib.sh` with LEVEL RW BS CONNECTIONS LOOPS ROUNDS
 # times per binary, ordered ABBA so neither always runs first, and
-# prints each run's line tagged `head` or `patched`. Needs git, cargo and
-# what cpu-per-gib.sh needs. A patch that no longer applies to HEAD stops
-# the script before anything is built.
+# prints each run's line tagged `head` (the base) or `patched`. Needs
+# git, cargo and what cpu-per-gib.sh needs. A patch that does not apply
+# to its base stops the script before anything is built.
 set -euo pipefail
 [ $# -ge 5 ] || { echo "usage: scripts/ab-patch.sh PATCH ROUNDS LEVEL RW BS [CONNECTIONS] [LOOPS]" >&2; exit 2; }
 PATCH=$(realpath "$1"); ROUNDS=$2; shift 2
@@ -28,9 +29,13 @@ cleanup() {
   rm -rf "$TREE"
 }
 trap cleanup EXIT
-git -C "$ROOT" worktree add --detach "$TREE/src" HEAD >/dev/null
+BASE=$(sed -n '/^diff --git/q; s/^base: *\([0-9a-f]\{7,40\}\) *$/\1/p' "$PATCH" | head -n 1)
+BASE=${BASE:-HEAD}
+git -C "$ROOT" rev-parse --verify --quiet "$BASE^{commit}" >/dev/null ||
+  { echo "ab-patch: the patch's base $BASE is not a commit of this repository" >&2; exit 1; }
+git -C "$ROOT" worktree add --detach "$TREE/src" "$BASE" >/dev/null
 git -C "$TREE/src" apply --check "$PATCH" ||
-  { echo "ab-patch: $PATCH does not apply to HEAD ($(git -C "$ROOT" rev-parse --short HEAD))" >&2; exit 1; }
+  { echo "ab-patch: $PATCH does not apply to its base $BASE" >&2; exit 1; }
 # An existing CARGO_TARGET_DIR is reused (dependencies built once across runs).
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$TREE/target}
 (cd "$TREE/src" && cargo build --release -q -p eraid-cli)
