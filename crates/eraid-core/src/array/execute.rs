@@ -7,11 +7,8 @@ use super::rebuild_engine::WriteDevices;
 use super::rebuilt_row::RowRebuild;
 use super::{Array, FlushPurpose, Owner, Ready};
 
-/// One value per shard of a stripe, kept inline for stripes of up to 16
-/// shards: the core makes several per op, and heap allocations were a
-/// sixth of its time.
-pub(super) type ShardVec<T> = smallvec::SmallVec<[T; 16]>;
 use crate::io::{DeviceOp, IoCause, IoCompletion, UserError, UserReply};
+use crate::layout::ShardVec;
 use std::ops::Range;
 
 /// What a shard write carries.
@@ -864,8 +861,6 @@ impl Array {
         op.segments = Default::default();
         op.repair = None;
         op.destage = None;
-        op.merged_parents = Vec::new();
-        op.bad_shards = Vec::new();
         self.spare_ops.push(op);
     }
 }

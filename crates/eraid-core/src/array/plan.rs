@@ -1,6 +1,7 @@
 //! Pure planning of one stripe's write: which parity-update method, which
 //! shards to read. Decide here; `stripe_op` turns the plan into device I/O.
 
+use crate::layout::ShardVec;
 use std::ops::Range;
 
 /// How a partial or full stripe write keeps parity right.
@@ -34,9 +35,6 @@ pub struct WriteShape<'a> {
 /// up to 16 shards (a plan is made per stripe op, under the engine lock).
 pub type PlanReads = smallvec::SmallVec<[(usize, Range<u64>); 16]>;
 
-/// Shard indexes a plan weighs, inline like [`PlanReads`].
-type ShardIndexes = smallvec::SmallVec<[usize; 16]>;
-
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WritePlan {
     pub method: WriteMethod,
@@ -51,7 +49,7 @@ pub fn plan_write(shape: &WriteShape) -> Option<WritePlan> {
     let k = shape.covered.len();
     let m = shape.parity_count;
     assert_eq!(shape.present.len(), k + m);
-    let touched: ShardIndexes = (0..k).filter(|&j| !shape.covered[j].is_empty()).collect();
+    let touched: ShardVec<usize> = (0..k).filter(|&j| !shape.covered[j].is_empty()).collect();
     assert!(
         !touched.is_empty(),
         "a write plan needs at least one touched shard"
@@ -63,7 +61,7 @@ pub fn plan_write(shape: &WriteShape) -> Option<WritePlan> {
             reads: PlanReads::new(),
         });
     }
-    let uncovered: ShardIndexes = (0..k).filter(|&j| shape.covered[j] != shape.row).collect();
+    let uncovered: ShardVec<usize> = (0..k).filter(|&j| shape.covered[j] != shape.row).collect();
     let parity_present = (k..k + m).all(|i| shape.present[i]);
     let rmw_ok = parity_present && touched.iter().all(|&j| shape.present[j]);
     let rcw_ok = uncovered.iter().all(|&j| shape.present[j]);

@@ -39,7 +39,7 @@ pub(super) fn parity_from_row_buffers(
     let m = op.map.parity.len();
     let row = op.row.clone();
     let row_len = (row.end - row.start) as usize;
-    let overwritten_whole: smallvec::SmallVec<[Option<usize>; 16]> = (0..k)
+    let overwritten_whole: crate::layout::ShardVec<Option<usize>> = (0..k)
         .map(|i| {
             op.segments
                 .iter()

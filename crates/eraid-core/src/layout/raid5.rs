@@ -14,7 +14,7 @@ pub(super) fn rotate(
     layout: ParityLayout,
     member_count: usize,
     stripe: u64,
-) -> (usize, smallvec::SmallVec<[usize; 16]>) {
+) -> (usize, super::ShardVec<usize>) {
     let n = member_count;
     let data_count = n - 1;
     let turn = (stripe % n as u64) as usize;
