@@ -356,15 +356,19 @@ impl MemberFile {
     /// was opened: a write would extend it again over a hole, and the hole
     /// would then read back as zeroes instead of the data it lost. (A block
     /// device refuses writes past its end by itself.)
+    ///
+    /// The size comes from seeking to the end (`lseek`), not a `statx`:
+    /// this runs before every write, and on tmpfs a `statx` took about 600
+    /// ns against 240 ns for the seek, beside 1.4-1.7 us for the 4 KiB
+    /// `pwrite` it guards (`cargo run --release -p eraid-driver --example
+    /// size_check_cost`). Every I/O is positioned: the cursor is unused.
     fn check_not_shrunk(&self) -> io::Result<()> {
         if self.is_block_device {
             return Ok(());
         }
-        let now_bytes = self
-            .buffered_file
-            .metadata()
-            .map_err(|e| with_path(&self.path, "stat", e))?
-            .len();
+        let now_bytes = (&self.buffered_file)
+            .seek(SeekFrom::End(0))
+            .map_err(|e| with_path(&self.path, "size of", e))?;
         if now_bytes < self.size_bytes {
             return Err(io::Error::new(
                 io::ErrorKind::UnexpectedEof,
