@@ -12,7 +12,9 @@
 # others), or `nbdkit` (BIN then unused). Leaves the shell in the
 # directory, sets W (the directory), P (the server's pid) and URI, and
 # stops the server and removes the directory when the shell exits. An
-# eraid server also answers `eraid detail --control "$W/c.sock"`.
+# eraid server also answers `eraid detail --control "$W/c.sock"`; its
+# `create` and `serve` are given the flags in ERAID_CREATE_FLAGS and
+# ERAID_SERVE_FLAGS too (each split on spaces; paths are relative to W).
 
 fio_array_cleanup() {
   if [ -n "${P:-}" ]; then
@@ -33,12 +35,20 @@ serve_filled() {
     nbdkit -f -U "$W/s.sock" memory 512M >/dev/null 2>&1 & P=$!
   else
     local members=(a b c d)
-    "$bin" create --level "${level%-degraded}" --chunk 64K --size 128M "${members[@]}" >/dev/null
+    # ERAID_CREATE_FLAGS (split on spaces): more `create` flags, e.g.
+    # "--journal j --cache msc-ct --cache-size 256M --no-tune".
+    local create_extra=()
+    read -r -a create_extra <<<"${ERAID_CREATE_FLAGS:-}"
+    "$bin" create --level "${level%-degraded}" --chunk 64K --size 128M "${create_extra[@]}" "${members[@]}" >/dev/null
     if [ "$level" != "${level%-degraded}" ]; then
       rm d
       members=(a b c)
     fi
-    "$bin" serve --socket "$W/s.sock" --control "$W/c.sock" "${members[@]}" >/dev/null 2>&1 & P=$!
+    # ERAID_SERVE_FLAGS (split on spaces): more `serve` flags, e.g.
+    # "--cache msc-ct --cache-size 512M".
+    local extra=()
+    read -r -a extra <<<"${ERAID_SERVE_FLAGS:-}"
+    "$bin" serve --socket "$W/s.sock" --control "$W/c.sock" "${extra[@]}" "${members[@]}" >/dev/null 2>&1 & P=$!
   fi
   for _ in $(seq 200); do [ -S "$W/s.sock" ] && break; sleep 0.05; done
   [ -S "$W/s.sock" ] || { echo "$name: the server did not start" >&2; exit 1; }

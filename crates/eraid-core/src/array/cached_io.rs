@@ -9,7 +9,7 @@ use super::op::{OpKind, OpTarget};
 use super::{Array, Ready};
 use crate::cache::store::BlockKey;
 use crate::cache::BLOCK_BYTES;
-use crate::io::{UserOp, UserReply, UserRequest};
+use crate::io::{ReadData, UserOp, UserReply, UserRequest};
 use std::ops::Range;
 
 /// The part of one cache block a request covers.
@@ -105,22 +105,26 @@ impl Array {
     fn cached_read(&mut self, request: UserRequest, offset_bytes: u64, len_bytes: u64) {
         let pieces = self.block_pieces(offset_bytes, len_bytes);
         let cache = self.cache.as_mut().expect("cache");
+        // Slices of the cached blocks, shared: a write to one meanwhile
+        // copies the block rather than change what this read returns.
         let mut overlay = Vec::new();
         for piece in &pieces {
             if let Some(entry) = cache.store.get(piece.key) {
-                overlay.push((piece.user_offset, entry.data[piece.within.clone()].to_vec()));
+                overlay.push((piece.user_offset, entry.data.slice(piece.within.clone())));
             }
         }
         cache.counters.read_hit_blocks += overlay.len() as u64;
         cache.counters.read_miss_blocks += (pieces.len() - overlay.len()) as u64;
         if overlay.len() == pieces.len() {
-            let mut buf = vec![0u8; len_bytes as usize];
-            for (at, bytes) in overlay {
-                buf[at..at + bytes.len()].copy_from_slice(&bytes);
+            // Every block cached: the pieces tile the read in order.
+            let mut data = ReadData::new();
+            for (_, bytes) in overlay {
+                data.push(bytes);
             }
+            assert_eq!(data.len() as u64, len_bytes, "a cached read's blocks");
             self.outbox_reply.push_back(UserReply {
                 id: request.id,
-                result: Ok(Some(buf.into())),
+                result: Ok(Some(data)),
             });
             return;
         }

@@ -837,7 +837,7 @@ impl Array {
                             }),
                             None if pending.fua => self.flush_members(FlushPurpose::Reply(id)),
                             None => {
-                                let read = pending.read.map(|read| read.finish(&pending.overlay));
+                                let read = pending.read.map(|read| read.finish(pending.overlay));
                                 self.outbox_reply.push_back(UserReply {
                                     id,
                                     result: Ok(read),

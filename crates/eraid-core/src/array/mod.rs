@@ -221,7 +221,7 @@ struct Pending {
     /// Logical chunks the request touches (a growth window waits for these).
     chunks: std::ops::Range<u64>,
     /// Cached bytes laid over a read's result: (offset in it, bytes).
-    overlay: Vec<(usize, Vec<u8>)>,
+    overlay: Vec<(usize, Bytes)>,
 }
 
 /// Idle parity buffers the array keeps for reuse, at most.

@@ -8,6 +8,7 @@
 
 use super::matrix::BlockState;
 use super::BLOCK_BYTES;
+use bytes::Bytes;
 use std::collections::{BTreeMap, HashMap};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -33,7 +34,9 @@ pub struct UnitKey {
 
 #[derive(Clone, Debug)]
 pub struct Entry {
-    pub data: Vec<u8>,
+    /// Shared, not copied, by the reads and destages that look at it; a
+    /// write to a block still shared copies it first (see `write`).
+    pub data: Bytes,
     pub dirty: bool,
     pub version: u64,
     /// For a dirty block: the journal record of the first write since it
@@ -273,7 +276,10 @@ impl CacheStore {
         let mut newly_dirty = false;
         match blocks.get_mut(&(key.row, key.col)) {
             Some(entry) => {
-                entry.data[offset_bytes..offset_bytes + bytes.len()].copy_from_slice(bytes);
+                // In place when nothing else holds the block, else on a copy.
+                let mut data = Vec::from(std::mem::take(&mut entry.data));
+                data[offset_bytes..offset_bytes + bytes.len()].copy_from_slice(bytes);
+                entry.data = Bytes::from(data);
                 if !entry.dirty {
                     info.dirty += 1;
                     self.dirty_blocks += 1;
@@ -287,7 +293,7 @@ impl CacheStore {
                 blocks.insert(
                     (key.row, key.col),
                     Entry {
-                        data: bytes.to_vec(),
+                        data: Bytes::copy_from_slice(bytes),
                         dirty: true,
                         version,
                         dirty_since_tag: tag,
@@ -321,7 +327,7 @@ impl CacheStore {
         self.stripes.entry(key.stripe).or_default().insert(
             (key.row, key.col),
             Entry {
-                data: data.to_vec(),
+                data: Bytes::copy_from_slice(data),
                 dirty: false,
                 version: 0,
                 dirty_since_tag: None,

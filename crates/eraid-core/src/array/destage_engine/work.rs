@@ -10,6 +10,7 @@ use crate::cache::runs::{read_runs, write_runs, Run};
 use crate::cache::store::{BlockKey, CacheStore, UnitKey};
 use crate::cache::transform::{contiguity_transform, Added};
 use crate::cache::BLOCK_BYTES;
+use bytes::Bytes;
 use eraid_codes::MatrixCode;
 use std::collections::HashMap;
 use std::ops::Range;
@@ -32,8 +33,9 @@ pub(in crate::array) struct DestageWork {
     z: StatusMatrix,
     m: RxwMatrix,
     methods: Vec<Method>,
-    /// (row, col) -> data and version, as cached when planned.
-    snapshot: HashMap<(usize, usize), (Vec<u8>, u64)>,
+    /// (row, col) -> data and version, as cached when planned (shared
+    /// with the cache, not copied: a later write to the block copies it).
+    snapshot: HashMap<(usize, usize), (Bytes, u64)>,
     pub read_runs: Vec<Run>,
     read_bufs: Vec<Option<crate::io::ReadBuf>>,
     pub write_run_count: usize,
@@ -194,8 +196,7 @@ impl DestageWork {
         m: usize,
     ) -> Result<(Vec<BlockFill>, Vec<ShardWrite>), String> {
         let old = self.read_blocks();
-        let cached =
-            |row: usize, col: usize| self.snapshot.get(&(row, col)).map(|(d, _)| d.as_slice());
+        let cached = |row: usize, col: usize| self.snapshot.get(&(row, col)).map(|(d, _)| &d[..]);
         let mut parity: HashMap<(usize, usize), Vec<u8>> = HashMap::new();
         for row in 0..self.row_count {
             let new_parity: Vec<Vec<u8>> = match self.methods[row] {
