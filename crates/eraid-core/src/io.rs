@@ -267,7 +267,9 @@ pub enum ArrayEvent {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct JournalBatch {
     pub id: u64,
-    pub writes: Vec<(u64, Vec<u8>)>,
+    /// Records are framed (copied and checksummed) when first looked at,
+    /// by whoever writes the batch (see `journal::framed`).
+    pub writes: Vec<(u64, crate::journal::framed::JournalBytes)>,
 }
 
 /// Administrative commands a driver relays from its operator (CLI, control

@@ -27,6 +27,15 @@ pub trait MemberIo: Send + Sync {
     }
     /// Writes all of `data`, retrying short writes.
     fn write_at(&self, offset_bytes: u64, data: &[u8]) -> io::Result<()>;
+    /// Writes `pieces` one after another from `offset_bytes`, as one write
+    /// of them joined. By default they are joined (a copy); a file
+    /// member writes them as they are (`pwritev`).
+    fn write_vectored_at(&self, offset_bytes: u64, pieces: &[&[u8]]) -> io::Result<()> {
+        match pieces {
+            [one] => self.write_at(offset_bytes, one),
+            _ => self.write_at(offset_bytes, &pieces.concat()),
+        }
+    }
     /// Makes every write that completed before this call durable (fdatasync).
     fn sync_data(&self) -> io::Result<()>;
     /// True when the member lives in memory (a file on tmpfs or ramfs, no

@@ -6,6 +6,7 @@
 //! then its payload.
 
 use super::HEADER_SLOT_BYTES;
+use std::borrow::Cow;
 
 const HEADER_MAGIC: &[u8; 8] = b"ERAIDJH1";
 const RECORD_MAGIC: u32 = 0x524A_5245; // "ERJR"
@@ -123,8 +124,12 @@ pub struct MemberWrite {
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum MemberData {
-    Bytes(crate::io::Bytes),
-    Zeroes { len_bytes: u64 },
+    /// A stripe's parity may still be uncomputed: it is computed when the
+    /// record is framed, by the thread that writes the journal batch.
+    Bytes(crate::write_data::WriteData),
+    Zeroes {
+        len_bytes: u64,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -155,53 +160,97 @@ impl Record {
         }
     }
 
-    fn payload(&self) -> Vec<u8> {
-        let mut out = Vec::new();
+    /// The payload's length, without building it.
+    fn payload_len(&self) -> usize {
+        match self {
+            Record::UserWrite { data, .. } => 8 + data.len(),
+            Record::UserZeroes { .. } => 16,
+            Record::MemberWrites(writes) => {
+                4 + writes
+                    .iter()
+                    .map(|w| {
+                        24 + match &w.data {
+                            MemberData::Bytes(bytes) => bytes.len(),
+                            MemberData::Zeroes { .. } => 0,
+                        }
+                    })
+                    .sum::<usize>()
+            }
+        }
+    }
+
+    /// The framed record's length (what [`Record::encode`] returns), without
+    /// encoding it.
+    pub fn framed_len(&self) -> usize {
+        RECORD_HEAD_BYTES + self.payload_len()
+    }
+
+    /// The record framed for the log, as pieces to write one after another:
+    /// the head (its checksum filled in) and the payload's fields are new
+    /// bytes; the data the record carries is borrowed, not copied.
+    pub fn encode_pieces(&self, seq: u64, journal_id: u64) -> Vec<Cow<'_, [u8]>> {
+        let mut pieces: Vec<Cow<'_, [u8]>> = Vec::new();
+        // Fields gather here until the next borrowed piece.
+        let mut fields = Vec::new();
         match self {
             Record::UserWrite { offset_bytes, data } => {
-                out.extend_from_slice(&offset_bytes.to_le_bytes());
-                out.extend_from_slice(data);
+                fields.extend_from_slice(&offset_bytes.to_le_bytes());
+                pieces.push(Cow::Owned(std::mem::take(&mut fields)));
+                pieces.push(Cow::Borrowed(&data[..]));
             }
             Record::UserZeroes {
                 offset_bytes,
                 len_bytes,
             } => {
-                out.extend_from_slice(&offset_bytes.to_le_bytes());
-                out.extend_from_slice(&len_bytes.to_le_bytes());
+                fields.extend_from_slice(&offset_bytes.to_le_bytes());
+                fields.extend_from_slice(&len_bytes.to_le_bytes());
             }
             Record::MemberWrites(writes) => {
-                out.extend_from_slice(&(writes.len() as u32).to_le_bytes());
+                fields.extend_from_slice(&(writes.len() as u32).to_le_bytes());
                 for write in writes {
-                    out.extend_from_slice(&write.slot.to_le_bytes());
+                    fields.extend_from_slice(&write.slot.to_le_bytes());
                     let (zero, len) = match &write.data {
                         MemberData::Bytes(bytes) => (0u32, bytes.len() as u64),
                         MemberData::Zeroes { len_bytes } => (1u32, *len_bytes),
                     };
-                    out.extend_from_slice(&zero.to_le_bytes());
-                    out.extend_from_slice(&write.offset_bytes.to_le_bytes());
-                    out.extend_from_slice(&len.to_le_bytes());
+                    fields.extend_from_slice(&zero.to_le_bytes());
+                    fields.extend_from_slice(&write.offset_bytes.to_le_bytes());
+                    fields.extend_from_slice(&len.to_le_bytes());
                     if let MemberData::Bytes(bytes) = &write.data {
-                        out.extend_from_slice(bytes);
+                        pieces.push(Cow::Owned(std::mem::take(&mut fields)));
+                        pieces.push(Cow::Borrowed(&bytes[..]));
                     }
                 }
             }
         }
-        out
+        if !fields.is_empty() {
+            pieces.push(Cow::Owned(fields));
+        }
+        pieces.retain(|piece| !piece.is_empty());
+        let payload_len: usize = pieces.iter().map(|p| p.len()).sum();
+        assert_eq!(payload_len, self.payload_len(), "a record's payload length");
+        let mut head = Vec::with_capacity(RECORD_HEAD_BYTES);
+        head.extend_from_slice(&RECORD_MAGIC.to_le_bytes());
+        head.extend_from_slice(&[self.kind(), 0, 0, 0]);
+        head.extend_from_slice(&seq.to_le_bytes());
+        head.extend_from_slice(&journal_id.to_le_bytes());
+        head.extend_from_slice(&(payload_len as u32).to_le_bytes());
+        head.extend_from_slice(&0u32.to_le_bytes());
+        let crc = pieces.iter().fold(crc32c::crc32c(&head), |crc, piece| {
+            crc32c::crc32c_append(crc, piece)
+        });
+        head[28..32].copy_from_slice(&crc.to_le_bytes());
+        pieces.insert(0, Cow::Owned(head));
+        pieces
     }
 
-    /// The record framed for the log: head then payload.
+    /// The record framed for the log: head then payload, in one buffer.
     pub fn encode(&self, seq: u64, journal_id: u64) -> Vec<u8> {
-        let payload = self.payload();
-        let mut out = Vec::with_capacity(RECORD_HEAD_BYTES + payload.len());
-        out.extend_from_slice(&RECORD_MAGIC.to_le_bytes());
-        out.extend_from_slice(&[self.kind(), 0, 0, 0]);
-        out.extend_from_slice(&seq.to_le_bytes());
-        out.extend_from_slice(&journal_id.to_le_bytes());
-        out.extend_from_slice(&(payload.len() as u32).to_le_bytes());
-        out.extend_from_slice(&0u32.to_le_bytes());
-        out.extend_from_slice(&payload);
-        let crc = crc32c::crc32c(&out);
-        out[28..32].copy_from_slice(&crc.to_le_bytes());
+        let pieces = self.encode_pieces(seq, journal_id);
+        let mut out = Vec::with_capacity(self.framed_len());
+        for piece in &pieces {
+            out.extend_from_slice(piece);
+        }
         out
     }
 
@@ -267,7 +316,7 @@ fn decode_payload(kind: u8, payload: &[u8]) -> Option<Record> {
                     let end = at.checked_add(usize::try_from(len).ok()?)?;
                     let bytes = crate::io::Bytes::copy_from_slice(payload.get(at..end)?);
                     at = end;
-                    MemberData::Bytes(bytes)
+                    MemberData::Bytes(bytes.into())
                 };
                 writes.push(MemberWrite {
                     slot,

@@ -2,11 +2,13 @@
 //! state only, the driver does the file I/O. A journal is a file or device
 //! laid out as two header slots (the checkpoint: where the oldest record
 //! still needed starts) and a circular log of checksummed records written
-//! sequentially. `format` encodes headers and records, `ring` places
+//! sequentially. `format` encodes headers and records, `framed` defers a
+//! record's encoding to the thread that writes it, `ring` places
 //! records in the log and retires them, `scan` finds the records to replay
 //! after a crash.
 
 pub mod format;
+pub mod framed;
 pub mod ring;
 pub mod scan;
 

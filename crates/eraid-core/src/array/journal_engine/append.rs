@@ -6,6 +6,7 @@ use super::{BatchInFlight, JournalBatch, ParkedWrites};
 use crate::array::{Array, Ready};
 use crate::io::{ArrayEvent, DeviceOp, UserOp, UserReply, UserRequest};
 use crate::journal::format::{MemberData, MemberWrite, Record};
+use crate::journal::framed::JournalBytes;
 
 impl Array {
     fn journal_active(&self) -> bool {
@@ -117,7 +118,7 @@ impl Array {
             .iter()
             .filter_map(|io| {
                 let data = match &io.op {
-                    DeviceOp::Write { data, .. } => MemberData::Bytes(data.bytes().clone()),
+                    DeviceOp::Write { data, .. } => MemberData::Bytes(data.clone()),
                     DeviceOp::WriteZeroes { len_bytes, .. } => MemberData::Zeroes {
                         len_bytes: *len_bytes,
                     },
@@ -246,7 +247,7 @@ impl Array {
         let mut writes = std::mem::take(&mut journal.unsent);
         let mut retires_below = None;
         if let Some((header, below)) = journal.header_due.take() {
-            writes.push((header.slot_offset_bytes(), header.encode()));
+            writes.push((header.slot_offset_bytes(), header.encode().into()));
             journal.header = header;
             retires_below = Some(below);
         }
@@ -392,7 +393,8 @@ impl super::JournalEngine {
     /// if the log has no room now.
     fn append(&mut self, record: &Record, reserve_bytes: u64) -> Option<u64> {
         let seq = self.ring.next_seq();
-        let bytes = record.encode(seq, self.header.journal_id);
+        // Framed later, outside the engine lock, by the batch's writer.
+        let bytes = JournalBytes::record(record.clone(), seq, self.header.journal_id);
         if !self.ring.fits(bytes.len() as u64, reserve_bytes) {
             return None;
         }

@@ -16,6 +16,7 @@ mod replay;
 pub use crate::io::JournalBatch;
 use crate::io::{RequestId, UserReply, UserRequest};
 use crate::journal::format::{JournalHeader, MemberWrite, Record};
+use crate::journal::framed::JournalBytes;
 use crate::journal::ring::{Placed, Ring};
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 
@@ -58,7 +59,7 @@ pub(super) struct JournalEngine {
     header: JournalHeader,
     ring: Ring,
     /// Placed, not yet handed to the driver.
-    unsent: Vec<(u64, Vec<u8>)>,
+    unsent: Vec<(u64, JournalBytes)>,
     unsent_last_seq: Option<u64>,
     /// A checkpoint's header to write with the next batch, and what it retires.
     header_due: Option<(JournalHeader, u64)>,

@@ -56,7 +56,7 @@ impl Array {
                 let op = match write.data {
                     MemberData::Bytes(data) => DeviceOp::Write {
                         offset_bytes: write.offset_bytes,
-                        data: data.into(),
+                        data,
                     },
                     MemberData::Zeroes { len_bytes } => DeviceOp::WriteZeroes {
                         offset_bytes: write.offset_bytes,
