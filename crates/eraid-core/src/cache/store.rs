@@ -9,7 +9,8 @@
 use super::matrix::BlockState;
 use super::BLOCK_BYTES;
 use bytes::Bytes;
-use std::collections::{BTreeMap, HashMap};
+use rustc_hash::FxHashMap as HashMap;
+use std::collections::BTreeMap;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Granularity {
@@ -98,8 +99,8 @@ impl CacheStore {
             granularity,
             capacity_blocks,
             unit_charge_blocks,
-            stripes: HashMap::new(),
-            units: HashMap::new(),
+            stripes: HashMap::default(),
+            units: HashMap::default(),
             lrw: BTreeMap::new(),
             clean: BTreeMap::new(),
             next_order: 0,

@@ -12,7 +12,7 @@ use crate::cache::transform::{contiguity_transform, Added};
 use crate::cache::BLOCK_BYTES;
 use bytes::Bytes;
 use eraid_codes::MatrixCode;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::ops::Range;
 
 const BLOCK: usize = BLOCK_BYTES as usize;
@@ -63,7 +63,7 @@ impl DestageWork {
             z: StatusMatrix::empty(0, 0),
             m: RxwMatrix::empty(0, 0, 0),
             methods: Vec::new(),
-            snapshot: HashMap::new(),
+            snapshot: HashMap::default(),
             read_runs: Vec::new(),
             read_bufs: Vec::new(),
             write_run_count: 0,
@@ -177,7 +177,7 @@ impl DestageWork {
 
     /// What the disk held, for blocks read (r or t).
     fn read_blocks(&self) -> HashMap<(usize, usize), &[u8]> {
-        let mut blocks = HashMap::new();
+        let mut blocks = HashMap::default();
         for (run, buf) in self.read_runs.iter().zip(&self.read_bufs) {
             let buf = buf.as_ref().expect("every destage read is in");
             for (n, row) in run.rows.clone().enumerate() {
@@ -197,7 +197,7 @@ impl DestageWork {
     ) -> Result<(Vec<BlockFill>, Vec<ShardWrite>), String> {
         let old = self.read_blocks();
         let cached = |row: usize, col: usize| self.snapshot.get(&(row, col)).map(|(d, _)| &d[..]);
-        let mut parity: HashMap<(usize, usize), Vec<u8>> = HashMap::new();
+        let mut parity: HashMap<(usize, usize), Vec<u8>> = HashMap::default();
         for row in 0..self.row_count {
             let new_parity: Vec<Vec<u8>> = match self.methods[row] {
                 Method::Normal(RowMethod::Idle) => continue,
