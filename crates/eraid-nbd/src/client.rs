@@ -103,6 +103,12 @@ impl Client {
         self.stream.set_write_timeout(timeout)
     }
 
+    /// Bytes the server has sent that this client has not read yet
+    /// (FIONREAD; 0 over TLS).
+    pub fn unread_bytes(&self) -> usize {
+        self.stream.readable_bytes()
+    }
+
     pub fn size_bytes(&self) -> u64 {
         self.size_bytes
     }

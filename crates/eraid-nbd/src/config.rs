@@ -44,6 +44,10 @@ pub struct ServerConfig {
     /// do: half of it is granted to finish messages already begun, then
     /// what is still open is cut.
     pub shutdown_timeout: Duration,
+    /// Bytes of replies a Unix socket may queue for a client that has not
+    /// read them yet (0: the kernel's default). Bounded by the kernel's
+    /// `net.core.wmem_max` and, like every send, by `send_timeout`.
+    pub unix_send_buffer_bytes: usize,
     /// TLS through NBD_OPT_STARTTLS (None: plaintext only, STARTTLS gets
     /// NBD_REP_ERR_UNSUP).
     pub tls: Option<TlsPolicy>,
@@ -63,6 +67,8 @@ impl Default for ServerConfig {
             multi_conn: true,
             send_timeout: Duration::from_secs(30),
             shutdown_timeout: Duration::from_secs(10),
+            // A queue depth of 32 reads of 128 KiB (see Stream::widen_send_buffer).
+            unix_send_buffer_bytes: 4 * 1024 * 1024,
             tls: None,
         }
     }

@@ -216,6 +216,13 @@ impl Server {
                     // TLS starts later, inside the handshake.
                     Stream::Tls(_) => {}
                 }
+                if self.config.unix_send_buffer_bytes > 0 {
+                    // Only speed is at stake: a socket left at the kernel's
+                    // size still works.
+                    if let Err(e) = stream.widen_send_buffer(self.config.unix_send_buffer_bytes) {
+                        tracing::debug!("nbd: cannot widen the send buffer: {e}");
+                    }
+                }
                 Ok(Some(stream))
             }
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(None),

@@ -82,6 +82,43 @@ impl Stream {
         }
     }
 
+    /// Lets a Unix socket queue up to about `bytes` of replies the client
+    /// has not read yet (SO_SNDBUF; the kernel caps it at
+    /// `net.core.wmem_max`), and never lowers what it already allows.
+    /// A Unix socket's default (about 208 KiB) holds one or two large read
+    /// replies, so the reply writer blocked, and was woken again, for
+    /// nearly every reply of a client streaming 128 KiB reads. TCP is left
+    /// alone: setting SO_SNDBUF switches off its own sizing, which already
+    /// grows to `net.ipv4.tcp_wmem`'s maximum. Returns the size the kernel
+    /// now reports (twice the usable bytes, as Linux counts them).
+    pub fn widen_send_buffer(&self, bytes: usize) -> io::Result<usize> {
+        use std::os::fd::AsRawFd;
+        let Stream::Unix(s) = self else {
+            return Ok(0);
+        };
+        let fd = s.as_raw_fd();
+        let current = send_buffer_bytes(fd)?;
+        let wanted = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);
+        // Linux reports twice what was set: compare like with like.
+        if usize::try_from(wanted).unwrap_or(usize::MAX) > current / 2 {
+            // SAFETY: setsockopt reads one c_int through the pointer, which
+            // points at `wanted`; the fd is open for as long as `self` lives.
+            let rc = unsafe {
+                libc::setsockopt(
+                    fd,
+                    libc::SOL_SOCKET,
+                    libc::SO_SNDBUF,
+                    std::ptr::addr_of!(wanted).cast(),
+                    std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+                )
+            };
+            if rc != 0 {
+                return Err(io::Error::last_os_error());
+            }
+        }
+        send_buffer_bytes(fd)
+    }
+
     /// Sends what a TLS session still holds from earlier writes (nothing
     /// to do on a plain socket, whose writes are final).
     pub fn send_pending(&mut self) -> io::Result<()> {
@@ -127,6 +164,27 @@ impl Write for Stream {
             Stream::Tls(s) => s.flush(),
         }
     }
+}
+
+/// SO_SNDBUF of a socket, as the kernel reports it.
+fn send_buffer_bytes(fd: std::os::fd::RawFd) -> io::Result<usize> {
+    let mut bytes: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: getsockopt writes at most `len` bytes through the pointer,
+    // which points at `bytes` of that size; the fd is open for the call.
+    let rc = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_SNDBUF,
+            std::ptr::addr_of_mut!(bytes).cast(),
+            &mut len,
+        )
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(usize::try_from(bytes).unwrap_or(0))
 }
 
 /// How long one socket read or write call waits before the caller looks at

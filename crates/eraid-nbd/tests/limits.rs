@@ -261,3 +261,67 @@ fn go_beyond_the_connection_cap_is_refused_until_a_slot_frees() {
     }
     second.read_ok(1, 0, 4096);
 }
+
+/// Bytes the server has queued, once it stops sending, on a connection
+/// whose client sent 16 reads of 1 MiB and has read no reply yet.
+fn bytes_queued_for_a_late_reader(config: ServerConfig) -> usize {
+    let export = Arc::new(MemExport::new("disk0", SIZE_BYTES));
+    let served = serve(Arc::clone(&export) as Arc<dyn Export>, config);
+    let mut client = Client::connect_unix(&served.socket_path, "").unwrap();
+    for _ in 0..16 {
+        client.send_request(p::CMD_READ, 0, 0, MIB, &[]).unwrap();
+    }
+    // Until the queue stops growing (the server blocked on a full socket).
+    let mut queued = 0;
+    let until = Instant::now() + Duration::from_secs(5);
+    loop {
+        std::thread::sleep(Duration::from_millis(200));
+        let now_queued = client.unread_bytes();
+        if (now_queued == queued && queued > 0) || Instant::now() > until {
+            return now_queued;
+        }
+        queued = now_queued;
+    }
+}
+
+fn kernel_setting(path: &str) -> usize {
+    std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("{path}: {e}"))
+        .trim()
+        .parse()
+        .unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+#[test]
+fn a_unix_socket_queues_several_large_replies_for_a_client_reading_late() {
+    let widened = bytes_queued_for_a_late_reader(ServerConfig::default());
+    let kernel_default = bytes_queued_for_a_late_reader(ServerConfig {
+        unix_send_buffer_bytes: 0,
+        ..ServerConfig::default()
+    });
+    let wmem_max = kernel_setting("/proc/sys/net/core/wmem_max");
+    let wmem_default = kernel_setting("/proc/sys/net/core/wmem_default");
+    eprintln!(
+        "queued: {widened} bytes widened, {kernel_default} at the kernel's default \
+         (wmem_default {wmem_default}, wmem_max {wmem_max})"
+    );
+    // At the kernel's default a Unix socket holds about one 1 MiB reply's
+    // worth at most; widened, several (up to wmem_max, which the kernel
+    // lets a process ask for without privilege).
+    assert!(
+        kernel_default <= 2 * wmem_default + MIB as usize,
+        "the kernel's default queued {kernel_default} bytes"
+    );
+    // What the test asks of the default: room for at least a 4 MiB queue,
+    // as far as the kernel allows one.
+    let expected = wmem_max.min(4 * MIB as usize);
+    assert!(
+        expected > 2 * wmem_default + MIB as usize,
+        "this kernel caps socket buffers near its default (wmem_max {wmem_max}): \
+         nothing to widen, so nothing to test"
+    );
+    assert!(
+        widened >= expected,
+        "widened to {expected} bytes, the socket queued only {widened}"
+    );
+}
