@@ -120,7 +120,7 @@ impl Array {
         let crate::stripe_code::StripeCode::Matrix(code) = &*code else {
             unreachable!("the cache runs on RAID-5/6 only (its config is checked at open)")
         };
-        let outcome = work.compute(code, k, m);
+        let outcome = work.compute(code, k, m, &self.parity_buffers);
         let (writes, error) = match outcome {
             Ok((fills, writes)) => {
                 // A write through this stripe still pending (it waits for

@@ -45,7 +45,7 @@ pub(in crate::array) struct DestageWork {
 }
 
 /// A computed device write: shard (column), intra-chunk byte range, bytes.
-pub(in crate::array) type ShardWrite = (usize, Range<u64>, Vec<u8>);
+pub(in crate::array) type ShardWrite = (usize, Range<u64>, Bytes);
 
 /// A block read with r, to cache as clean.
 pub(in crate::array) type BlockFill = (BlockKey, Vec<u8>);
@@ -189,11 +189,15 @@ impl DestageWork {
 
     /// Computes the new parity and the device writes. Returns the blocks
     /// to cache as clean (the r's) and the writes, or why it cannot.
+    /// Each write run is laid out in a buffer from `buffers`: a fresh
+    /// allocation per run (up to a strip) cost more in page faults and
+    /// zeroing than the copy itself, under the engine lock.
     pub fn compute(
         &self,
         code: &MatrixCode,
         k: usize,
         m: usize,
+        buffers: &eraid_buffers::BufferPool,
     ) -> Result<(Vec<BlockFill>, Vec<ShardWrite>), String> {
         let old = self.read_blocks();
         let cached = |row: usize, col: usize| self.snapshot.get(&(row, col)).map(|(d, _)| &d[..]);
@@ -266,8 +270,8 @@ impl DestageWork {
         }
         let mut writes = Vec::new();
         for run in write_runs(&self.m) {
-            let mut bytes = Vec::with_capacity(run.rows.len() * BLOCK);
-            for row in run.rows.clone() {
+            let mut bytes = buffers.take(run.rows.len() * BLOCK);
+            for (index, row) in run.rows.clone().enumerate() {
                 let block = if run.col >= k {
                     parity
                         .get(&(row, run.col))
@@ -277,10 +281,13 @@ impl DestageWork {
                     cached(row, run.col).or_else(|| old.get(&(row, run.col)).copied())
                 };
                 // The rules check guaranteed a source for every w.
-                bytes.extend_from_slice(block.expect("a written block has data"));
+                // Every block of the buffer is filled: a reused buffer's
+                // old bytes never reach a member.
+                bytes[index * BLOCK..(index + 1) * BLOCK]
+                    .copy_from_slice(block.expect("a written block has data"));
             }
             let start = self.row_offset_bytes(run.rows.start);
-            writes.push((run.col, start..start + bytes.len() as u64, bytes));
+            writes.push((run.col, start..start + bytes.len() as u64, bytes.freeze()));
         }
         Ok((fills, writes))
     }
