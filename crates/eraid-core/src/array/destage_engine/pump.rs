@@ -161,11 +161,7 @@ impl Array {
         let writes = writes
             .into_iter()
             .map(|(shard, range, bytes)| {
-                (
-                    shard,
-                    range,
-                    super::super::execute::Payload::Bytes(bytes.into()),
-                )
+                (shard, range, super::super::execute::Payload::Bytes(bytes))
             })
             .collect();
         self.op_issue_writes(op_id, op, writes, error);
