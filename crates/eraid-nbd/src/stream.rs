@@ -89,34 +89,34 @@ impl Stream {
     /// replies, so the reply writer blocked, and was woken again, for
     /// nearly every reply of a client streaming 128 KiB reads. TCP is left
     /// alone: setting SO_SNDBUF switches off its own sizing, which already
-    /// grows to `net.ipv4.tcp_wmem`'s maximum. Returns the size the kernel
-    /// now reports (twice the usable bytes, as Linux counts them).
-    pub fn widen_send_buffer(&self, bytes: usize) -> io::Result<usize> {
+    /// grows to `net.ipv4.tcp_wmem`'s maximum.
+    pub fn widen_send_buffer(&self, bytes: usize) -> io::Result<()> {
         use std::os::fd::AsRawFd;
         let Stream::Unix(s) = self else {
-            return Ok(0);
+            return Ok(());
         };
         let fd = s.as_raw_fd();
-        let current = send_buffer_bytes(fd)?;
         let wanted = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);
         // Linux reports twice what was set: compare like with like.
-        if usize::try_from(wanted).unwrap_or(usize::MAX) > current / 2 {
-            // SAFETY: setsockopt reads one c_int through the pointer, which
-            // points at `wanted`; the fd is open for as long as `self` lives.
-            let rc = unsafe {
-                libc::setsockopt(
-                    fd,
-                    libc::SOL_SOCKET,
-                    libc::SO_SNDBUF,
-                    std::ptr::addr_of!(wanted).cast(),
-                    std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-                )
-            };
-            if rc != 0 {
-                return Err(io::Error::last_os_error());
-            }
+        if usize::try_from(wanted).unwrap_or(usize::MAX) <= send_buffer_bytes(fd)? / 2 {
+            return Ok(());
         }
-        send_buffer_bytes(fd)
+        // SAFETY: setsockopt reads one c_int through the pointer, which
+        // points at `wanted`; the fd is open for as long as `self` lives.
+        let rc = unsafe {
+            libc::setsockopt(
+                fd,
+                libc::SOL_SOCKET,
+                libc::SO_SNDBUF,
+                std::ptr::addr_of!(wanted).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+        if rc == 0 {
+            Ok(())
+        } else {
+            Err(io::Error::last_os_error())
+        }
     }
 
     /// Sends what a TLS session still holds from earlier writes (nothing
