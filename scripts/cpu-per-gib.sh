@@ -10,7 +10,8 @@
 #
 # Serves a fresh array of four 128 MiB tmpfs members (64 KiB chunks; LEVEL
 # 0, 5, 6 or 10, `5-degraded` or `6-degraded` for that level served
-# without its last member, or `nbdkit` for `nbdkit memory`, BIN then
+# without its last member, `0-nbd` for RAID-0 over four `nbdkit memory`
+# members on Unix sockets, or `nbdkit` for `nbdkit memory`, BIN then
 # unused), fills it with one sequential 1M pass, then runs fio (nbd
 # engine, iodepth 32 per connection, CONNECTIONS jobs of one connection
 # each, each on its own slice of 360 MiB) over LOOPS (default 8) passes:
@@ -23,7 +24,7 @@
 set -euo pipefail
 [ $# -ge 4 ] || { echo "usage: scripts/cpu-per-gib.sh BIN LEVEL RW BS [CONNECTIONS] [LOOPS]" >&2; exit 2; }
 BIN=$1; LEVEL=$2; RW=$3; BS=$4; JOBS=${5:-1}; LOOPS=${6:-8}
-[[ "$LEVEL" =~ ^(0|5|6|10|5-degraded|6-degraded|nbdkit)$ ]] || { echo "cpu-per-gib: LEVEL must be 0, 5, 6, 10, 5-degraded, 6-degraded or nbdkit, not '$LEVEL'" >&2; exit 2; }
+[[ "$LEVEL" =~ ^(0|5|6|10|5-degraded|6-degraded|0-nbd|nbdkit)$ ]] || { echo "cpu-per-gib: LEVEL must be 0, 5, 6, 10, 5-degraded, 6-degraded, 0-nbd or nbdkit, not '$LEVEL'" >&2; exit 2; }
 [[ "$JOBS" =~ ^[1-9][0-9]*$ ]] || { echo "cpu-per-gib: CONNECTIONS must be a positive whole number, not '$JOBS'" >&2; exit 2; }
 [[ "$LOOPS" =~ ^[1-9][0-9]*$ ]] || { echo "cpu-per-gib: LOOPS must be a positive whole number, not '$LOOPS'" >&2; exit 2; }
 for tool in fio jq; do

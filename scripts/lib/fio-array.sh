@@ -9,7 +9,9 @@
 # NAME prefixes error messages and the temporary directory; LEVEL is 0, 5,
 # 6 or 10, `5-degraded` or `6-degraded` (that level, served without its
 # last member, so reads and writes of its chunks rebuild them from the
-# others), or `nbdkit` (BIN then unused). Leaves the shell in the
+# others), `0-nbd` (RAID-0 whose four members are `nbdkit memory` exports
+# on Unix sockets, for eraid's member client), or `nbdkit` (BIN then
+# unused). Leaves the shell in the
 # directory, sets W (the directory), P (the server's pid) and URI, and
 # stops the server and removes the directory when the shell exits. An
 # eraid server also answers `eraid detail --control "$W/c.sock"`; its
@@ -17,10 +19,11 @@
 # ERAID_SERVE_FLAGS too (each split on spaces; paths are relative to W).
 
 fio_array_cleanup() {
-  if [ -n "${P:-}" ]; then
-    kill "$P" 2>/dev/null || true
-    wait "$P" 2>/dev/null || true
-  fi
+  local pid
+  for pid in ${P:-} ${MEMBER_PIDS[@]+"${MEMBER_PIDS[@]}"}; do
+    kill "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+  done
   [ -n "${W:-}" ] && rm -rf "$W"
 }
 
@@ -35,6 +38,21 @@ serve_filled() {
     nbdkit -f -U "$W/s.sock" memory 512M >/dev/null 2>&1 & P=$!
   else
     local members=(a b c d)
+    MEMBER_PIDS=()
+    if [ "$level" = 0-nbd ]; then
+      command -v nbdkit >/dev/null || { echo "$name: nbdkit is not installed" >&2; exit 1; }
+      members=()
+      local m
+      for m in a b c d; do
+        nbdkit -f -U "$W/member-$m.sock" memory 128M >/dev/null 2>&1 & MEMBER_PIDS+=($!)
+        members+=("nbd+unix:///?socket=$W/member-$m.sock")
+      done
+      for m in a b c d; do
+        for _ in $(seq 200); do [ -S "$W/member-$m.sock" ] && break; sleep 0.05; done
+        [ -S "$W/member-$m.sock" ] || { echo "$name: nbdkit member $m did not start" >&2; exit 1; }
+      done
+      level=0
+    fi
     # ERAID_CREATE_FLAGS (split on spaces): more `create` flags, e.g.
     # "--journal j --cache msc-ct --cache-size 256M --no-tune".
     local create_extra=()
