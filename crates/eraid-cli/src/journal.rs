@@ -82,7 +82,9 @@ pub fn cache_config(
 
 /// Opens and checks the journal the superblock records (None: it has
 /// none, or it failed earlier and is not replayed again). The error names
-/// the journal and what does not match; nothing has been written yet.
+/// the journal and what does not match; a journal that does not match is
+/// not written to. One that does has the free part of its log zeroed
+/// (`clear_leftovers`: only bytes no record to replay holds).
 pub fn open_recorded(
     superblock: &Superblock,
     path: Option<&Path>,
@@ -125,5 +127,6 @@ pub fn open_recorded(
             record.size_bytes
         );
     }
+    eraid_driver::journal_file::clear_leftovers(&opened).map_err(anyhow::Error::msg)?;
     Ok(Some(opened))
 }

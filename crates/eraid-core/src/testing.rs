@@ -94,10 +94,14 @@ impl MemJournal {
         }
     }
 
-    /// What a driver hands `ArrayOptions::journal` at start.
-    pub fn setup(&self) -> Result<crate::array::JournalSetup, String> {
+    /// What a driver hands `ArrayOptions::journal` at start, having zeroed
+    /// the log's leftovers as a driver must (`scan::leftover_ranges`).
+    pub fn setup(&mut self) -> Result<crate::array::JournalSetup, String> {
         let header = crate::journal::format::JournalHeader::decode_newest(&self.image)?;
         let found = crate::journal::scan::scan(&header, &self.image);
+        for range in crate::journal::scan::leftover_ranges(&header, &found) {
+            self.image[range.start as usize..range.end as usize].fill(0);
+        }
         Ok(crate::array::JournalSetup { header, found })
     }
 }

@@ -38,7 +38,7 @@ fn a_write_longer_than_the_journal_takes_is_refused_and_changes_nothing() {
     cache.validate(&geometry).expect("valid cache config");
     let journal = h
         .journal
-        .as_ref()
+        .as_mut()
         .expect("journal")
         .setup()
         .expect("header");

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use eraid_core::array::JournalSetup;
 use eraid_core::io::JournalBatch;
 use eraid_core::journal::format::JournalHeader;
-use eraid_core::journal::scan::scan;
+use eraid_core::journal::scan::{leftover_ranges, scan};
 use eraid_core::journal::{HEADER_SLOT_BYTES, LOG_START_BYTES};
 
 use crate::member::{DirectMode, MemberFile, MemberOptions};
@@ -77,6 +77,25 @@ pub fn open_journal(path: &Path) -> Result<OpenedJournal, String> {
         file: Arc::new(file),
         setup: JournalSetup { header, found },
     })
+}
+
+/// Zeroes the parts of the log no record to replay holds, and makes that
+/// durable: a batch cut short by a crash can leave intact records there
+/// that a later scan would replay after newer ones
+/// (`eraid_core::journal::scan::leftover_ranges`). Call it once the journal
+/// is known to be the array's (nothing is changed on a wrong file), before
+/// the engine appends a record. Files get holes punched, block devices
+/// BLKZEROOUT, where they can.
+pub fn clear_leftovers(opened: &OpenedJournal) -> Result<(), String> {
+    let name = opened.file.path().display();
+    for range in leftover_ranges(&opened.setup.header, &opened.setup.found) {
+        MemberIo::write_zeroes(opened.file.as_ref(), range.start, range.end - range.start)
+            .map_err(|e| format!("cannot clear journal {name}: {e}"))?;
+    }
+    opened
+        .file
+        .sync_data()
+        .map_err(|e| format!("cannot clear journal {name}: flush failed: {e}"))
 }
 
 /// Writes one batch and makes it durable.

@@ -139,7 +139,7 @@ impl Sim {
         let assembly = h
             .assemble()
             .map_err(|e| format!("new array does not assemble: {e}"))?;
-        let array = Array::open(assembly, with_journal(&options, &h)?, h.now);
+        let array = Array::open(assembly, with_journal(&options, &mut h)?, h.now);
         let capacity = array.capacity_bytes();
         let mut sim = Sim {
             rng: ChaCha8Rng::seed_from_u64(scenario.seed.wrapping_mul(0x2545_f491_4f6c_dd1d)),
@@ -941,7 +941,11 @@ impl Sim {
             }
         }
         let assembly = self.reassemble()?;
-        self.array = Array::open(assembly, with_journal(&self.options, &self.h)?, self.h.now);
+        self.array = Array::open(
+            assembly,
+            with_journal(&self.options, &mut self.h)?,
+            self.h.now,
+        );
         self.opened();
         self.finish_opening()?;
         if let Some(counters) = self.array.journal_counters() {
@@ -1099,7 +1103,11 @@ impl Sim {
             .h
             .arrange_for_assembly()
             .map_err(|e| format!("clean reassembly failed: {e}"))?;
-        self.array = Array::open(assembly, with_journal(&self.options, &self.h)?, self.h.now);
+        self.array = Array::open(
+            assembly,
+            with_journal(&self.options, &mut self.h)?,
+            self.h.now,
+        );
         self.opened();
         self.h.run(&mut self.array);
         // A clean stop records the read-error counts: they come back.
@@ -1240,9 +1248,9 @@ impl Sim {
 
 /// The options to open with: a journaled array gets what its journal
 /// device holds now (the records to replay), as a driver reads it at start.
-fn with_journal(options: &ArrayOptions, h: &MemHarness) -> Outcome<ArrayOptions> {
+fn with_journal(options: &ArrayOptions, h: &mut MemHarness) -> Outcome<ArrayOptions> {
     let mut options = options.clone();
-    if let Some(journal) = &h.journal {
+    if let Some(journal) = &mut h.journal {
         let setup = journal
             .setup()
             .map_err(|e| format!("the journal device does not open: {e}"))?;

@@ -123,6 +123,29 @@ impl Ring {
         Some(placed)
     }
 
+    /// The parts of the log no live record holds, in offset order. A batch
+    /// cut short by a crash can leave intact records there behind a torn
+    /// one; the next run writes records of the same numbers and lengths
+    /// over the torn one, so a later scan would take the next leftover
+    /// for a newer record and replay a write nobody was told of over ones
+    /// that were acknowledged. Zeroed at start, before any record is
+    /// appended ([`super::scan::leftover_ranges`]), they can hold nothing.
+    pub fn free_ranges(&self) -> Vec<std::ops::Range<u64>> {
+        let (head, tail, end) = (
+            self.head_offset_bytes,
+            self.tail_offset_bytes,
+            self.end_bytes,
+        );
+        let ranges: [std::ops::Range<u64>; 2] = if self.live.is_empty() {
+            [LOG_START_BYTES..end, end..end]
+        } else if head > tail {
+            [LOG_START_BYTES..tail, head..end]
+        } else {
+            [head..tail, end..end]
+        };
+        ranges.into_iter().filter(|r| r.start < r.end).collect()
+    }
+
     /// The checkpoint that retiring the records below `seq` would leave:
     /// the tail's offset and sequence number.
     pub fn checkpoint_for(&self, seq: u64) -> (u64, u64) {
@@ -148,6 +171,30 @@ impl Ring {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn free_ranges_are_everything_no_live_record_holds() {
+        let size = LOG_START_BYTES + 1000;
+        let mut ring = ring(size);
+        assert_eq!(ring.free_ranges(), vec![LOG_START_BYTES..size], "empty log");
+        let a = ring.append(400).unwrap();
+        let b = ring.append(400).unwrap();
+        assert_eq!(ring.free_ranges(), vec![LOG_START_BYTES + 800..size]);
+        ring.retire_below(b.seq);
+        assert_eq!(
+            ring.free_ranges(),
+            vec![LOG_START_BYTES..b.offset_bytes, LOG_START_BYTES + 800..size],
+            "before the tail and after the head"
+        );
+        let c = ring.append(300).unwrap();
+        assert_eq!(c.offset_bytes, LOG_START_BYTES, "wrapped");
+        assert_eq!(
+            ring.free_ranges(),
+            vec![LOG_START_BYTES + 300..b.offset_bytes],
+            "between the wrapped head and the tail (the skipped end is free too, but no record starts there that the scan would look for: it jumps to the start)"
+        );
+        let _ = a;
+    }
 
     fn ring(size_bytes: u64) -> Ring {
         Ring::resume(&JournalHeader::fresh(size_bytes, 1, "u"), &[])
