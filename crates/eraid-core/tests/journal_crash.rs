@@ -30,7 +30,7 @@ fn geometry(level: Level, members: usize) -> Geometry {
     .unwrap()
 }
 
-fn journaled_options(h: &mut MemHarness, geometry: &Geometry) -> ArrayOptions {
+fn cached_options(h: &mut MemHarness, geometry: &Geometry) -> ArrayOptions {
     let cache = CacheConfig {
         policy: CachePolicy::MscCt,
         size_bytes: 2 * geometry.member_count as u64 * CHUNK_BYTES + 256 * 1024,
@@ -41,17 +41,7 @@ fn journaled_options(h: &mut MemHarness, geometry: &Geometry) -> ArrayOptions {
         ..CacheConfig::default()
     };
     cache.validate(geometry).expect("valid cache config");
-    let setup = h
-        .journal
-        .as_mut()
-        .expect("journal")
-        .setup()
-        .expect("journal header");
-    ArrayOptions {
-        cache,
-        journal: Some(setup),
-        ..options()
-    }
+    journaled_options(h, cache)
 }
 
 /// Random ranges, mostly 4 KiB aligned (cached whole), some not.
@@ -90,7 +80,7 @@ fn run_journal_crash(seed: u64, level: Level, members: usize, lose_member: bool)
     ));
     let mut array = Array::open(
         h.assemble().unwrap(),
-        journaled_options(&mut h, &geometry),
+        cached_options(&mut h, &geometry),
         h.now,
     );
     h.run(&mut array);
@@ -204,7 +194,7 @@ fn run_journal_crash(seed: u64, level: Level, members: usize, lose_member: bool)
     // Restart: the journal is replayed before anything is served.
     let mut array = Array::open(
         h.assemble().unwrap(),
-        journaled_options(&mut h, &geometry),
+        cached_options(&mut h, &geometry),
         h.now,
     );
     h.run(&mut array);
@@ -306,7 +296,7 @@ fn a_failing_journal_degrades_to_write_through_losing_nothing() {
         path_hint: "mem-journal".into(),
         failed: None,
     });
-    let mut array = Array::open(assembly, journaled_options(&mut h, &geometry), h.now);
+    let mut array = Array::open(assembly, cached_options(&mut h, &geometry), h.now);
     h.run(&mut array);
     let capacity = array.capacity_bytes();
     let mut model = vec![0u8; capacity as usize];

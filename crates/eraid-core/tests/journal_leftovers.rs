@@ -16,7 +16,7 @@ use eraid_core::io::UserOp;
 use eraid_core::journal::format::{JournalHeader, Record};
 use eraid_core::journal::scan::scan;
 use eraid_core::testing::{MemHarness, MemJournal};
-use eraid_core::{Array, ArrayOptions};
+use eraid_core::Array;
 
 const CHUNK_BYTES: u64 = 16 * 1024;
 const JOURNAL_BYTES: u64 = 1 << 20;
@@ -31,17 +31,7 @@ fn journaled(h: &mut MemHarness, geometry: &Geometry) -> Array {
         ..CacheConfig::default()
     };
     cache.validate(geometry).expect("valid cache config");
-    let journal = h
-        .journal
-        .as_mut()
-        .expect("journal")
-        .setup()
-        .expect("header");
-    let options = ArrayOptions {
-        cache,
-        journal: Some(journal),
-        ..options()
-    };
+    let options = journaled_options(h, cache);
     let mut array = Array::open(h.assemble().unwrap(), options, h.now);
     h.run(&mut array);
     array

@@ -18,7 +18,7 @@ use rand_chacha::ChaCha8Rng;
 const CHUNK_BYTES: u64 = 16 * 1024;
 const WRITTEN_BYTES: usize = 240 * 1024;
 
-fn journaled_options(h: &mut MemHarness, geometry: &Geometry, policy: CachePolicy) -> ArrayOptions {
+fn cached_options(h: &mut MemHarness, geometry: &Geometry, policy: CachePolicy) -> ArrayOptions {
     let cache = CacheConfig {
         policy,
         size_bytes: 2 * geometry.member_count as u64 * CHUNK_BYTES + 256 * 1024,
@@ -26,12 +26,7 @@ fn journaled_options(h: &mut MemHarness, geometry: &Geometry, policy: CachePolic
         ..CacheConfig::default()
     };
     cache.validate(geometry).expect("valid cache config");
-    let journal = h.journal.as_mut().expect("journal");
-    ArrayOptions {
-        cache,
-        journal: Some(journal.setup().expect("journal header")),
-        ..options()
-    }
+    journaled_options(h, cache)
 }
 
 /// A 4-member RAID-5 filled, then served with a small journal and `policy`,
@@ -58,7 +53,7 @@ fn written_then_crashed(
     // Small: the replay's records do not fit beside the old ones until a
     // checkpoint retires those, so the replayed writes wait a while.
     h.journal = Some(MemJournal::fresh(512 << 10, 7, &format!("array-{seed}")));
-    let options = journaled_options(&mut h, &geometry, policy);
+    let options = cached_options(&mut h, &geometry, policy);
     let mut array = Array::open(h.assemble().unwrap(), options, h.now);
     h.run(&mut array);
     let written: Vec<u8> = (0..WRITTEN_BYTES).map(|_| rng.gen()).collect();
@@ -91,7 +86,7 @@ fn a_request_after_the_restart_sees_the_replayed_writes() {
         .enumerate()
     {
         let (mut h, geometry, model, written) = written_then_crashed(seed as u64, policy);
-        let options = journaled_options(&mut h, &geometry, policy);
+        let options = cached_options(&mut h, &geometry, policy);
         let mut array = Array::open(h.assemble().unwrap(), options, h.now);
         // A read arrives as soon as the array serves.
         while array.status_json()["phase"] == "opening" {
@@ -132,7 +127,7 @@ fn a_crash_during_the_replay_loses_no_acknowledged_write() {
         let policy = [CachePolicy::Pbgc, CachePolicy::Sc, CachePolicy::MscCt][steps % 3];
         let (mut h, geometry, model, _) = written_then_crashed(seed, policy);
         // Restart, and crash again `steps` I/Os into the replay.
-        let options = journaled_options(&mut h, &geometry, policy);
+        let options = cached_options(&mut h, &geometry, policy);
         let mut array = Array::open(h.assemble().unwrap(), options, h.now);
         for _ in 0..steps {
             if !h.step(&mut array) {
@@ -141,7 +136,7 @@ fn a_crash_during_the_replay_loses_no_acknowledged_write() {
         }
         h.crash();
         drop(array);
-        let options = journaled_options(&mut h, &geometry, policy);
+        let options = cached_options(&mut h, &geometry, policy);
         let mut array = Array::open(h.assemble().unwrap(), options, h.now);
         h.run(&mut array);
         if read_all(&mut h, &mut array, 3) != model {

@@ -12,7 +12,7 @@ use eraid_core::geometry::{Geometry, Level, ParityLayout, METADATA_BYTES};
 use eraid_core::io::{UserError, UserOp};
 use eraid_core::journal::user_write_bytes_max;
 use eraid_core::testing::{MemHarness, MemJournal};
-use eraid_core::{Array, ArrayOptions};
+use eraid_core::Array;
 
 const CHUNK_BYTES: u64 = 16 * 1024;
 const JOURNAL_BYTES: u64 = 512 << 10;
@@ -36,17 +36,7 @@ fn a_write_longer_than_the_journal_takes_is_refused_and_changes_nothing() {
         ..CacheConfig::default()
     };
     cache.validate(&geometry).expect("valid cache config");
-    let journal = h
-        .journal
-        .as_mut()
-        .expect("journal")
-        .setup()
-        .expect("header");
-    let options = ArrayOptions {
-        cache,
-        journal: Some(journal),
-        ..options()
-    };
+    let options = journaled_options(&mut h, cache);
     let mut array = Array::open(h.assemble().unwrap(), options, h.now);
     h.run(&mut array);
 

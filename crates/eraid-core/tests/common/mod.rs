@@ -76,6 +76,25 @@ pub fn options() -> ArrayOptions {
     eraid_core::testing::test_array_options()
 }
 
+/// The test options with a write-back `cache` and the harness's journal as
+/// a driver hands it over at start (its leftovers zeroed, records found).
+pub fn journaled_options(
+    h: &mut MemHarness,
+    cache: eraid_core::cache::config::CacheConfig,
+) -> ArrayOptions {
+    let journal = h
+        .journal
+        .as_mut()
+        .expect("the harness has a journal")
+        .setup()
+        .expect("journal header");
+    ArrayOptions {
+        cache,
+        journal: Some(journal),
+        ..options()
+    }
+}
+
 /// Assembles and opens the array on the harness members, running until open.
 pub fn open(h: &mut MemHarness) -> Array {
     let assembly = h.assemble().expect("assembles");
