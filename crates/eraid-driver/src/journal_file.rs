@@ -50,7 +50,9 @@ pub struct OpenedJournal {
 }
 
 /// Opens the journal at `path` and reads what to replay. The error names
-/// the file and what is wrong with it.
+/// the file and what is wrong with it. It writes nothing: once the journal
+/// is known to be the array's, [`clear_leftovers`] must run before the
+/// array appends a record.
 pub fn open_journal(path: &Path) -> Result<OpenedJournal, String> {
     let name = path.display();
     let file = MemberFile::open_with(path, journal_options(true))
