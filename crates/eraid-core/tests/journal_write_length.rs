@@ -3,7 +3,8 @@
 //! taken. Before, a write whose record could never fit beside the room the
 //! journal keeps free waited for room for ever, and every write behind it
 //! (a 16 MiB NBD write on an array with the smallest journal `create`
-//! accepts hung the server).
+//! accepts hung the server). And the status counts the writes that wait
+//! for room in the log.
 
 mod common;
 use common::*;
@@ -142,4 +143,75 @@ fn a_write_longer_than_the_journal_takes_is_refused_and_changes_nothing() {
         after.bytes().all(|b| b == 0x5C),
         "the write of the limit reads back"
     );
+}
+
+/// The journal's status says how many writes wait for room in the log and
+/// how many answers wait for their records: a burst of writes larger than
+/// the log leaves some waiting (what makes cached writes slow when the
+/// journal is small), and once everything ran, none.
+#[test]
+fn the_status_counts_writes_waiting_for_journal_room() {
+    let geometry = Geometry::new(
+        Level::Raid5,
+        ParityLayout::LeftSymmetric,
+        4,
+        CHUNK_BYTES,
+        METADATA_BYTES + 32 * CHUNK_BYTES,
+    )
+    .unwrap();
+    let mut h = MemHarness::create(geometry, 5);
+    h.journal = Some(MemJournal::fresh(JOURNAL_BYTES, 5, "array-5"));
+    let cache = CacheConfig {
+        policy: CachePolicy::MscCt,
+        size_bytes: 2 * geometry.member_count as u64 * CHUNK_BYTES + 256 * 1024,
+        destage_window_units: 4,
+        ..CacheConfig::default()
+    };
+    cache.validate(&geometry).expect("valid cache config");
+    let options = journaled_options(&mut h, cache);
+    let mut array = Array::open(h.assemble().unwrap(), options, h.now);
+    h.run(&mut array);
+    let waiting = |array: &Array, field: &str| {
+        array.status_json()["cache"]["journal"][field]
+            .as_u64()
+            .unwrap_or_else(|| panic!("journal.{field} in {}", array.status_json()))
+    };
+    assert_eq!(waiting(&array, "waiting_requests"), 0);
+    // Twice the log's bytes of 16 KiB writes at once.
+    let writes = 2 * JOURNAL_BYTES / CHUNK_BYTES;
+    for id in 0..writes {
+        h.submit(
+            &mut array,
+            100 + id,
+            UserOp::Write {
+                offset_bytes: (id % 24) * CHUNK_BYTES,
+                data: vec![id as u8; CHUNK_BYTES as usize].into(),
+                fua: false,
+            },
+        );
+    }
+    let (mut most_waiting, mut most_held) = (0, 0);
+    while h.step(&mut array) {
+        most_waiting = most_waiting.max(waiting(&array, "waiting_requests"));
+        most_held = most_held.max(waiting(&array, "held_replies"));
+    }
+    h.run(&mut array);
+    assert!(
+        most_waiting > 0 && most_held > 0,
+        "a burst over the log's size waits for room ({most_waiting}) and for records ({most_held})"
+    );
+    for id in 0..writes {
+        h.take_reply(100 + id)
+            .expect("every write answered")
+            .result
+            .expect("written");
+    }
+    for field in [
+        "waiting_requests",
+        "waiting_ops",
+        "held_replies",
+        "batches_in_flight",
+    ] {
+        assert_eq!(waiting(&array, field), 0, "{field} once all ran");
+    }
 }

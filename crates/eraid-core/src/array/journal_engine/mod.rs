@@ -213,6 +213,12 @@ impl JournalEngine {
             "replayed_records": self.counters.replayed_records,
             "replay_failures": self.counters.replay_failures,
             "unjournaled_ops": self.counters.unjournaled_ops,
+            // Waiting for room in the log now: user writes (not yet
+            // answered) and stripe ops' member-writes records.
+            "waiting_requests": self.waiting_requests.len(),
+            "waiting_ops": self.waiting_ops.len(),
+            "batches_in_flight": self.in_flight.is_some() as usize,
+            "held_replies": self.held_replies.len(),
         })
     }
 }
