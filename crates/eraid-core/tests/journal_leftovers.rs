@@ -11,7 +11,7 @@
 mod common;
 use common::*;
 use eraid_core::cache::config::{CacheConfig, CachePolicy};
-use eraid_core::geometry::{Geometry, Level, ParityLayout, METADATA_BYTES};
+use eraid_core::geometry::Geometry;
 use eraid_core::io::UserOp;
 use eraid_core::journal::format::{JournalHeader, Record};
 use eraid_core::journal::scan::scan;
@@ -85,14 +85,7 @@ fn user_records(h: &MemHarness) -> Vec<(u64, u8, u64, u64)> {
 
 #[test]
 fn a_second_crash_never_replays_what_a_torn_batch_left_behind() {
-    let geometry = Geometry::new(
-        Level::Raid5,
-        ParityLayout::LeftSymmetric,
-        4,
-        CHUNK_BYTES,
-        METADATA_BYTES + 32 * CHUNK_BYTES,
-    )
-    .unwrap();
+    let geometry = raid5_of_four(CHUNK_BYTES, 32);
     let mut h = MemHarness::create(geometry, 11);
     h.journal = Some(MemJournal::fresh(JOURNAL_BYTES, 11, "array-11"));
     let mut array = journaled(&mut h, &geometry);

@@ -9,7 +9,6 @@
 mod common;
 use common::*;
 use eraid_core::cache::config::{CacheConfig, CachePolicy};
-use eraid_core::geometry::{Geometry, Level, ParityLayout, METADATA_BYTES};
 use eraid_core::io::{UserError, UserOp};
 use eraid_core::journal::user_write_bytes_max;
 use eraid_core::testing::{MemHarness, MemJournal};
@@ -18,18 +17,15 @@ use eraid_core::Array;
 const CHUNK_BYTES: u64 = 16 * 1024;
 const JOURNAL_BYTES: u64 = 512 << 10;
 
-#[test]
-fn a_write_longer_than_the_journal_takes_is_refused_and_changes_nothing() {
-    let geometry = Geometry::new(
-        Level::Raid5,
-        ParityLayout::LeftSymmetric,
-        4,
-        CHUNK_BYTES,
-        METADATA_BYTES + 32 * CHUNK_BYTES,
-    )
-    .unwrap();
-    let mut h = MemHarness::create(geometry, 3);
-    h.journal = Some(MemJournal::fresh(JOURNAL_BYTES, 3, "array-3"));
+/// A RAID-5 of four members with msc-ct and the small journal, open.
+fn open_cached(seed: u64) -> (MemHarness, Array) {
+    let geometry = raid5_of_four(CHUNK_BYTES, 32);
+    let mut h = MemHarness::create(geometry, seed);
+    h.journal = Some(MemJournal::fresh(
+        JOURNAL_BYTES,
+        seed,
+        &format!("array-{seed}"),
+    ));
     let cache = CacheConfig {
         policy: CachePolicy::MscCt,
         size_bytes: 2 * geometry.member_count as u64 * CHUNK_BYTES + 256 * 1024,
@@ -40,6 +36,12 @@ fn a_write_longer_than_the_journal_takes_is_refused_and_changes_nothing() {
     let options = journaled_options(&mut h, cache);
     let mut array = Array::open(h.assemble().unwrap(), options, h.now);
     h.run(&mut array);
+    (h, array)
+}
+
+#[test]
+fn a_write_longer_than_the_journal_takes_is_refused_and_changes_nothing() {
+    let (mut h, mut array) = open_cached(3);
 
     let max_bytes = user_write_bytes_max(JOURNAL_BYTES);
     assert!(max_bytes >= 64 * 1024, "a useful limit: {max_bytes}");
@@ -151,26 +153,7 @@ fn a_write_longer_than_the_journal_takes_is_refused_and_changes_nothing() {
 /// journal is small), and once everything ran, none.
 #[test]
 fn the_status_counts_writes_waiting_for_journal_room() {
-    let geometry = Geometry::new(
-        Level::Raid5,
-        ParityLayout::LeftSymmetric,
-        4,
-        CHUNK_BYTES,
-        METADATA_BYTES + 32 * CHUNK_BYTES,
-    )
-    .unwrap();
-    let mut h = MemHarness::create(geometry, 5);
-    h.journal = Some(MemJournal::fresh(JOURNAL_BYTES, 5, "array-5"));
-    let cache = CacheConfig {
-        policy: CachePolicy::MscCt,
-        size_bytes: 2 * geometry.member_count as u64 * CHUNK_BYTES + 256 * 1024,
-        destage_window_units: 4,
-        ..CacheConfig::default()
-    };
-    cache.validate(&geometry).expect("valid cache config");
-    let options = journaled_options(&mut h, cache);
-    let mut array = Array::open(h.assemble().unwrap(), options, h.now);
-    h.run(&mut array);
+    let (mut h, mut array) = open_cached(5);
     let waiting = |array: &Array, field: &str| {
         array.status_json()["cache"]["journal"][field]
             .as_u64()

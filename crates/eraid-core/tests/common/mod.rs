@@ -55,6 +55,18 @@ pub fn chunk_bytes(level: Level) -> u64 {
     }
 }
 
+/// A left-symmetric RAID-5 of four members.
+pub fn raid5_of_four(chunk_bytes: u64, member_chunks: u64) -> Geometry {
+    Geometry::new(
+        Level::Raid5,
+        ParityLayout::LeftSymmetric,
+        4,
+        chunk_bytes,
+        METADATA_BYTES + member_chunks * chunk_bytes,
+    )
+    .unwrap()
+}
+
 pub fn geometry(
     level: Level,
     layout: ParityLayout,
