@@ -91,37 +91,13 @@ pub fn open_journal(path: &Path) -> Result<OpenedJournal, String> {
 pub fn clear_leftovers(opened: &OpenedJournal) -> Result<(), String> {
     let name = opened.file.path().display();
     for range in leftover_ranges(&opened.setup.header, &opened.setup.found) {
-        for piece in aligned_pieces(range) {
-            MemberIo::write_zeroes(opened.file.as_ref(), piece.start, piece.end - piece.start)
-                .map_err(|e| format!("cannot clear journal {name}: {e}"))?;
-        }
+        MemberIo::write_zeroes(opened.file.as_ref(), range.start, range.end - range.start)
+            .map_err(|e| format!("cannot clear journal {name}: {e}"))?;
     }
     opened
         .file
         .sync_data()
         .map_err(|e| format!("cannot clear journal {name}: flush failed: {e}"))
-}
-
-/// Alignment of the middle piece of a range to zero.
-const ZERO_ALIGN_BYTES: u64 = 4096;
-
-/// A range cut so its middle is aligned: records end anywhere, and a
-/// block device zeroes natively (BLKZEROOUT) only whole sectors; the
-/// unaligned ends, under 4 KiB each, are written as zeroes.
-fn aligned_pieces(range: std::ops::Range<u64>) -> Vec<std::ops::Range<u64>> {
-    let middle_start = range.start.next_multiple_of(ZERO_ALIGN_BYTES);
-    let middle_end = range.end - range.end % ZERO_ALIGN_BYTES;
-    if middle_start >= middle_end {
-        return vec![range];
-    }
-    [
-        range.start..middle_start,
-        middle_start..middle_end,
-        middle_end..range.end,
-    ]
-    .into_iter()
-    .filter(|p| p.start < p.end)
-    .collect()
 }
 
 /// Writes one batch and makes it durable.
@@ -138,34 +114,4 @@ pub fn write_batch(journal: &dyn MemberIo, batch: &JournalBatch) -> Result<(), S
     journal
         .sync_data()
         .map_err(|e| format!("journal {}: flush failed: {e}", journal.label()))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::aligned_pieces;
-
-    #[test]
-    fn a_range_is_cut_into_aligned_middle_and_short_ends_covering_it_exactly() {
-        assert_eq!(
-            aligned_pieces(100..10_000),
-            vec![100..4096, 4096..8192, 8192..10_000]
-        );
-        assert_eq!(aligned_pieces(4096..8192), vec![4096..8192]);
-        assert_eq!(
-            aligned_pieces(100..4000),
-            vec![100..4000],
-            "no aligned middle"
-        );
-        assert_eq!(
-            aligned_pieces(4096..5000),
-            vec![4096..5000],
-            "no whole block"
-        );
-        for (start, end) in [(1u64, 9000u64), (4095, 4097), (8192, 12_289)] {
-            let pieces = aligned_pieces(start..end);
-            assert_eq!(pieces.first().unwrap().start, start);
-            assert_eq!(pieces.last().unwrap().end, end);
-            assert!(pieces.windows(2).all(|w| w[0].end == w[1].start));
-        }
-    }
 }

@@ -476,10 +476,19 @@ impl MemberIo for MemberFile {
         // A hole punched past a shrunk file's end would hide the loss.
         self.check_not_shrunk()?;
         let file = self.direct_file.as_ref().unwrap_or(&self.buffered_file);
-        if !crate::zeroing::zero_natively(file, self.is_block_device(), offset_bytes, len_bytes)? {
-            crate::zeroing::write_zeroes_in_pieces(offset_bytes, len_bytes, |at, zeroes| {
-                MemberFile::write_at(self, at, zeroes)
-            })?;
+        // Files take any range natively; a block device whole sectors only.
+        let pieces = if self.is_block_device() {
+            crate::zeroing::aligned_pieces(offset_bytes..end_bytes)
+        } else {
+            std::iter::once(offset_bytes..end_bytes).collect()
+        };
+        for piece in pieces {
+            let len = piece.end - piece.start;
+            if !crate::zeroing::zero_natively(file, self.is_block_device(), piece.start, len)? {
+                crate::zeroing::write_zeroes_in_pieces(piece.start, len, |at, zeroes| {
+                    MemberFile::write_at(self, at, zeroes)
+                })?;
+            }
         }
         bump(&self.counters.writes, 1);
         bump(&self.counters.written_bytes, len_bytes);

@@ -67,6 +67,30 @@ pub fn zero_natively(
     }
 }
 
+/// Alignment of the middle piece of a range cut by [`aligned_pieces`].
+const ZERO_ALIGN_BYTES: u64 = 4096;
+
+/// A range cut so its middle is aligned: a block device zeroes natively
+/// (BLKZEROOUT) only whole sectors, and a range that starts or ends
+/// mid-sector (the journal's free space starts where a record ends) would
+/// otherwise be written as zeroes whole; its unaligned ends, under 4 KiB
+/// each, are written as zeroes.
+pub fn aligned_pieces(range: std::ops::Range<u64>) -> Vec<std::ops::Range<u64>> {
+    let middle_start = range.start.next_multiple_of(ZERO_ALIGN_BYTES);
+    let middle_end = range.end - range.end % ZERO_ALIGN_BYTES;
+    if middle_start >= middle_end {
+        return vec![range];
+    }
+    [
+        range.start..middle_start,
+        middle_start..middle_end,
+        middle_end..range.end,
+    ]
+    .into_iter()
+    .filter(|p| p.start < p.end)
+    .collect()
+}
+
 /// Writes zeroes over the range with `write`, at most `ZERO_PIECE_BYTES`
 /// at a time, so no buffer grows with the range.
 pub fn write_zeroes_in_pieces(
@@ -86,6 +110,31 @@ pub fn write_zeroes_in_pieces(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_range_is_cut_into_aligned_middle_and_short_ends_covering_it_exactly() {
+        assert_eq!(
+            aligned_pieces(100..10_000),
+            vec![100..4096, 4096..8192, 8192..10_000]
+        );
+        assert_eq!(aligned_pieces(4096..8192), vec![4096..8192]);
+        assert_eq!(
+            aligned_pieces(100..4000),
+            vec![100..4000],
+            "no aligned middle"
+        );
+        assert_eq!(
+            aligned_pieces(4096..5000),
+            vec![4096..5000],
+            "no whole block"
+        );
+        for (start, end) in [(1u64, 9000u64), (4095, 4097), (8192, 12_289)] {
+            let pieces = aligned_pieces(start..end);
+            assert_eq!(pieces.first().unwrap().start, start);
+            assert_eq!(pieces.last().unwrap().end, end);
+            assert!(pieces.windows(2).all(|w| w[0].end == w[1].start));
+        }
+    }
 
     #[test]
     fn pieces_cover_the_range_and_stay_bounded() {

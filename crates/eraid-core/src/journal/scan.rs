@@ -104,11 +104,6 @@ mod tests {
         let resumed = Ring::resume(&header, &found.iter().map(|(p, _)| *p).collect::<Vec<_>>());
         assert_eq!(resumed.next_seq(), 6);
     }
-}
-
-#[cfg(test)]
-mod stale_tests {
-    use super::*;
 
     /// A crash tore record 3 of a batch whose records 4 and 5 landed. The
     /// next run resumes after record 2 and writes a new record 3 of the
